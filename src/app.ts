@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { AuthLimiter } from './auth-limiter.js';
+import { authenticate } from './authenticate.js';
+import { DEPRECATION_HEADERS } from './contract.js';
+import { corsHeaders, preflightReply, type CorsPolicy } from './cors.js';
+import { acceptableRequestId, headerCount } from './headers.js';
+import { HttpError } from './http-error.js';
+import type { Keyring } from './keyring.js';
+import type { Logger } from './logger.js';
+import type { Handler } from './operations.js';
+import { errorReply, isServerFault, send, type Reply } from './respond.js';
+import { Router } from './router.js';
+import { ROUTES, type RouteSpec } from './routes.js';
+import type { PetStore } from './store/store.js';
+import { splitTarget } from './url.js';
+
+export interface AppOptions {
+  store: PetStore;
+  keyring: Keyring;
+  limiter: AuthLimiter;
+  bodyLimit: number;
+  logger: Logger;
+  cors: CorsPolicy | undefined;
+}
+
+/** A standard request listener; with `next`, requests for paths it does not serve go on to `next`. */
+export type RequestListener = (req: IncomingMessage, res: ServerResponse, next?: () => void) => void;
+
+/**
+ * The request pipeline, in one direction: route → (preflight) → authenticate → 404/405 → handler →
+ * reply. Every outcome, answer or error, leaves through `finish`, which sends and logs it.
+ */
+export function createApp(options: AppOptions): RequestListener {
+  const router = new Router<RouteSpec>();
+  for (const route of ROUTES) router.add(route.method, route.path, route);
+
+  return function petstore(req, res, next) {
+    const started = performance.now();
+    const clientId = req.headers['x-request-id'];
+    const requestId = acceptableRequestId(clientId) ? clientId : randomUUID();
+    const { path, search } = splitTarget(req.url ?? '/');
+    const method = req.method ?? '';
+    const match = router.find(method, path);
+    if (match.path === undefined && next !== undefined) return next();
+
+    let context: Record<string, string> = { 'x-request-id': requestId };
+    if (match.path !== undefined && match.value?.deprecated === true) context = { ...context, ...DEPRECATION_HEADERS };
+    if (options.cors !== undefined) context = { ...context, ...corsHeaders(options.cors, req) };
+
+    const finish = (reply: Reply, error?: unknown): void => {
+      if (error !== undefined && isServerFault(error)) options.logger.error('request failed', error, { id: requestId, method, path: match.path ?? path });
+      send(res, reply, context);
+      options.logger.request({ id: requestId, method, path, status: reply.status, ms: Math.round((performance.now() - started) * 100) / 100 });
+    };
+    const fail = (error: unknown): void => finish(errorReply(error), error);
+
+    try {
+      const reply = dispatch(req, res, method, match.path, match.value, match.allowed, match.params, search);
+      if (reply instanceof Promise) reply.then(finish, fail);
+      else finish(reply);
+    } catch (error) {
+      fail(error);
+    }
+  };
+
+  function dispatch(
+    req: IncomingMessage, res: ServerResponse, method: string, path: string | undefined, route: RouteSpec | undefined,
+    allowed: readonly string[], params: Record<string, string>, search: string,
+  ): Reply | Promise<Reply> {
+    if (options.cors !== undefined && path !== undefined && method === 'OPTIONS') {
+      const preflight = preflightReply(options.cors, req, allowed);
+      if (preflight !== undefined) return preflight;
+    }
+    // Authentication comes first, also for unknown paths and wrong methods: nothing is revealed without a key.
+    if (route === undefined || route.auth) authenticate(req, options.keyring, options.limiter);
+    if (path === undefined) throw new HttpError(404, 'not_found', 'no such path; the API lives under /v1');
+    if (route === undefined) {
+      throw new HttpError(405, 'method_not_allowed', `method ${method} is not allowed here; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') });
+    }
+    if (method === 'POST' && headerCount(req, 'content-type') > 1) {
+      throw new HttpError(400, 'invalid_request', 'the Content-Type header is given more than once');
+    }
+    const handler: Handler = route.handler;
+    return handler({ req, res, params, search, store: options.store, bodyLimit: options.bodyLimit });
+  }
+}

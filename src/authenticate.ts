@@ -1,0 +1,36 @@
+import type { IncomingMessage } from 'node:http';
+import { AUTH_REALM } from './contract.js';
+import type { AuthLimiter } from './auth-limiter.js';
+import { headerCount } from './headers.js';
+import { HttpError } from './http-error.js';
+import type { Keyring } from './keyring.js';
+
+const CHALLENGE = { 'www-authenticate': `Bearer realm="${AUTH_REALM}"` };
+// RFC 6750: the scheme name is case-insensitive; the token is matched exactly.
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
+
+/**
+ * Lets a request through only with an accepted bearer key. An address with too many recent failures
+ * is refused (429) before its key is even looked at.
+ */
+export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: AuthLimiter): void {
+  const address = req.socket.remoteAddress ?? 'unknown';
+  const now = Date.now();
+  const wait = limiter.blockedFor(address, now);
+  if (wait > 0) {
+    throw new HttpError(429, 'too_many_requests', 'too many failed authentications from this address', { 'retry-after': String(wait) });
+  }
+  const header = req.headers.authorization;
+  let problem: string | undefined;
+  if (header === undefined) problem = 'missing bearer API key (Authorization: Bearer <key>)';
+  else if (headerCount(req, 'authorization') > 1) throw new HttpError(400, 'invalid_request', 'the Authorization header is given more than once');
+  else {
+    const token = BEARER.exec(header)?.[1];
+    if (token === undefined) problem = 'the Authorization header is not a bearer API key';
+    else if (!keyring.accepts(token, now)) problem = 'invalid API key';
+  }
+  if (problem !== undefined) {
+    limiter.recordFailure(address, now);
+    throw new HttpError(401, 'unauthorized', problem, CHALLENGE);
+  }
+}

@@ -1,0 +1,44 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HttpError } from './http-error.js';
+import { parseJson, type JsonValue } from './json.js';
+import { ValidationError } from './validate.js';
+
+const MEDIA_TYPE = /^application\/json[ \t]*(;.*)?$/i;
+const MAX_DEPTH = 16;
+
+/**
+ * Reads a JSON request body, refusing early what can be refused early: a wrong Content-Type (415)
+ * and a declared length over the limit (413) are answered before a `100 Continue` is sent, and a body
+ * that grows past the limit while streaming is a 413 without buffering the rest.
+ */
+export async function readJsonBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<JsonValue> {
+  const type = req.headers['content-type'];
+  if (type === undefined || !MEDIA_TYPE.test(type)) {
+    throw new HttpError(415, 'unsupported_media_type', 'the request body must be application/json');
+  }
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
+  if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
+
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw tooLarge(limit);
+    chunks.push(chunk);
+  }
+  if (size === 0) throw new ValidationError('a request body (NewPet) is required');
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(Buffer.concat(chunks, size));
+  } catch (error) {
+    if (error instanceof TypeError) throw new ValidationError('the request body is not valid UTF-8');
+    throw error;
+  }
+  return parseJson(text, { maxDepth: MAX_DEPTH });
+}
+
+function tooLarge(limit: number): HttpError {
+  // The rest of the body is not read: close the connection instead of draining it.
+  return new HttpError(413, 'payload_too_large', `the request body must be at most ${limit} bytes`, { connection: 'close' });
+}

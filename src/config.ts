@@ -1,0 +1,115 @@
+import { LOG_LEVELS, type LogLevel } from './logger.js';
+import { SERVER_DEFAULTS } from './listen.js';
+import { DEFAULTS } from './petstore.js';
+
+/** Everything the command line configures. Each setting has a flag and an environment twin; the flag wins. */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  bodyLimit: number;
+  corsOrigin: string | undefined;
+  logLevel: LogLevel;
+  authFailureLimit: number;
+  maxConnections: number;
+  headersTimeout: number;
+  requestTimeout: number;
+  keepAliveTimeout: number;
+  maxHeaderSize: number;
+  shutdownTimeout: number;
+}
+
+/** A bad flag or environment value: the command line exits 2 with this message. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+interface Setting<K extends keyof Config> {
+  key: K;
+  flag: string;
+  env: string;
+  default: Config[K];
+  help: string;
+  parse(raw: string, source: string): Config[K];
+}
+
+const integer = (min: number, max: number) => (raw: string, source: string): number => {
+  const value = /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
+  if (!(value >= min && value <= max)) throw new UsageError(`${source} must be an integer from ${min} to ${max}, got "${raw}"`);
+  return value;
+};
+const text = (raw: string, source: string): string => {
+  if (raw === '') throw new UsageError(`${source} must not be empty`);
+  return raw;
+};
+
+const setting = <K extends keyof Config>(s: Setting<K>): Setting<K> => s;
+
+export const SETTINGS = [
+  setting({ key: 'port', flag: 'port', env: 'PORT', default: SERVER_DEFAULTS.port, help: 'TCP port to listen on (0: any free port)', parse: integer(0, 65535) }),
+  setting({ key: 'host', flag: 'host', env: 'HOST', default: SERVER_DEFAULTS.host, help: 'address to listen on', parse: text }),
+  setting({ key: 'dataDir', flag: 'data-dir', env: 'PETSTORE_DATA_DIR', default: './data', help: 'directory of pets.json, its journal and keys.json; created if missing', parse: text }),
+  setting({ key: 'bodyLimit', flag: 'body-limit', env: 'PETSTORE_BODY_LIMIT', default: DEFAULTS.bodyLimit, help: 'largest request body in bytes (413 beyond)', parse: integer(1, 64 * 1024 * 1024) }),
+  setting({ key: 'corsOrigin', flag: 'cors-origin', env: 'PETSTORE_CORS_ORIGIN', default: undefined, help: 'allowed browser origins, * or a comma-separated list (default: CORS off)', parse: text }),
+  setting({
+    key: 'logLevel', flag: 'log-level', env: 'PETSTORE_LOG_LEVEL', default: 'info', help: `${LOG_LEVELS.join(' | ')}; info logs one line per request`,
+    parse: (raw, source) => {
+      if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new UsageError(`${source} must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+      return raw as LogLevel;
+    },
+  }),
+  setting({ key: 'authFailureLimit', flag: 'auth-failure-limit', env: 'PETSTORE_AUTH_FAILURE_LIMIT', default: DEFAULTS.authFailureLimit, help: 'failed authentications per address per minute before 429', parse: integer(1, 1_000_000) }),
+  setting({ key: 'maxConnections', flag: 'max-connections', env: 'PETSTORE_MAX_CONNECTIONS', default: SERVER_DEFAULTS.maxConnections, help: 'open connections at most; more are refused', parse: integer(1, 1_000_000) }),
+  setting({ key: 'headersTimeout', flag: 'headers-timeout', env: 'PETSTORE_HEADERS_TIMEOUT', default: SERVER_DEFAULTS.headersTimeout, help: 'ms to receive the request headers (408 beyond)', parse: integer(1, 3_600_000) }),
+  setting({ key: 'requestTimeout', flag: 'request-timeout', env: 'PETSTORE_REQUEST_TIMEOUT', default: SERVER_DEFAULTS.requestTimeout, help: 'ms to receive a whole request (408 beyond)', parse: integer(1, 3_600_000) }),
+  setting({ key: 'keepAliveTimeout', flag: 'keep-alive-timeout', env: 'PETSTORE_KEEP_ALIVE_TIMEOUT', default: SERVER_DEFAULTS.keepAliveTimeout, help: 'ms an idle keep-alive connection stays open', parse: integer(1, 3_600_000) }),
+  setting({ key: 'maxHeaderSize', flag: 'max-header-size', env: 'PETSTORE_MAX_HEADER_SIZE', default: SERVER_DEFAULTS.maxHeaderSize, help: 'largest request header block in bytes (431 beyond)', parse: integer(1024, 1024 * 1024) }),
+  setting({ key: 'shutdownTimeout', flag: 'shutdown-timeout', env: 'PETSTORE_SHUTDOWN_TIMEOUT', default: SERVER_DEFAULTS.shutdownTimeout, help: 'ms a graceful stop waits for requests in flight', parse: integer(0, 3_600_000) }),
+] as const;
+
+/** Resolves every setting: flag, else environment, else default. */
+export function resolveConfig(flags: Readonly<Record<string, string | undefined>>, env: NodeJS.ProcessEnv): Config {
+  const config: Partial<Record<keyof Config, unknown>> = {};
+  for (const s of SETTINGS) {
+    const flag = flags[s.flag];
+    const fromEnv = env[s.env];
+    if (flag !== undefined) config[s.key] = s.parse(flag, `--${s.flag}`);
+    else if (fromEnv !== undefined && fromEnv !== '') config[s.key] = s.parse(fromEnv, s.env);
+    else config[s.key] = s.default;
+  }
+  return config as Config;
+}
+
+/** PETSTORE_API_KEYS: comma-separated keys; blanks are ignored. */
+export function envKeys(env: NodeJS.ProcessEnv): string[] {
+  return (env['PETSTORE_API_KEYS'] ?? '').split(',').map((k) => k.trim()).filter((k) => k !== '');
+}
+
+export function helpText(): string {
+  const rows = SETTINGS.map((s) => {
+    const left = `  --${s.flag} <value>`.padEnd(32);
+    const fallback = s.default === undefined ? 'unset' : String(s.default);
+    return `${left}${s.help}\n${' '.repeat(32)}env ${s.env}, default ${fallback}`;
+  });
+  return [
+    'Pet Store API v1 server',
+    '',
+    'Usage:',
+    '  node dist/server.js [options]            serve the API',
+    '  node dist/server.js keys create [--label <text>] [--data-dir <dir>]',
+    '  node dist/server.js keys list [--data-dir <dir>]',
+    '  node dist/server.js keys revoke <id> [--data-dir <dir>]',
+    '',
+    'Options (a flag wins over its environment variable):',
+    ...rows,
+    `  --help${' '.repeat(25)} show this help`,
+    '',
+    'Environment only:',
+    '  PETSTORE_API_KEYS               comma-separated API keys accepted besides keys.json',
+    '                                  (with none anywhere, the first start generates one and prints it once)',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,31 @@
+/**
+ * The numbers and names of the Pet Store API v1 contract (petstore-api.md and decisions.md).
+ * Validators, handlers and the OpenAPI document all read them from here, so they cannot drift.
+ */
+export const API_VERSION = '1.0.0';
+export const BASE_PATH = '/v1';
+
+export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
+export type PetStatus = (typeof PET_STATUSES)[number];
+
+export const LIMIT = { min: 1, max: 100, default: 20 } as const;
+export const NAME_MAX_LENGTH = 256;
+
+export const INT64_MIN = -(2n ** 63n);
+export const INT64_MAX = 2n ** 63n - 1n;
+
+/** `GET /v1/pets/{petId}` is deprecated: RFC 9745 `Deprecation`, RFC 8594 `Sunset`, RFC 8288 successor. */
+export const DEPRECATION = {
+  /** The day this service first shipped, already marking getPet deprecated: 2026-11-25T00:00:00Z. */
+  since: new Date('2026-11-25T00:00:00Z'),
+  sunset: new Date('2030-12-05T00:00:00Z'),
+  successor: `${BASE_PATH}/pets`,
+} as const;
+
+export const DEPRECATION_HEADERS: Readonly<Record<string, string>> = {
+  deprecation: `@${DEPRECATION.since.getTime() / 1000}`,
+  sunset: DEPRECATION.sunset.toUTCString(),
+  link: `<${DEPRECATION.successor}>; rel="successor-version"`,
+};
+
+export const AUTH_REALM = 'petstore';

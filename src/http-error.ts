@@ -1,0 +1,32 @@
+/** The fixed set of Error `code` values this service answers with (documented in the README). */
+export type ErrorCode =
+  | 'invalid_request'
+  | 'unauthorized'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'too_many_requests'
+  | 'internal_error'
+  | 'unavailable';
+
+/**
+ * The one error type of the service: everything that should reach a client as an Error body is
+ * thrown or returned as an HttpError; `respond.ts` is the single place that turns it into a response.
+ */
+export class HttpError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  /** Extra response headers that belong to this error (`Allow`, `Retry-After`, `WWW-Authenticate`). */
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(status: number, code: ErrorCode, message: string, headers: Record<string, string> = {}, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'HttpError';
+    this.status = status;
+    this.code = code;
+    this.headers = headers;
+  }
+}
+
+export const badRequest = (message: string): HttpError => new HttpError(400, 'invalid_request', message);

@@ -1,0 +1,95 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { errorCode } from './system-error.js';
+
+/**
+ * API keys issued by this service, kept in `keys.json` in the data directory as SHA-256 hashes with
+ * a label and creation time. The key itself is shown once, when created, and stored nowhere.
+ */
+export const KEY_FILE = 'keys.json';
+
+export interface StoredKey {
+  id: string;
+  label: string;
+  created: string;
+  sha256: string;
+}
+
+export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
+
+export const keyFilePath = (dataDir: string): string => join(dataDir, KEY_FILE);
+
+/** The stored keys, or undefined when the file does not exist. */
+export function readKeyFile(path: string): StoredKey[] | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return undefined;
+    throw error;
+  }
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${path} is not valid JSON: ${(error as Error).message}`, { cause: error });
+  }
+  const keys = (document as { keys?: unknown } | null)?.keys;
+  if (!Array.isArray(keys) || !keys.every(isStoredKey)) throw new Error(`${path} is not a key file (expected {"keys": [{id, label, created, sha256}]})`);
+  return keys;
+}
+
+function isStoredKey(value: unknown): value is StoredKey {
+  const key = value as Partial<StoredKey> | null;
+  return typeof key?.id === 'string' && typeof key.label === 'string' && typeof key.created === 'string'
+    && typeof key.sha256 === 'string' && /^[0-9a-f]{64}$/.test(key.sha256);
+}
+
+/** Modification time of the key file, or 0 when absent: a cheap way to notice a change. */
+export function keyFileVersion(path: string): number {
+  return statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+}
+
+/** Replaces the key file atomically and durably (temp file, fsync, rename, fsync of the directory). */
+export function writeKeyFile(path: string, keys: readonly StoredKey[]): void {
+  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  const fd = openSync(temp, 'wx', 0o600);
+  try {
+    writeSync(fd, JSON.stringify({ keys }, null, 2) + '\n');
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    renameSync(temp, path);
+  } catch (error) {
+    unlinkSync(temp);
+    throw error;
+  }
+  const dir = openSync(dirname(path), 'r');
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
+}
+
+/** Creates a key: returns it (to show once) and the record to store. */
+export function newKey(label: string): { key: string; record: StoredKey } {
+  const key = `pet_${randomBytes(32).toString('base64url')}`;
+  const record = { id: randomUUID().slice(0, 8), label, created: new Date().toISOString(), sha256: hashKey(key) };
+  return { key, record };
+}
+
+/**
+ * With no key configured anywhere, the first start generates one and keeps only its hash. Returns
+ * the key to show once, or undefined when a key file already exists.
+ */
+export function generateFirstKey(dataDir: string): string | undefined {
+  const path = keyFilePath(dataDir);
+  if (readKeyFile(path) !== undefined) return undefined;
+  const { key, record } = newKey('generated at first start');
+  writeKeyFile(path, [record]);
+  return key;
+}

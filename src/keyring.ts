@@ -1,0 +1,67 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { keyFileVersion, readKeyFile } from './key-file.js';
+
+// How often, at most, the key file is checked for changes: a revoked key stops working within this
+// time, without a restart and without a timer that wakes an idle server.
+const RELOAD_INTERVAL_MS = 1000;
+
+export interface KeyringOptions {
+  /** Keys given directly (PETSTORE_API_KEYS or an embedder's options); only their hashes are kept. */
+  keys?: readonly string[];
+  /** A key file to read and to follow as it changes (`keys create`, `keys revoke`). */
+  keyFile?: string | undefined;
+  onReloadError?: (error: unknown) => void;
+}
+
+/** The accepted API keys, held only as SHA-256 digests and compared in constant time. */
+export class Keyring {
+  readonly #fixed: Buffer[];
+  readonly #keyFile: string | undefined;
+  readonly #onReloadError: (error: unknown) => void;
+  #fromFile: Buffer[] = [];
+  #fileVersion = -1;
+  #checkedAt = 0;
+
+  constructor(options: KeyringOptions) {
+    this.#fixed = (options.keys ?? []).map(digest);
+    this.#keyFile = options.keyFile;
+    this.#onReloadError = options.onReloadError ?? (() => {});
+    this.#reload(Date.now(), true);
+  }
+
+  get size(): number {
+    return this.#fixed.length + this.#fromFile.length;
+  }
+
+  /**
+   * Whether `key` is one of the accepted keys. The presented key is hashed, and the digest compared
+   * with every stored digest without stopping early, so the time taken says nothing about the keys.
+   */
+  accepts(key: string, now = Date.now()): boolean {
+    this.#reload(now, false);
+    const presented = digest(key);
+    let found = false;
+    for (const stored of this.#fixed) found = timingSafeEqual(stored, presented) || found;
+    for (const stored of this.#fromFile) found = timingSafeEqual(stored, presented) || found;
+    return found;
+  }
+
+  #reload(now: number, strict: boolean): void {
+    if (this.#keyFile === undefined || now - this.#checkedAt < RELOAD_INTERVAL_MS) return;
+    this.#checkedAt = now;
+    try {
+      const version = keyFileVersion(this.#keyFile);
+      if (version === this.#fileVersion) return;
+      this.#fromFile = (readKeyFile(this.#keyFile) ?? []).map((k) => Buffer.from(k.sha256, 'hex'));
+      this.#fileVersion = version;
+    } catch (error) {
+      // At start a broken key file is fatal; later the last good keys stay in force and it is reported.
+      if (strict) throw error;
+      this.#onReloadError(error);
+    }
+  }
+}
+
+function digest(key: string): Buffer {
+  return createHash('sha256').update(key).digest();
+}

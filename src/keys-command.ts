@@ -1,0 +1,40 @@
+import { mkdirSync } from 'node:fs';
+import { keyFilePath, newKey, readKeyFile, writeKeyFile } from './key-file.js';
+import { UsageError } from './config.js';
+
+/** `keys create [--label L] | keys list | keys revoke <id>` on the key file of a data directory. */
+export function runKeysCommand(dataDir: string, args: readonly string[], label: string | undefined, out: (line: string) => void): void {
+  const [action, ...rest] = args;
+  if (label !== undefined && action !== 'create') throw new UsageError('--label applies only to "keys create"');
+  const path = keyFilePath(dataDir);
+  switch (action) {
+    case 'create': {
+      if (rest.length > 0) throw new UsageError('"keys create" takes no arguments besides --label');
+      mkdirSync(dataDir, { recursive: true });
+      const { key, record } = newKey(label ?? '');
+      writeKeyFile(path, [...(readKeyFile(path) ?? []), record]);
+      out(`created key ${record.id}${record.label === '' ? '' : ` (${record.label})`}; it is shown only this once:`);
+      out(key);
+      return;
+    }
+    case 'list': {
+      if (rest.length > 0) throw new UsageError('"keys list" takes no arguments');
+      const keys = readKeyFile(path) ?? [];
+      if (keys.length === 0) out(`no keys in ${path}`);
+      for (const k of keys) out(`${k.id}  ${k.created}  ${k.label}`);
+      return;
+    }
+    case 'revoke': {
+      const [id, ...extra] = rest;
+      if (id === undefined || extra.length > 0) throw new UsageError('usage: keys revoke <id>');
+      const keys = readKeyFile(path) ?? [];
+      const remaining = keys.filter((k) => k.id !== id);
+      if (remaining.length === keys.length) throw new UsageError(`no key with id ${id} in ${path}`);
+      writeKeyFile(path, remaining);
+      out(`revoked key ${id}`);
+      return;
+    }
+    default:
+      throw new UsageError('usage: keys create [--label <text>] | keys list | keys revoke <id>');
+  }
+}

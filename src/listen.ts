@@ -1,0 +1,86 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createPetstore, type Petstore, type PetstoreOptions } from './petstore.js';
+
+export interface ListenOptions extends PetstoreOptions {
+  port?: number;
+  host?: string;
+  /** Limits that keep slow or idle clients from holding the server (milliseconds, bytes, count). */
+  headersTimeout?: number;
+  requestTimeout?: number;
+  keepAliveTimeout?: number;
+  maxHeaderSize?: number;
+  maxConnections?: number;
+  /** How long a graceful stop waits for requests in flight before closing their connections. */
+  shutdownTimeout?: number;
+}
+
+export interface RunningServer {
+  server: Server;
+  petstore: Petstore;
+  /** `http://host:port`, with the port actually bound (useful with port 0). */
+  url: string;
+  /** Stops accepting, finishes requests in flight, makes the store durable. */
+  close(): Promise<void>;
+}
+
+export const SERVER_DEFAULTS = {
+  port: 8080,
+  host: '127.0.0.1',
+  headersTimeout: 10_000,
+  requestTimeout: 30_000,
+  keepAliveTimeout: 5_000,
+  maxHeaderSize: 16 * 1024,
+  maxConnections: 1_000,
+  shutdownTimeout: 10_000,
+} as const;
+
+/** Creates the service and serves it on `node:http`. */
+export async function listen(options: ListenOptions): Promise<RunningServer> {
+  const petstore = await createPetstore(options);
+  let closing = false;
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    if (closing) res.setHeader('connection', 'close');
+    petstore.handler(req, res);
+  };
+  const server = createServer({
+    maxHeaderSize: options.maxHeaderSize ?? SERVER_DEFAULTS.maxHeaderSize,
+    headersTimeout: options.headersTimeout ?? SERVER_DEFAULTS.headersTimeout,
+    requestTimeout: options.requestTimeout ?? SERVER_DEFAULTS.requestTimeout,
+    keepAliveTimeout: options.keepAliveTimeout ?? SERVER_DEFAULTS.keepAliveTimeout,
+  }, onRequest);
+  server.maxConnections = options.maxConnections ?? SERVER_DEFAULTS.maxConnections;
+  // Answer `Expect: 100-continue` ourselves, so that 401, 413 and 415 go out before the body is sent.
+  server.on('checkContinue', onRequest);
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? SERVER_DEFAULTS.port, options.host ?? SERVER_DEFAULTS.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    await petstore.close();
+    throw error;
+  }
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => (closed ??= (async () => {
+    closing = true;
+    const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const timer = setTimeout(() => server.closeAllConnections(), options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout);
+    try {
+      await stopped;
+    } finally {
+      clearTimeout(timer);
+    }
+    await petstore.close();
+  })());
+
+  return { server, petstore, url: `http://${host}:${address.port}`, close };
+}

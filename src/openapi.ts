@@ -1,0 +1,177 @@
+import { API_VERSION, AUTH_REALM, BASE_PATH, DEPRECATION, DEPRECATION_HEADERS, LIMIT, NAME_MAX_LENGTH, PET_STATUSES } from './contract.js';
+import type { RouteSpec } from './routes.js';
+
+type Json = Record<string, unknown>;
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request: a parameter or the body is missing or invalid (the message names it)',
+  401: 'API key missing or invalid',
+  404: 'The requested pet does not exist',
+  413: 'Request body larger than the configured limit (default 64 KiB)',
+  415: 'Request body is not application/json',
+  429: 'Too many failed authentications from this address; retry after Retry-After seconds',
+  500: 'Unexpected server failure; the message reveals nothing',
+  503: 'Storage cannot accept writes right now, or the store is not ready',
+};
+
+const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
+
+/**
+ * The OpenAPI 3.1 description of exactly what the server does, generated from the route table and
+ * the contract constants that the handlers and validators use.
+ */
+export function openApiDocument(routes: readonly RouteSpec[]): Json {
+  const paths: Record<string, Json> = {};
+  for (const route of routes) {
+    const inV1 = route.path.startsWith(`${BASE_PATH}/`);
+    const key = (inV1 ? route.path.slice(BASE_PATH.length) : route.path).replace(/:(\w+)/g, '{$1}');
+    const item = (paths[key] ??= inV1 ? {} : { servers: [{ url: '/' }] });
+    item[route.method.toLowerCase()] = operation(route);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Pet Store API',
+      version: API_VERSION,
+      description: 'List, add and get pets. Every operation under /v1 but this document requires a bearer API key.',
+    },
+    servers: [{ url: BASE_PATH }],
+    security: [{ bearerAuth: [] }],
+    paths,
+    components: { securitySchemes, schemas, headers, parameters },
+  };
+}
+
+function operation(route: RouteSpec): Json {
+  const op: Json = { operationId: route.operationId, summary: route.summary };
+  if (route.deprecated === true) {
+    op['deprecated'] = true;
+    op['description'] = `Deprecated; removed on ${DEPRECATION.sunset.toUTCString()}. Use ${DEPRECATION.successor} with the status filter.`;
+  }
+  if (!route.auth) op['security'] = [];
+  const parameters = OPERATION_PARAMETERS[route.operationId];
+  if (parameters !== undefined) op['parameters'] = parameters;
+  if (route.operationId === 'createPet') {
+    op['requestBody'] = { required: true, content: { 'application/json': { schema: ref('NewPet') } } };
+  }
+  const responses: Record<string, Json> = {};
+  for (const status of route.statuses) responses[String(status)] = response(route, status);
+  op['responses'] = responses;
+  return op;
+}
+
+const OPERATION_PARAMETERS: Record<string, Json[]> = {
+  listPets: [{ $ref: '#/components/parameters/limit' }, { $ref: '#/components/parameters/status' }, { $ref: '#/components/parameters/after' }],
+  getPet: [{ $ref: '#/components/parameters/petId' }],
+};
+
+function response(route: RouteSpec, status: number): Json {
+  const responseHeaders: Record<string, Json> = {
+    'X-Request-Id': header('X-Request-Id'),
+    'Cache-Control': header('Cache-Control'),
+    'X-Content-Type-Options': header('X-Content-Type-Options'),
+  };
+  if (route.deprecated === true) {
+    responseHeaders['Deprecation'] = header('Deprecation');
+    responseHeaders['Sunset'] = header('Sunset');
+    responseHeaders['Link'] = header('SuccessorLink');
+  }
+  if (status === 401) responseHeaders['WWW-Authenticate'] = header('WWW-Authenticate');
+  if (status === 429 || status === 503) responseHeaders['Retry-After'] = header('Retry-After');
+  if (status === 201) responseHeaders['Location'] = header('Location');
+  if (route.operationId === 'listPets' && status === 200) responseHeaders['Link'] = header('NextLink');
+  const schema = status >= 400 ? ref('Error') : SUCCESS_SCHEMAS[route.operationId];
+  const description = status >= 400 ? (ERROR_DESCRIPTIONS[status] ?? 'Error') : SUCCESS_DESCRIPTIONS[route.operationId] ?? 'OK';
+  return { description, headers: responseHeaders, content: { 'application/json': { schema } } };
+}
+
+const SUCCESS_SCHEMAS: Record<string, Json> = {
+  listPets: ref('Pets'),
+  createPet: ref('Pet'),
+  getPet: ref('Pet'),
+  getOpenApi: { type: 'object', description: 'This OpenAPI 3.1 document' },
+  getHealth: { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } },
+  getReadiness: { type: 'object', required: ['status'], properties: { status: { const: 'ready' } } },
+};
+
+const SUCCESS_DESCRIPTIONS: Record<string, string> = {
+  listPets: 'Pets in ascending id order; a Link rel="next" header is present when more match',
+  createPet: 'The created pet, with its assigned id',
+  getPet: 'The pet',
+  getOpenApi: 'The interface description',
+  getHealth: 'The process is alive',
+  getReadiness: 'The store is open and writable',
+};
+
+// format int64 states the range; numeric bounds would be rounded by JSON.stringify.
+const int64 = { type: 'integer', format: 'int64' };
+
+const securitySchemes = {
+  bearerAuth: { type: 'http', scheme: 'bearer', description: `API key as a bearer token (realm "${AUTH_REALM}")` },
+};
+
+const schemas = {
+  PetStatus: { type: 'string', enum: [...PET_STATUSES] },
+  NewPet: {
+    type: 'object',
+    required: ['name', 'categoryId'],
+    additionalProperties: false,
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH },
+      categoryId: { ...int64, description: 'Any int64; kept and returned with every digit' },
+      status: ref('PetStatus'),
+    },
+  },
+  Pet: {
+    type: 'object',
+    required: ['id', 'name', 'categoryId'],
+    additionalProperties: false,
+    properties: {
+      id: { ...int64, minimum: 1, description: 'Assigned by the service: 1, 2, 3, … never reused' },
+      name: { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH },
+      categoryId: int64,
+      status: ref('PetStatus'),
+    },
+  },
+  Pets: { type: 'array', items: ref('Pet') },
+  Error: {
+    type: 'object',
+    required: ['code', 'message', 'status'],
+    properties: {
+      code: {
+        type: 'string',
+        enum: ['invalid_request', 'unauthorized', 'not_found', 'method_not_allowed', 'payload_too_large',
+          'unsupported_media_type', 'too_many_requests', 'internal_error', 'unavailable'],
+      },
+      message: { type: 'string' },
+      status: { type: 'integer', description: 'The HTTP status code of the response' },
+    },
+  },
+};
+
+const parameters = {
+  limit: {
+    name: 'limit', in: 'query', required: false, description: 'Page size, a plain decimal integer',
+    schema: { type: 'integer', minimum: LIMIT.min, maximum: LIMIT.max, default: LIMIT.default },
+  },
+  status: { name: 'status', in: 'query', required: false, description: 'Only pets with this status', schema: ref('PetStatus') },
+  after: {
+    name: 'after', in: 'query', required: false,
+    description: 'Cursor: only pets with an id greater than this (from the Link rel="next" header)', schema: int64,
+  },
+  petId: { name: 'petId', in: 'path', required: true, schema: int64 },
+};
+
+const headers = {
+  'X-Request-Id': { description: 'The request id: the client\'s X-Request-Id when valid, otherwise generated', schema: { type: 'string' } },
+  'Cache-Control': { schema: { type: 'string', const: 'no-store' } },
+  'X-Content-Type-Options': { schema: { type: 'string', const: 'nosniff' } },
+  Deprecation: { description: 'RFC 9745: when getPet was deprecated', schema: { type: 'string', const: DEPRECATION_HEADERS['deprecation'] } },
+  Sunset: { description: 'RFC 8594: when getPet will be removed', schema: { type: 'string', const: DEPRECATION_HEADERS['sunset'] } },
+  SuccessorLink: { description: 'RFC 8288: the successor of getPet', schema: { type: 'string', const: DEPRECATION_HEADERS['link'] } },
+  NextLink: { description: 'RFC 8288 rel="next": the next page, present only when more pets match', schema: { type: 'string' } },
+  Location: { description: 'The new pet: /v1/pets/{id}', schema: { type: 'string' } },
+  'WWW-Authenticate': { schema: { type: 'string', const: `Bearer realm="${AUTH_REALM}"` } },
+  'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
+};

@@ -1,0 +1,76 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BASE_PATH } from './contract.js';
+import { readJsonBody } from './body.js';
+import { HttpError } from './http-error.js';
+import { petJson, petsJson, type Pet } from './pet.js';
+import { json, type Reply } from './respond.js';
+import type { PetStore } from './store/store.js';
+import { parseQuery, decodeComponent, singleParam } from './url.js';
+import { parseInt64, parseLimit, validateNewPet, validateStatus } from './validate.js';
+
+/** What a handler may use of its request; it answers with a Reply and never writes to `res` itself. */
+export interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  params: Readonly<Record<string, string>>;
+  search: string;
+  store: PetStore;
+  bodyLimit: number;
+}
+
+export type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** listPets: ascending ids, `limit`, `status`, and the `after` cursor with a `Link: rel="next"`. */
+export const listPets: Handler = (ctx) => {
+  const query = parseQuery(ctx.search);
+  const limit = parseLimit(singleParam(query, 'limit'));
+  const rawStatus = singleParam(query, 'status');
+  const status = rawStatus === undefined ? undefined : validateStatus(rawStatus, 'query parameter "status"');
+  const rawAfter = singleParam(query, 'after');
+  const after = rawAfter === undefined ? 0n : parseInt64(rawAfter, 'query parameter "after"');
+  // Store ids are safe integers: a cursor below 1 starts at the beginning, one above the range is past the end.
+  const cursor = after < 0n ? 0 : after > MAX_SAFE ? Number.MAX_SAFE_INTEGER : Number(after);
+  const page = ctx.store.list({ after: cursor, limit, status });
+  if (page instanceof Promise) return page.then((p) => listReply(p.pets, p.more, limit, status));
+  return listReply(page.pets, page.more, limit, status);
+};
+
+function listReply(pets: readonly Pet[], more: boolean, limit: number, status: string | undefined): Reply {
+  const last = pets.at(-1);
+  if (!more || last === undefined) return json(200, petsJson(pets));
+  const filter = status === undefined ? '' : `&status=${status}`;
+  return json(200, petsJson(pets), { link: `<${BASE_PATH}/pets?limit=${limit}${filter}&after=${last.id}>; rel="next"` });
+}
+
+/** createPet: a validated NewPet, stored durably, answered 201 with the Pet and its Location. */
+export const createPet: Handler = async (ctx) => {
+  const body = await readJsonBody(ctx.req, ctx.res, ctx.bodyLimit);
+  const pet = await ctx.store.create(validateNewPet(body));
+  return json(201, petJson(pet), { location: `${BASE_PATH}/pets/${pet.id}` });
+};
+
+/** getPet (deprecated): 200, 404 for a valid int64 without a pet, 400 for anything else. */
+export const getPet: Handler = (ctx) => {
+  const raw = decodeComponent(ctx.params['petId'] ?? '', 'path parameter "petId"');
+  const id = parseInt64(raw, 'path parameter "petId"');
+  if (id < 1n || id > MAX_SAFE) throw notFound(raw);
+  const pet = ctx.store.get(Number(id));
+  if (pet instanceof Promise) return pet.then((p) => petReply(p, raw));
+  return petReply(pet, raw);
+};
+
+function petReply(pet: Pet | undefined, raw: string): Reply {
+  if (pet === undefined) throw notFound(raw);
+  return json(200, petJson(pet));
+}
+
+const notFound = (raw: string): HttpError => new HttpError(404, 'not_found', `no pet with id ${raw}`);
+
+export const healthz: Handler = () => json(200, '{"status":"ok"}');
+
+export const readyz: Handler = (ctx) => {
+  if (!ctx.store.ready) throw new HttpError(503, 'unavailable', 'the pet store is not open or cannot write');
+  return json(200, '{"status":"ready"}');
+};

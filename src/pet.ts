@@ -1,0 +1,31 @@
+import type { PetStatus } from './contract.js';
+
+/** A pet as a client sends it (NewPet). `categoryId` is a bigint so that every int64 stays exact. */
+export interface NewPet {
+  name: string;
+  categoryId: bigint;
+  status?: PetStatus;
+}
+
+/** A stored pet. Ids are assigned by the store: 1, 2, 3, … and always safe integers. */
+export interface Pet extends NewPet {
+  readonly id: number;
+}
+
+/**
+ * Serialises a Pet without a general-purpose reflection path: the field order is fixed and
+ * `categoryId` is written as its exact decimal digits, which `JSON.stringify` cannot do for a bigint.
+ */
+export function petJson(pet: Pet): string {
+  const status = pet.status === undefined ? '' : `,"status":"${pet.status}"`;
+  return `{"id":${pet.id},"name":${JSON.stringify(pet.name)},"categoryId":${pet.categoryId}${status}}`;
+}
+
+export function petsJson(pets: readonly Pet[]): string {
+  let out = '[';
+  for (let i = 0; i < pets.length; i++) {
+    if (i > 0) out += ',';
+    out += petJson(pets[i] as Pet);
+  }
+  return out + ']';
+}

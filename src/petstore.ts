@@ -1,0 +1,79 @@
+import { AuthLimiter } from './auth-limiter.js';
+import { createApp, type RequestListener } from './app.js';
+import { corsPolicy } from './cors.js';
+import { generateFirstKey, keyFilePath } from './key-file.js';
+import { Keyring } from './keyring.js';
+import { jsonLogger, type Logger } from './logger.js';
+import { FileStore } from './store/file-store.js';
+import type { PetStore } from './store/store.js';
+
+export interface PetstoreOptions {
+  /** Directory of the pet data and the key file. Required unless `store` is given. */
+  dataDir?: string;
+  /** A store of the embedder's own instead of the file store in `dataDir`. */
+  store?: PetStore;
+  /** API keys accepted besides those in `<dataDir>/keys.json`; only their SHA-256 hashes are kept. */
+  keys?: readonly string[];
+  /** Largest accepted request body in bytes (default 65536). */
+  bodyLimit?: number;
+  /** Failed authentications per address per minute before it gets 429 (default 30). */
+  authFailureLimit?: number;
+  /** Allowed browser origins (`*` or a comma-separated list); CORS is off when absent. */
+  corsOrigin?: string | undefined;
+  logger?: Logger;
+  /**
+   * Called with a newly generated key when no key is configured anywhere (no `keys`, no key file in
+   * `dataDir`): the key is shown once and only its hash is kept. Without it, no key is generated.
+   */
+  onKeyGenerated?: (key: string) => void;
+}
+
+export interface Petstore {
+  /** A standard `(req, res)` listener; given `next`, unknown paths are passed on instead of a 404. */
+  handler: RequestListener;
+  store: PetStore;
+  /** Closes the store (pending writes finish, the data is left compacted). */
+  close(): Promise<void>;
+}
+
+export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30 } as const;
+
+/**
+ * Creates the service: opens the store, loads the keys, returns the request listener. No key, no
+ * entry: with no key configured every request under /v1 is refused (fail closed).
+ */
+export async function createPetstore(options: PetstoreOptions): Promise<Petstore> {
+  const logger = options.logger ?? jsonLogger();
+  let store = options.store;
+  if (store === undefined) {
+    if (options.dataDir === undefined) throw new TypeError('createPetstore needs a dataDir or a store');
+    store = await FileStore.open(options.dataDir, {
+      onBackgroundError: (error) => logger.error('background compaction failed; the journal still holds every pet', error),
+    });
+  }
+  const opened = store;
+  try {
+    // After the store is open: its directory lock keeps two first starts from generating two keys.
+    if (options.dataDir !== undefined && options.onKeyGenerated !== undefined && (options.keys ?? []).length === 0) {
+      const generated = generateFirstKey(options.dataDir);
+      if (generated !== undefined) options.onKeyGenerated(generated);
+    }
+  } catch (error) {
+    await opened.close();
+    throw error;
+  }
+  const keyring = new Keyring({
+    keys: options.keys ?? [],
+    keyFile: options.dataDir === undefined ? undefined : keyFilePath(options.dataDir),
+    onReloadError: (error) => logger.error('cannot reload the key file; the previous keys stay in force', error),
+  });
+  const handler = createApp({
+    store: opened,
+    keyring,
+    limiter: new AuthLimiter(options.authFailureLimit ?? DEFAULTS.authFailureLimit),
+    bodyLimit: options.bodyLimit ?? DEFAULTS.bodyLimit,
+    logger,
+    cors: corsPolicy(options.corsOrigin),
+  });
+  return { handler, store: opened, close: () => opened.close() };
+}

@@ -1,0 +1,73 @@
+/** The HTTP methods this service routes; anything else is a 405 on a known path. */
+export const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
+export type Method = (typeof METHODS)[number];
+
+export interface Match<T> {
+  /** The route whose path matched, whatever the method; undefined for an unknown path. */
+  path: string | undefined;
+  /** The value added for this method and path; undefined when the method is not allowed. */
+  value: T | undefined;
+  /** Methods allowed on the matched path (for `Allow`). */
+  allowed: readonly string[];
+  /** Path parameters, still percent-encoded. */
+  params: Record<string, string>;
+}
+
+interface Entry<T> {
+  pattern: string;
+  segments: readonly string[];
+  byMethod: Map<string, T>;
+  allowed: string[];
+}
+
+/**
+ * A router is data behind two verbs: `add` a value for a method and a path pattern (`/v1/pets/:petId`),
+ * and `find` it again. `find` always returns a Match; an unknown path has `path` undefined.
+ */
+export class Router<T> {
+  #static = new Map<string, Entry<T>>();
+  #dynamic: Entry<T>[] = [];
+
+  add(method: Method, pattern: string, value: T): this {
+    const entry = this.#entry(pattern);
+    entry.byMethod.set(method, value);
+    entry.allowed.push(method);
+    return this;
+  }
+
+  find(method: string, path: string): Match<T> {
+    const fixed = this.#static.get(path);
+    if (fixed !== undefined) return { path: fixed.pattern, value: fixed.byMethod.get(method), allowed: fixed.allowed, params: {} };
+    const segments = path.split('/');
+    for (const entry of this.#dynamic) {
+      const params = matchSegments(entry.segments, segments);
+      if (params !== undefined) return { path: entry.pattern, value: entry.byMethod.get(method), allowed: entry.allowed, params };
+    }
+    return { path: undefined, value: undefined, allowed: [], params: {} };
+  }
+
+  #entry(pattern: string): Entry<T> {
+    const existing = this.#static.get(pattern) ?? this.#dynamic.find((e) => e.pattern === pattern);
+    if (existing !== undefined) return existing;
+    const entry: Entry<T> = { pattern, segments: pattern.split('/'), byMethod: new Map(), allowed: [] };
+    if (pattern.includes('/:')) this.#dynamic.push(entry);
+    else this.#static.set(pattern, entry);
+    return entry;
+  }
+}
+
+function matchSegments(pattern: readonly string[], segments: readonly string[]): Record<string, string> | undefined {
+  if (pattern.length !== segments.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const expected = pattern[i] as string;
+    const actual = segments[i] as string;
+    if (expected.startsWith(':')) {
+      if (actual === '') return undefined;
+      params[expected.slice(1)] = actual;
+    } else if (expected !== actual) {
+      return undefined;
+    }
+  }
+  return params;
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+/**
+ * The command line: `node dist/server.js [options]` serves the API; `keys …` manages API keys.
+ * A thin wrapper over `listen()`: it reads flags and environment, prints, and handles signals.
+ */
+import { parseArgs } from 'node:util';
+import { envKeys, helpText, resolveConfig, SETTINGS, UsageError } from './config.js';
+import { runKeysCommand } from './keys-command.js';
+import { listen } from './listen.js';
+import { jsonLogger } from './logger.js';
+import { StoreOpenError } from './store/store.js';
+
+const options = {
+  help: { type: 'boolean' },
+  label: { type: 'string' },
+  ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'string' }])),
+} as const;
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: true });
+  if (values.help === true) {
+    process.stdout.write(helpText());
+    return;
+  }
+  const config = resolveConfig(values as Record<string, string | undefined>, process.env);
+  if (positionals[0] === 'keys') {
+    runKeysCommand(config.dataDir, positionals.slice(1), values.label as string | undefined, (line) => process.stdout.write(line + '\n'));
+    return;
+  }
+  if (positionals.length > 0) throw new UsageError(`unknown command "${positionals[0]}"`);
+  if (values.label !== undefined) throw new UsageError('--label applies only to "keys create"');
+
+  const logger = jsonLogger(config.logLevel);
+  const keys = envKeys(process.env);
+  const running = await listen({
+    ...config,
+    keys,
+    logger,
+    onKeyGenerated: (key) => {
+      process.stderr.write(
+        `No API key was configured, so one was generated. It is shown only this once; ` +
+        `only its SHA-256 hash is kept in ${config.dataDir}/keys.json:\n\n  ${key}\n\n`,
+      );
+    },
+  });
+  logger.info('listening', { url: `${running.url}/v1`, dataDir: config.dataDir, pid: process.pid });
+
+  const stop = (signal: string): void => {
+    logger.info('stopping', { signal });
+    running.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error('stopped with an error; the journal holds every acknowledged pet', error);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
+    process.stderr.write(`error: ${error.message}\nRun with --help to see every option.\n`);
+    process.exit(2);
+  }
+  const known = error instanceof StoreOpenError || (error instanceof Error && 'code' in error && typeof error.code === 'string');
+  process.stderr.write(`cannot start: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);
+  process.exit(1);
+});

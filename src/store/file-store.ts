@@ -1,0 +1,352 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { NewPet, Pet } from '../pet.js';
+import { errorCode } from '../system-error.js';
+import {
+  SNAPSHOT_FILE,
+  decodeUtf8,
+  isTempFile,
+  journalFile,
+  journalGeneration,
+  journalLines,
+  parseJournal,
+  parseSnapshot,
+  snapshotChunks,
+  tempSnapshotFile,
+} from './data-format.js';
+import { nodeFileSystem, type FileSystem, type StoreFile } from './file-system.js';
+import { DirectoryLock } from './lock.js';
+import { PetIndex } from './pet-index.js';
+import { StoreOpenError, StoreUnavailableError, type ListPage, type ListQuery, type PetStore } from './store.js';
+
+export interface FileStoreOptions {
+  /** The file operations to use; tests pass one that records calls or injects faults. */
+  fileSystem?: FileSystem;
+  /**
+   * Journal bytes past which a new snapshot is written in the background. The bound in force is the
+   * larger of this and the last snapshot's size, so that rewriting the snapshot costs O(1) per create.
+   */
+  compactAfterBytes?: number;
+  /** Told about a failure that no request is waiting on (a background compaction). */
+  onBackgroundError?: (error: unknown) => void;
+}
+
+interface PendingCreate {
+  pet: NewPet;
+  resolve: (pet: Pet) => void;
+  reject: (error: Error) => void;
+}
+
+const DEFAULT_COMPACT_AFTER = 4 * 1024 * 1024;
+
+/**
+ * Pets kept in a JSON snapshot plus JSON-lines journals in one directory.
+ *
+ * A create is acknowledged only after its line is appended to the journal and fdatasync'ed; creates
+ * that arrive while a commit is under way wait and are committed together (group commit), so a
+ * create costs one append, never a rewrite. When the journal outgrows its bound, the journal is
+ * rotated and a new snapshot is written beside it in the background; replay skips journal lines
+ * whose id the snapshot already holds, so a crash at any step recovers exactly the acknowledged pets.
+ */
+export class FileStore implements PetStore {
+  readonly #dir: string;
+  readonly #fs: FileSystem;
+  readonly #lock: DirectoryLock;
+  readonly #index: PetIndex;
+  readonly #compactAfter: number;
+  readonly #onBackgroundError: (error: unknown) => void;
+  #journal: StoreFile;
+  #generation: number;
+  /** Journal generations older than the current one, to delete once a snapshot covers them. */
+  #oldGenerations: number[];
+  /** Durable length of the current journal: everything before it is acknowledged. */
+  #journalLength: number;
+  #snapshotBytes: number;
+  #nextId: number;
+  #queue: PendingCreate[] = [];
+  #committing: Promise<void> | undefined;
+  #compacting: Promise<void> | undefined;
+  /** Set when a write or fsync failed; cleared once the journal is cut back to its durable length. */
+  #failure: Error | undefined;
+  #closed = false;
+
+  private constructor(init: {
+    dir: string; fs: FileSystem; lock: DirectoryLock; index: PetIndex; journal: StoreFile; generation: number;
+    oldGenerations: number[]; journalLength: number; snapshotBytes: number; options: FileStoreOptions;
+  }) {
+    this.#dir = init.dir;
+    this.#fs = init.fs;
+    this.#lock = init.lock;
+    this.#index = init.index;
+    this.#journal = init.journal;
+    this.#generation = init.generation;
+    this.#oldGenerations = init.oldGenerations;
+    this.#journalLength = init.journalLength;
+    this.#snapshotBytes = init.snapshotBytes;
+    this.#nextId = init.index.lastId + 1;
+    this.#compactAfter = init.options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER;
+    this.#onBackgroundError = init.options.onBackgroundError ?? (() => {});
+  }
+
+  /**
+   * Opens (creating if needed) the store in `dir`: takes the directory lock, removes temp files a
+   * crash left, loads the snapshot, replays the journals and cuts a torn final line.
+   * Refuses with a StoreOpenError naming the file when the data cannot be used.
+   */
+  static async open(dir: string, options: FileStoreOptions = {}): Promise<FileStore> {
+    const fs = options.fileSystem ?? nodeFileSystem;
+    try {
+      await fs.mkdir(dir);
+    } catch (error) {
+      throw new StoreOpenError(`cannot create data directory ${dir} (${errorCode(error) ?? String(error)})`, { cause: error });
+    }
+    const lock = DirectoryLock.acquire(dir);
+    try {
+      return await FileStore.#load(dir, fs, lock, options);
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
+  }
+
+  static async #load(dir: string, fs: FileSystem, lock: DirectoryLock, options: FileStoreOptions): Promise<FileStore> {
+    const names = await fs.readdir(dir);
+    for (const name of names.filter(isTempFile)) await fs.unlink(join(dir, name));
+
+    const index = new PetIndex();
+    const snapshotPath = join(dir, SNAPSHOT_FILE);
+    let snapshotBytes = 0;
+    const snapshot = await readIfExists(fs, snapshotPath);
+    if (snapshot !== undefined) {
+      snapshotBytes = snapshot.length;
+      for (const pet of parseSnapshot(decodeUtf8(snapshot, snapshotPath), snapshotPath)) index.append(pet);
+    }
+
+    const generations = names.map(journalGeneration).filter((g): g is number => g !== undefined).sort((a, b) => a - b);
+    let lastLength = 0;
+    for (const [i, generation] of generations.entries()) {
+      const path = join(dir, journalFile(generation));
+      const bytes = await fs.readFile(path);
+      const { pets, completeLength } = parseJournal(bytes, path);
+      const isLast = i === generations.length - 1;
+      if (completeLength < bytes.length && !isLast) throw new StoreOpenError(`${path} ends in an incomplete line but is not the newest journal`);
+      let lastId = index.lastId;
+      for (const pet of pets) {
+        // Lines at or below the last id are already in the snapshot (a crash came before the journal was cut).
+        if (pet.id <= lastId) continue;
+        index.append(pet);
+        lastId = pet.id;
+      }
+      lastLength = completeLength;
+    }
+
+    let generation = generations.at(-1);
+    let journal: StoreFile;
+    if (generation === undefined) {
+      generation = 1;
+      journal = await createJournal(fs, dir, generation);
+    } else {
+      journal = await fs.open(join(dir, journalFile(generation)), 'r+');
+      // Cut a torn final line so that the next append starts on a line of its own.
+      await journal.truncate(lastLength);
+      await journal.datasync();
+    }
+    return new FileStore({
+      dir, fs, lock, index, journal, generation, oldGenerations: generations.slice(0, -1),
+      journalLength: lastLength, snapshotBytes, options,
+    });
+  }
+
+  get ready(): boolean {
+    return !this.#closed && this.#failure === undefined;
+  }
+
+  get size(): number {
+    return this.#index.size;
+  }
+
+  list(query: ListQuery): ListPage {
+    return this.#index.list(query);
+  }
+
+  get(id: number): Pet | undefined {
+    return this.#index.get(id);
+  }
+
+  create(pet: NewPet): Promise<Pet> {
+    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closing'));
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ pet, resolve, reject });
+      this.#committing ??= this.#commitLoop();
+    });
+  }
+
+  /** Commits everything waiting, one batch at a time, until nothing waits. */
+  async #commitLoop(): Promise<void> {
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue;
+        this.#queue = [];
+        await this.#commit(batch);
+      }
+    } finally {
+      this.#committing = undefined;
+    }
+  }
+
+  async #commit(batch: PendingCreate[]): Promise<void> {
+    if (this.#failure !== undefined) {
+      try {
+        await this.#recover();
+      } catch (error) {
+        for (const p of batch) p.reject(new StoreUnavailableError('storage is failing; the pet was not stored', { cause: error }));
+        return;
+      }
+    }
+    // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
+    const pets = batch.map(({ pet }): Pet => {
+      const id = this.#nextId++;
+      return pet.status === undefined
+        ? { id, name: pet.name, categoryId: pet.categoryId }
+        : { id, name: pet.name, categoryId: pet.categoryId, status: pet.status };
+    });
+    const bytes = Buffer.from(journalLines(pets));
+    try {
+      await this.#journal.write(bytes, this.#journalLength);
+      await this.#journal.datasync();
+    } catch (error) {
+      // Never retry an fsync and then acknowledge: Linux may already have dropped the pages.
+      this.#failure = error instanceof Error ? error : new Error(String(error));
+      for (const p of batch) p.reject(new StoreUnavailableError('the pet could not be written durably', { cause: error }));
+      return;
+    }
+    this.#journalLength += bytes.length;
+    for (const [i, pet] of pets.entries()) {
+      this.#index.append(pet);
+      batch[i]?.resolve(pet);
+    }
+    if (this.#compacting === undefined && this.#journalLength > Math.max(this.#compactAfter, this.#snapshotBytes)) {
+      await this.#startCompaction();
+    }
+  }
+
+  /**
+   * After a failed write: reopen the journal and cut it back to its durable length, so that disk and
+   * memory hold exactly the acknowledged pets again. Throws while the disk still refuses.
+   */
+  async #recover(): Promise<void> {
+    const path = join(this.#dir, journalFile(this.#generation));
+    await this.#journal.close().catch((error: unknown) => this.#onBackgroundError(error));
+    this.#journal = await this.#fs.open(path, 'r+');
+    await this.#journal.truncate(this.#journalLength);
+    await this.#journal.datasync();
+    this.#failure = undefined;
+  }
+
+  /** Runs between commits: rotates to a new journal, then writes the snapshot in the background. */
+  async #startCompaction(): Promise<void> {
+    const next = this.#generation + 1;
+    let journal: StoreFile;
+    try {
+      journal = await createJournal(this.#fs, this.#dir, next);
+    } catch (error) {
+      this.#onBackgroundError(error);
+      this.#snapshotBytes = Math.max(this.#snapshotBytes, this.#journalLength); // back off before trying again
+      return;
+    }
+    const previous = this.#journal;
+    this.#oldGenerations.push(this.#generation);
+    this.#journal = journal;
+    this.#generation = next;
+    this.#journalLength = 0;
+    await previous.close().catch((error: unknown) => this.#onBackgroundError(error));
+    const covered = [...this.#oldGenerations];
+    this.#compacting = this.#writeSnapshot(this.#index.size)
+      .then(() => this.#removeJournals(covered))
+      .catch((error: unknown) => this.#onBackgroundError(error))
+      .finally(() => {
+        this.#compacting = undefined;
+      });
+  }
+
+  /**
+   * Atomic and durable replacement of the snapshot: write a uniquely named temp file, fsync it,
+   * rename it over the snapshot, fsync the directory. A crash at any step leaves either the old or the
+   * new snapshot, and the journals still hold everything after it.
+   */
+  async #writeSnapshot(count: number): Promise<void> {
+    const temp = join(this.#dir, tempSnapshotFile(randomBytes(6).toString('hex')));
+    const file = await this.#fs.open(temp, 'wx');
+    let renamed = false;
+    try {
+      let position = 0;
+      for (const chunk of snapshotChunks(this.#index.all, count)) {
+        const bytes = Buffer.from(chunk);
+        await file.write(bytes, position);
+        position += bytes.length;
+      }
+      await file.datasync();
+      await file.close();
+      await this.#fs.rename(temp, join(this.#dir, SNAPSHOT_FILE));
+      renamed = true;
+      await this.#fs.syncDir(this.#dir);
+      this.#snapshotBytes = position;
+    } finally {
+      if (!renamed) {
+        await file.close().catch(() => {}); // already closed, or the failure that brought us here is reported instead
+        await this.#fs.unlink(temp).catch((error: unknown) => {
+          if (errorCode(error) !== 'ENOENT') this.#onBackgroundError(error);
+        });
+      }
+    }
+  }
+
+  async #removeJournals(generations: readonly number[]): Promise<void> {
+    for (const generation of generations) {
+      await this.#fs.unlink(join(this.#dir, journalFile(generation)));
+    }
+    this.#oldGenerations = this.#oldGenerations.filter((g) => !generations.includes(g));
+    await this.#fs.syncDir(this.#dir);
+  }
+
+  /**
+   * Waits for pending creates, then leaves one compacted snapshot and no journal, and releases the
+   * directory. When the disk is failing the journals stay as they are: they hold every acknowledged pet.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    while (this.#committing !== undefined || this.#compacting !== undefined) {
+      await this.#committing;
+      await this.#compacting;
+    }
+    try {
+      if (this.#failure === undefined) {
+        if (this.#journalLength > 0 || this.#oldGenerations.length > 0) {
+          await this.#writeSnapshot(this.#index.size);
+        }
+        await this.#journal.close();
+        await this.#removeJournals([...this.#oldGenerations, this.#generation]);
+      } else {
+        await this.#journal.close();
+      }
+    } finally {
+      this.#lock.release();
+    }
+  }
+}
+
+async function createJournal(fs: FileSystem, dir: string, generation: number): Promise<StoreFile> {
+  const journal = await fs.open(join(dir, journalFile(generation)), 'wx');
+  await fs.syncDir(dir); // the new name must survive a crash before its first fsync'ed line does
+  return journal;
+}
+
+async function readIfExists(fs: FileSystem, path: string): Promise<Buffer | undefined> {
+  try {
+    return await fs.readFile(path);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return undefined;
+    throw new StoreOpenError(`cannot read ${path} (${errorCode(error) ?? String(error)})`, { cause: error });
+  }
+}

@@ -1,0 +1,50 @@
+import type { PetStatus } from '../contract.js';
+import type { NewPet, Pet } from '../pet.js';
+
+export interface ListQuery {
+  /** Exclusive cursor: only pets with a larger id. 0 lists from the start. */
+  after: number;
+  limit: number;
+  status?: PetStatus | undefined;
+}
+
+export interface ListPage {
+  /** At most `limit` pets, ascending by id. */
+  pets: readonly Pet[];
+  /** Whether more pets match after the last one returned. */
+  more: boolean;
+}
+
+/**
+ * What the HTTP layer needs from storage. The file store implements it; an embedder may supply
+ * another (an in-memory one, a database). Reads may answer synchronously or with a promise.
+ *
+ * Contract: ids are assigned by the store, ascending, never reused, and safe integers; `create`
+ * resolves only once the pet is durable, and rejects with a StoreUnavailableError when it cannot be
+ * made so (the client then gets a 503).
+ */
+export interface PetStore {
+  list(query: ListQuery): ListPage | Promise<ListPage>;
+  get(id: number): Pet | undefined | Promise<Pet | undefined>;
+  create(pet: NewPet): Promise<Pet>;
+  /** Open and able to accept writes (for `/readyz`). */
+  readonly ready: boolean;
+  /** Finishes pending writes, leaves the data durable and releases it. */
+  close(): Promise<void>;
+}
+
+/** The store cannot accept or keep a write right now (disk full, I/O error, closing). */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** The data on disk cannot be used (corrupt, unreadable, locked); the server must not start on it. */
+export class StoreOpenError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'StoreOpenError';
+  }
+}

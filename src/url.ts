@@ -1,0 +1,54 @@
+import { ValidationError } from './validate.js';
+
+export interface RequestTarget {
+  path: string;
+  /** The raw query string after `?`, without it; empty when there is none. */
+  search: string;
+}
+
+/** Splits an origin-form request target without building a `URL` for every request. */
+export function splitTarget(target: string): RequestTarget {
+  const q = target.indexOf('?');
+  if (q === -1) return { path: target, search: '' };
+  return { path: target.slice(0, q), search: target.slice(q + 1) };
+}
+
+/** Percent-decoding that answers malformed input (`%E0%A4%A`, `%zz`) with a 400, never a throw that escapes. */
+export function decodeComponent(raw: string, what: string): string {
+  if (!raw.includes('%')) return raw;
+  try {
+    return decodeURIComponent(raw);
+  } catch (error) {
+    if (error instanceof URIError) throw new ValidationError(`${what} has malformed percent-encoding`);
+    throw error;
+  }
+}
+
+/**
+ * Parses `application/x-www-form-urlencoded` query strings into name → values. Repetition is kept
+ * so that a handler can refuse an ambiguous `limit=1&limit=2`; unknown names are simply never read.
+ */
+export function parseQuery(search: string): Map<string, string[]> {
+  const params = new Map<string, string[]>();
+  if (search === '') return params;
+  for (const pair of search.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const rawName = eq === -1 ? pair : pair.slice(0, eq);
+    const rawValue = eq === -1 ? '' : pair.slice(eq + 1);
+    const name = decodeComponent(rawName.replaceAll('+', ' '), 'the query string');
+    const value = decodeComponent(rawValue.replaceAll('+', ' '), 'the query string');
+    const values = params.get(name);
+    if (values === undefined) params.set(name, [value]);
+    else values.push(value);
+  }
+  return params;
+}
+
+/** The single value of a query parameter, or undefined; given twice it is a 400. */
+export function singleParam(params: Map<string, string[]>, name: string): string | undefined {
+  const values = params.get(name);
+  if (values === undefined) return undefined;
+  if (values.length > 1) throw new ValidationError(`query parameter "${name}" is given more than once`);
+  return values[0];
+}

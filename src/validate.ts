@@ -1,0 +1,81 @@
+import { INT64_MAX, INT64_MIN, LIMIT, NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from './contract.js';
+import type { JsonValue } from './json.js';
+import type { NewPet } from './pet.js';
+
+/** Input that is well-formed but not acceptable; the message names the field and what was wrong. */
+export class ValidationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ValidationError';
+  }
+}
+
+const NEW_PET_FIELDS = new Set(['name', 'categoryId', 'status']);
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+export function isPetStatus(value: unknown): value is PetStatus {
+  return (PET_STATUSES as readonly unknown[]).includes(value);
+}
+
+/** Checks a parsed request body against NewPet exactly: unknown fields, `id` among them, are refused. */
+export function validateNewPet(body: JsonValue): NewPet {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new ValidationError('request body must be a JSON object (NewPet)');
+  }
+  for (const key of Object.keys(body)) {
+    if (!NEW_PET_FIELDS.has(key)) {
+      const why = key === 'id' ? 'ids are assigned by the service' : 'NewPet has only name, categoryId and status';
+      throw new ValidationError(`unknown field "${key}": ${why}`);
+    }
+  }
+  const pet: NewPet = { name: validateName(body['name']), categoryId: validateCategoryId(body['categoryId']) };
+  const status = body['status'];
+  if (status !== undefined) pet.status = validateStatus(status, 'status');
+  return pet;
+}
+
+export function validateName(name: JsonValue | undefined): string {
+  if (name === undefined) throw new ValidationError('field "name" is required');
+  if (typeof name !== 'string') throw new ValidationError('field "name" must be a string');
+  if (name.length === 0) throw new ValidationError('field "name" must not be empty');
+  // Counted in Unicode code points, as a person counts characters; UTF-16 length is an upper bound.
+  if (name.length > NAME_MAX_LENGTH && [...name].length > NAME_MAX_LENGTH) {
+    throw new ValidationError(`field "name" must be at most ${NAME_MAX_LENGTH} characters`);
+  }
+  return name;
+}
+
+export function validateCategoryId(value: JsonValue | undefined): bigint {
+  if (value === undefined) throw new ValidationError('field "categoryId" is required');
+  if (typeof value !== 'bigint') {
+    const why = typeof value === 'number' ? 'an integer without fraction, exponent or minus zero' : 'an integer';
+    throw new ValidationError(`field "categoryId" must be ${why}`);
+  }
+  if (value < INT64_MIN || value > INT64_MAX) {
+    throw new ValidationError('field "categoryId" is outside the int64 range and cannot be stored exactly');
+  }
+  return value;
+}
+
+export function validateStatus(value: unknown, field: string): PetStatus {
+  if (!isPetStatus(value)) throw new ValidationError(`${field} must be one of ${PET_STATUSES.join(', ')}`);
+  return value;
+}
+
+/** `limit`: a plain decimal integer 1–100; `1e1`, `2.5`, `-3` and the empty string are refused. */
+export function parseLimit(raw: string | undefined): number {
+  if (raw === undefined) return LIMIT.default;
+  const value = raw.length <= 10 && /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
+  if (!(value >= LIMIT.min && value <= LIMIT.max)) {
+    throw new ValidationError(`query parameter "limit" must be an integer from ${LIMIT.min} to ${LIMIT.max}`);
+  }
+  return value;
+}
+
+/** A decimal int64 (path `petId`, query `after`), exact: refused when it is not one. */
+export function parseInt64(raw: string, what: string): bigint {
+  if (raw.length > 40 || !DECIMAL_INTEGER.test(raw)) throw new ValidationError(`${what} must be a decimal integer`);
+  const value = BigInt(raw);
+  if (value < INT64_MIN || value > INT64_MAX) throw new ValidationError(`${what} is outside the int64 range`);
+  return value;
+}
