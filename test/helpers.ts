@@ -1,0 +1,181 @@
+/**
+ * The one place tests start servers: on port 0, over a temporary data directory, torn down with
+ * `closeAllConnections()` before `close()` so no keep-alive socket holds a test open.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { listen, silentLoggerForTests, type ListenOptions, type RunningServer } from './support.js';
+
+export const TEST_KEY = 'test-key-0123456789abcdef';
+export const SERVER_JS = resolve(fileURLToPath(import.meta.url), '../../server.js');
+
+export async function tempDir(prefix = 'petstore-test-'): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix));
+}
+
+export interface Response {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** Raw header pairs as received, to check what was sent exactly once. */
+  rawHeaders: string[];
+  text: string;
+  /** The body parsed with JSON.parse (numbers beyond 2^53 lose digits: compare `text` for those). */
+  json: unknown;
+}
+
+export interface RequestOptions {
+  /** Header pairs; a name may repeat. `authorization` defaults to the test key unless `auth: false`. */
+  headers?: Array<[string, string]>;
+  body?: string | Buffer;
+  auth?: boolean | string;
+}
+
+export function request(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+  const url = new URL(baseUrl);
+  // Header pairs go out as a raw array (so a test can repeat one), and Node adds no Host to those.
+  const headers: Array<[string, string]> = [['host', url.host], ...(options.headers ?? [])];
+  const auth = options.auth ?? true;
+  if (auth !== false) headers.push(['authorization', `Bearer ${auth === true ? TEST_KEY : auth}`]);
+  if (options.body !== undefined) headers.push(['content-length', String(Buffer.byteLength(options.body))]);
+  return new Promise((resolvePromise, reject) => {
+    const req = httpRequest({
+      host: url.hostname, port: url.port, method, path, agent: false,
+      headers: headers.flat(),
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: unknown;
+        try {
+          json = text === '' ? undefined : JSON.parse(text);
+        } catch {
+          json = undefined; // not JSON: the test asserts on `text` or on json being undefined
+        }
+        resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, text, json });
+      });
+    });
+    req.on('error', reject);
+    if (options.body !== undefined) req.write(options.body);
+    req.end();
+  });
+}
+
+/** Sends bytes as they are on a fresh TCP connection and returns everything the server answers. */
+export function rawRequest(baseUrl: string, bytes: string | Buffer, timeoutMs = 5000): Promise<string> {
+  const url = new URL(baseUrl);
+  return new Promise((resolvePromise, reject) => {
+    const socket = connect(Number(url.port), url.hostname);
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => socket.destroy(), timeoutMs);
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', (error) => {
+      clearTimeout(timer);
+      if (chunks.length > 0) resolvePromise(Buffer.concat(chunks).toString('latin1'));
+      else reject(error);
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolvePromise(Buffer.concat(chunks).toString('latin1'));
+    });
+    socket.write(bytes);
+  });
+}
+
+export interface TestServer {
+  url: string;
+  dataDir: string;
+  running: RunningServer;
+  request(method: string, path: string, options?: RequestOptions): Promise<Response>;
+  /** Graceful stop; the data directory stays. */
+  stop(): Promise<void>;
+  /** Stops and removes the data directory. */
+  close(): Promise<void>;
+}
+
+/** Starts the service in this process on port 0 with the test key over a temporary (or given) directory. */
+export async function startServer(options: Partial<ListenOptions> = {}): Promise<TestServer> {
+  const dataDir = options.dataDir ?? (await tempDir());
+  const running = await listen({ port: 0, host: '127.0.0.1', keys: [TEST_KEY], logger: silentLoggerForTests, ...options, dataDir });
+  let stopped = false;
+  const stop = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    running.server.closeAllConnections();
+    await running.close();
+  };
+  return {
+    url: running.url,
+    dataDir,
+    running,
+    request: (method, path, requestOptions) => request(running.url, method, path, requestOptions),
+    stop,
+    close: async () => {
+      await stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  stdout: () => string;
+  stderr: () => string;
+  /** Resolves with the exit code once the process has ended. */
+  exited: Promise<number | null>;
+}
+
+/**
+ * Runs `node dist/server.js` with `args` on port 0 and resolves once it logs that it listens.
+ * Rejects (with what it printed) if it exits first, or after `timeoutMs`.
+ */
+export function spawnServer(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 10_000): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [SERVER_JS, '--port', '0', ...args], {
+    env: { PATH: process.env['PATH'], ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8').on('data', (s: string) => (out += s));
+  child.stderr?.setEncoding('utf8').on('data', (s: string) => (err += s));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start in ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`));
+    }, timeoutMs);
+    const onData = (): void => {
+      const match = /"msg":"listening","url":"(http:\/\/[^"]+)\/v1"/.exec(out);
+      if (match === null) return;
+      clearTimeout(timer);
+      child.stdout?.off('data', onData);
+      resolvePromise({ child, url: match[1] as string, stdout: () => out, stderr: () => err, exited });
+    };
+    child.stdout?.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening\nstdout: ${out}\nstderr: ${err}`));
+    });
+  });
+}
+
+/** Runs `node dist/server.js args` to completion (for `--help`, `keys …`, start-up failures). */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 10_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [SERVER_JS, ...args], { env: { PATH: process.env['PATH'], ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((r) => child.on('close', (code) => {
+    clearTimeout(timer);
+    r({ code, stdout, stderr });
+  }));
+}
