@@ -1,6 +1,8 @@
+import { isUtf8 } from 'node:buffer';
 import { parseJson, JsonSyntaxError, type JsonValue } from '../json.js';
 import { petJson, type Pet } from '../pet.js';
 import { validateCategoryId, validateName, validateStatus, ValidationError } from '../validate.js';
+import { readPetLine } from './pet-line.js';
 import { StoreOpenError } from './store.js';
 
 /**
@@ -46,8 +48,43 @@ export function journalLines(pets: readonly Pet[]): string {
   return text;
 }
 
-/** Parses and checks a whole snapshot; anything unexpected is a StoreOpenError naming the file. */
-export function parseSnapshot(text: string, file: string): Pet[] {
+/**
+ * Parses and checks a whole snapshot; anything unexpected is a StoreOpenError naming the file.
+ * The layout the store writes (one pet per line) is read line by line with the fast reader; a file
+ * laid out differently (edited by hand) is still accepted through the general parser.
+ */
+export function parseSnapshot(bytes: Buffer, file: string): Pet[] {
+  checkUtf8(bytes, file);
+  return readSnapshotLines(bytes, file) ?? parseSnapshotDocument(decodeUtf8(bytes, file), file);
+}
+
+const SNAPSHOT_HEAD = Buffer.from(`{"format":"${SNAPSHOT_FORMAT}","pets":[\n`);
+const SNAPSHOT_TAIL = Buffer.from(']}');
+
+/** The snapshot in the store's own layout, or undefined when it is laid out in any other way. */
+function readSnapshotLines(bytes: Buffer, file: string): Pet[] | undefined {
+  if (!bytes.subarray(0, SNAPSHOT_HEAD.length).equals(SNAPSHOT_HEAD)) return undefined;
+  const pets: Pet[] = [];
+  let pos = SNAPSHOT_HEAD.length;
+  for (;;) {
+    let lineEnd = bytes.indexOf(0x0a, pos);
+    if (lineEnd === -1) lineEnd = bytes.length;
+    if (bytes.subarray(pos, lineEnd).equals(SNAPSHOT_TAIL)) {
+      const rest = bytes.length - lineEnd;
+      const lastHadComma = pets.length > 0 && bytes[pos - 2] === 0x2c;
+      return rest <= 1 && !lastHadComma ? checkOrder(pets, file) : undefined;
+    }
+    if (lineEnd === bytes.length) return undefined;
+    const comma = bytes[lineEnd - 1] === 0x2c;
+    const contentEnd = comma ? lineEnd - 1 : lineEnd;
+    if (!comma && bytes.subarray(lineEnd + 1, lineEnd + 1 + SNAPSHOT_TAIL.length).compare(SNAPSHOT_TAIL) !== 0) return undefined;
+    const where = (): string => `${file}, pet #${pets.length + 1}`;
+    pets.push(readPetLine(bytes, pos, contentEnd) ?? parseLine(bytes.toString('utf8', pos, contentEnd), where));
+    pos = lineEnd + 1;
+  }
+}
+
+function parseSnapshotDocument(text: string, file: string): Pet[] {
   let document: JsonValue;
   try {
     document = parseJson(text);
@@ -60,13 +97,14 @@ export function parseSnapshot(text: string, file: string): Pet[] {
   }
   const list = document['pets'];
   if (!Array.isArray(list)) throw new StoreOpenError(`${file} has no "pets" array`);
-  const pets: Pet[] = [];
+  return checkOrder(list.map((value, i) => toPet(value, () => `${file}, pet #${i + 1}`)), file);
+}
+
+function checkOrder(pets: Pet[], file: string): Pet[] {
   let lastId = 0;
-  for (let i = 0; i < list.length; i++) {
-    const pet = toPet(list[i] as JsonValue, () => `${file}, pet #${i + 1}`);
+  for (const [i, pet] of pets.entries()) {
     if (pet.id <= lastId) throw new StoreOpenError(`${file}, pet #${i + 1}: id ${pet.id} is not above the previous id ${lastId}`);
     lastId = pet.id;
-    pets.push(pet);
   }
   return pets;
 }
@@ -80,26 +118,31 @@ export interface JournalContents {
 /** Parses a journal. Only an unterminated final line is forgiven: it is a write that was never acknowledged. */
 export function parseJournal(bytes: Buffer, file: string): JournalContents {
   const end = bytes.lastIndexOf(0x0a) + 1;
-  const text = decodeUtf8(bytes.subarray(0, end), file);
+  checkUtf8(bytes.subarray(0, end), file);
   const pets: Pet[] = [];
-  let lineStart = 0;
-  let lineNumber = 0;
-  while (lineStart < text.length) {
-    const lineEnd = text.indexOf('\n', lineStart);
-    lineNumber++;
-    const line = text.slice(lineStart, lineEnd);
-    lineStart = lineEnd + 1;
-    const where = (): string => `${file}, line ${lineNumber}`;
-    let value: JsonValue;
-    try {
-      value = parseJson(line);
-    } catch (error) {
-      if (error instanceof JsonSyntaxError) throw new StoreOpenError(`${where()} is not valid JSON: ${error.message}`, { cause: error });
-      throw error;
-    }
-    pets.push(toPet(value, where));
+  let pos = 0;
+  while (pos < end) {
+    const lineEnd = bytes.indexOf(0x0a, pos);
+    const line = pets.length + 1;
+    pets.push(readPetLine(bytes, pos, lineEnd) ?? parseLine(bytes.toString('utf8', pos, lineEnd), () => `${file}, line ${line}`));
+    pos = lineEnd + 1;
   }
   return { pets, completeLength: end };
+}
+
+function parseLine(text: string, where: () => string): Pet {
+  let value: JsonValue;
+  try {
+    value = parseJson(text);
+  } catch (error) {
+    if (error instanceof JsonSyntaxError) throw new StoreOpenError(`${where()} is not valid JSON: ${error.message}`, { cause: error });
+    throw error;
+  }
+  return toPet(value, where);
+}
+
+function checkUtf8(bytes: Buffer, file: string): void {
+  if (!isUtf8(bytes)) throw new StoreOpenError(`${file} is not valid UTF-8`);
 }
 
 export function decodeUtf8(bytes: Uint8Array, file: string): string {

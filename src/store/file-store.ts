@@ -4,7 +4,6 @@ import type { NewPet, Pet } from '../pet.js';
 import { errorCode } from '../system-error.js';
 import {
   SNAPSHOT_FILE,
-  decodeUtf8,
   isTempFile,
   journalFile,
   journalGeneration,
@@ -119,7 +118,7 @@ export class FileStore implements PetStore {
     const snapshot = await readIfExists(fs, snapshotPath);
     if (snapshot !== undefined) {
       snapshotBytes = snapshot.length;
-      for (const pet of parseSnapshot(decodeUtf8(snapshot, snapshotPath), snapshotPath)) index.append(pet);
+      for (const pet of parseSnapshot(snapshot, snapshotPath)) index.append(pet);
     }
 
     const generations = names.map(journalGeneration).filter((g): g is number => g !== undefined).sort((a, b) => a - b);
