@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError } from './http-error.js';
 import { parseJson, type JsonValue } from './json.js';
+import { errorCode } from './system-error.js';
 import { ValidationError } from './validate.js';
 
 const MEDIA_TYPE = /^application\/json[ \t]*(;.*)?$/i;
@@ -22,10 +23,16 @@ export async function readJsonBody(req: IncomingMessage, res: ServerResponse, li
 
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) throw tooLarge(limit);
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    // The client went away mid-body: its fault, not the server's; nobody is left to read the answer.
+    if (errorCode(error) === 'ECONNRESET') throw new ValidationError('the request body was not received completely');
+    throw error;
   }
   if (size === 0) throw new ValidationError('a request body (NewPet) is required');
   let text: string;

@@ -1,14 +1,19 @@
-/** The fixed set of Error `code` values this service answers with (documented in the README). */
-export type ErrorCode =
-  | 'invalid_request'
-  | 'unauthorized'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'too_many_requests'
-  | 'internal_error'
-  | 'unavailable';
+/** The fixed set of Error `code` values this service answers with (documented in the README and OpenAPI). */
+export const ERROR_CODES = [
+  'invalid_request',
+  'unauthorized',
+  'not_found',
+  'method_not_allowed',
+  'request_timeout',
+  'payload_too_large',
+  'unsupported_media_type',
+  'expectation_failed',
+  'too_many_requests',
+  'headers_too_large',
+  'internal_error',
+  'unavailable',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /**
  * The one error type of the service: everything that should reach a client as an Error body is

@@ -1,5 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { HttpError } from './http-error.js';
+import { clientErrorResponse, errorReply, send } from './respond.js';
+import { errorCode } from './system-error.js';
 import { createPetstore, type Petstore, type PetstoreOptions } from './petstore.js';
 
 export interface ListenOptions extends PetstoreOptions {
@@ -52,6 +56,18 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   server.maxConnections = options.maxConnections ?? SERVER_DEFAULTS.maxConnections;
   // Answer `Expect: 100-continue` ourselves, so that 401, 413 and 415 go out before the body is sent.
   server.on('checkContinue', onRequest);
+  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+    send(res, errorReply(new HttpError(417, 'expectation_failed', 'only "Expect: 100-continue" is supported')), { connection: 'close' });
+  });
+  // Requests Node's parser refuses still get an Error body, with Node's own status kept (431, 408, 400).
+  server.on('clientError', (error: Error, socket: Duplex) => {
+    const code = errorCode(error);
+    if (code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    socket.end(clientErrorResponse(code));
+  });
 
   try {
     await new Promise<void>((resolve, reject) => {
@@ -72,12 +88,16 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const close = (): Promise<void> => (closed ??= (async () => {
     closing = true;
     const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+    // Requests in flight finish; their keep-alive connections are closed as soon as they turn idle,
+    // and any still open after the grace period are cut.
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    const deadline = setTimeout(() => server.closeAllConnections(), options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout);
     server.closeIdleConnections();
-    const timer = setTimeout(() => server.closeAllConnections(), options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout);
     try {
       await stopped;
     } finally {
-      clearTimeout(timer);
+      clearInterval(sweep);
+      clearTimeout(deadline);
     }
     await petstore.close();
   })());

@@ -1,4 +1,5 @@
 import { API_VERSION, AUTH_REALM, BASE_PATH, DEPRECATION, DEPRECATION_HEADERS, LIMIT, NAME_MAX_LENGTH, PET_STATUSES } from './contract.js';
+import { ERROR_CODES } from './http-error.js';
 import type { RouteSpec } from './routes.js';
 
 type Json = Record<string, unknown>;
@@ -34,7 +35,7 @@ export function openApiDocument(routes: readonly RouteSpec[]): Json {
     info: {
       title: 'Pet Store API',
       version: API_VERSION,
-      description: 'List, add and get pets. Every operation under /v1 but this document requires a bearer API key.',
+      description: 'List, add and get pets. Every operation under /v1 but this document requires a bearer API key. HEAD is answered wherever GET is, with the same status and headers and no body.',
     },
     servers: [{ url: BASE_PATH }],
     security: [{ bearerAuth: [] }],
@@ -139,11 +140,7 @@ const schemas = {
     type: 'object',
     required: ['code', 'message', 'status'],
     properties: {
-      code: {
-        type: 'string',
-        enum: ['invalid_request', 'unauthorized', 'not_found', 'method_not_allowed', 'payload_too_large',
-          'unsupported_media_type', 'too_many_requests', 'internal_error', 'unavailable'],
-      },
+      code: { type: 'string', enum: [...ERROR_CODES] },
       message: { type: 'string' },
       status: { type: 'integer', description: 'The HTTP status code of the response' },
     },

@@ -48,6 +48,21 @@ export function toHttpError(error: unknown): HttpError {
   return new HttpError(500, 'internal_error', 'the server failed to handle the request');
 }
 
+/**
+ * The raw response to a request Node's parser refused before any handler ran (`clientError`): the
+ * status Node would have sent (431 for oversized headers, 408 for a timeout, 400 otherwise) with the
+ * Error body and the base headers, and the connection closed.
+ */
+export function clientErrorResponse(code: string | undefined): string {
+  const [status, reason, error] =
+    code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large', new HttpError(431, 'headers_too_large', 'the request headers are too large')]
+    : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout', new HttpError(408, 'request_timeout', 'the request was not received in time')]
+    : [400, 'Bad Request', new HttpError(400, 'invalid_request', 'the request is not valid HTTP/1.1')];
+  const body = errorReply(error).body;
+  const headers = Object.entries(BASE_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return `HTTP/1.1 ${status} ${reason}\r\n${headers}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+}
+
 /** True for errors the client did not cause and the operator should see. */
 export function isServerFault(error: unknown): boolean {
   return toHttpError(error).status >= 500;

@@ -28,10 +28,15 @@ export class Router<T> {
   #static = new Map<string, Entry<T>>();
   #dynamic: Entry<T>[] = [];
 
+  /** Adding GET also answers HEAD on the same path (RFC 9110 §9.3.2), unless HEAD is added itself. */
   add(method: Method, pattern: string, value: T): this {
     const entry = this.#entry(pattern);
     entry.byMethod.set(method, value);
-    entry.allowed.push(method);
+    if (!entry.allowed.includes(method)) entry.allowed.push(method);
+    if (method === 'GET' && !entry.byMethod.has('HEAD')) {
+      entry.byMethod.set('HEAD', value);
+      if (!entry.allowed.includes('HEAD')) entry.allowed.push('HEAD');
+    }
     return this;
   }
 

@@ -8,9 +8,18 @@ export interface RequestTarget {
 
 /** Splits an origin-form request target without building a `URL` for every request. */
 export function splitTarget(target: string): RequestTarget {
+  // RFC 9112 §3.2.2: a server must accept the absolute form (`http://host/v1/pets`) too.
+  if (target.charCodeAt(0) !== 0x2f) target = originForm(target);
   const q = target.indexOf('?');
   if (q === -1) return { path: target, search: '' };
   return { path: target.slice(0, q), search: target.slice(q + 1) };
+}
+
+function originForm(target: string): string {
+  const scheme = /^https?:\/\/[^/?#]*/i.exec(target);
+  if (scheme === null) return target;
+  const rest = target.slice(scheme[0].length);
+  return rest === '' || rest.startsWith('?') ? `/${rest}` : rest;
 }
 
 /** Percent-decoding that answers malformed input (`%E0%A4%A`, `%zz`) with a 400, never a throw that escapes. */

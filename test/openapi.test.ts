@@ -1,0 +1,274 @@
+/**
+ * The interface description served at GET /v1/openapi.json: what it states, and that it matches what
+ * the server actually does (every observed status is declared, every declared operation is served).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startServer, type RequestOptions, type TestServer } from './helpers.js';
+
+// A parsed document, walked by key: its shape is what the tests check.
+type Json = Record<string, any>;
+
+const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+const VALID_PET = '{"name":"Rex","categoryId":7}';
+
+interface Operation {
+  method: string;
+  /** Full path template including the server path, e.g. `/v1/pets/{petId}`. */
+  template: string;
+  pattern: RegExp;
+  op: Json;
+}
+
+/** Follows local `$ref`s until a value that is not a reference. */
+function deref(doc: Json, value: Json): Json {
+  let current = value;
+  for (let hops = 0; typeof current['$ref'] === 'string'; hops++) {
+    assert.ok(hops < 20, 'reference cycle');
+    const ref = current['$ref'] as string;
+    assert.ok(ref.startsWith('#/'), `non-local $ref ${ref}`);
+    current = ref.slice(2).split('/').reduce<Json>((node, key) => {
+      const next = node[key.replaceAll('~1', '/').replaceAll('~0', '~')] as Json | undefined;
+      assert.ok(next !== undefined, `dangling $ref ${ref}`);
+      return next;
+    }, doc);
+  }
+  return current;
+}
+
+function serverPath(servers: unknown): string | undefined {
+  if (!Array.isArray(servers) || servers.length === 0) return undefined;
+  const url = (servers[0] as Json)['url'] as string;
+  return new URL(url, 'http://localhost').pathname.replace(/\/$/, '');
+}
+
+function operations(doc: Json): Operation[] {
+  const result: Operation[] = [];
+  for (const [key, item] of Object.entries(doc['paths'] as Json)) {
+    for (const method of HTTP_METHODS) {
+      const op = (item as Json)[method] as Json | undefined;
+      if (op === undefined) continue;
+      const base = serverPath(op['servers']) ?? serverPath((item as Json)['servers']) ?? serverPath(doc['servers']) ?? '';
+      const template = base + key;
+      const pattern = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`);
+      result.push({ method: method.toUpperCase(), template, pattern, op });
+    }
+  }
+  return result;
+}
+
+function byId(doc: Json, operationId: string): Operation {
+  const found = operations(doc).find((o) => o.op['operationId'] === operationId);
+  assert.ok(found, `no operation ${operationId}`);
+  return found;
+}
+
+function parameter(doc: Json, operation: Operation, name: string): Json {
+  const found = ((operation.op['parameters'] ?? []) as Json[]).map((p) => deref(doc, p)).find((p) => p['name'] === name);
+  assert.ok(found, `${operation.op['operationId']} has no parameter ${name}`);
+  return found;
+}
+
+describe('GET /v1/openapi.json', () => {
+  let server: TestServer;
+  let doc: Json;
+  before(async () => {
+    server = await startServer();
+    const res = await server.request('GET', '/v1/openapi.json', { auth: false });
+    assert.equal(res.status, 200, res.text);
+    doc = res.json as Json;
+  });
+  after(() => server.close());
+
+  test('is served without authentication as JSON', async () => {
+    const res = await server.request('GET', '/v1/openapi.json', { auth: false });
+    assert.equal(res.status, 200);
+    assert.match(String(res.headers['content-type']), /^application\/json(?:;\s*charset=utf-8)?$/i);
+    assert.equal(typeof res.json, 'object');
+    assert.deepEqual(res.json, doc);
+  });
+
+  test('is also served with a key', async () => {
+    const res = await server.request('GET', '/v1/openapi.json');
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json, doc);
+  });
+
+  test('is OpenAPI 3.1', () => {
+    assert.match(doc['openapi'] as string, /^3\.1\.\d+$/);
+  });
+
+  test('carries the interface version 1.0.0', () => {
+    assert.equal(doc['info']['version'], '1.0.0');
+    assert.equal(typeof doc['info']['title'], 'string');
+  });
+
+  test('declares listPets, createPet and getPet under /v1', () => {
+    assert.deepEqual([byId(doc, 'listPets'), byId(doc, 'createPet'), byId(doc, 'getPet')].map((o) => `${o.method} ${o.template}`),
+      ['GET /v1/pets', 'POST /v1/pets', 'GET /v1/pets/{petId}']);
+  });
+
+  test('has an HTTP bearer security scheme required by the three pet operations', () => {
+    const schemes = doc['components']['securitySchemes'] as Json;
+    const bearer = Object.keys(schemes).filter((name) => {
+      const scheme = deref(doc, schemes[name] as Json);
+      return scheme['type'] === 'http' && String(scheme['scheme']).toLowerCase() === 'bearer';
+    });
+    assert.equal(bearer.length, 1);
+    for (const id of ['listPets', 'createPet', 'getPet']) {
+      const security = (byId(doc, id).op['security'] ?? doc['security']) as Json[];
+      assert.ok(Array.isArray(security) && security.length > 0, `${id} has no security`);
+      assert.ok(security.every((requirement) => Object.hasOwn(requirement, bearer[0] as string)), `${id} does not require bearer auth`);
+    }
+  });
+
+  test('marks getPet deprecated and no other pet operation', () => {
+    assert.equal(byId(doc, 'getPet').op['deprecated'], true);
+    assert.notEqual(byId(doc, 'listPets').op['deprecated'], true);
+    assert.notEqual(byId(doc, 'createPet').op['deprecated'], true);
+  });
+
+  test('defines Error with code, message and status required', () => {
+    const error = deref(doc, doc['components']['schemas']['Error'] as Json);
+    assert.deepEqual([...(error['required'] as string[])].sort(), ['code', 'message', 'status']);
+    assert.equal(deref(doc, error['properties']['code'] as Json)['type'], 'string');
+    assert.equal(deref(doc, error['properties']['message'] as Json)['type'], 'string');
+    assert.equal(deref(doc, error['properties']['status'] as Json)['type'], 'integer');
+  });
+
+  test('every error response of every operation is an Error', () => {
+    const error = deref(doc, doc['components']['schemas']['Error'] as Json);
+    for (const { op } of operations(doc)) {
+      for (const [status, response] of Object.entries(op['responses'] as Json)) {
+        if (Number(status) < 400) continue;
+        const schema = deref(doc, deref(doc, response as Json)['content']['application/json']['schema'] as Json);
+        assert.equal(schema, error, `${op['operationId']} ${status}`);
+      }
+    }
+  });
+
+  test('limit is an integer query parameter from 1 to 100, default 20', () => {
+    const limit = parameter(doc, byId(doc, 'listPets'), 'limit');
+    assert.equal(limit['in'], 'query');
+    assert.notEqual(limit['required'], true);
+    const schema = deref(doc, limit['schema'] as Json);
+    assert.equal(schema['type'], 'integer');
+    assert.equal(schema['minimum'], 1);
+    assert.equal(schema['maximum'], 100);
+    assert.equal(schema['default'], 20);
+  });
+
+  test('status is a query parameter with the enum available, pending, sold', () => {
+    const status = parameter(doc, byId(doc, 'listPets'), 'status');
+    assert.equal(status['in'], 'query');
+    const schema = deref(doc, status['schema'] as Json);
+    assert.deepEqual([...(schema['enum'] as string[])].sort(), ['available', 'pending', 'sold']);
+  });
+
+  test('petId is a required int64 path parameter', () => {
+    const petId = parameter(doc, byId(doc, 'getPet'), 'petId');
+    assert.equal(petId['in'], 'path');
+    assert.equal(petId['required'], true);
+    const schema = deref(doc, petId['schema'] as Json);
+    assert.equal(schema['type'], 'integer');
+    assert.equal(schema['format'], 'int64');
+  });
+
+  test('createPet requires a JSON NewPet body with name and categoryId', () => {
+    const body = deref(doc, byId(doc, 'createPet').op['requestBody'] as Json);
+    assert.equal(body['required'], true);
+    const schema = deref(doc, body['content']['application/json']['schema'] as Json);
+    assert.deepEqual([...(schema['required'] as string[])].sort(), ['categoryId', 'name']);
+    assert.deepEqual(Object.keys(schema['properties'] as Json).sort(), ['categoryId', 'name', 'status']);
+  });
+});
+
+describe('the document matches the server', () => {
+  let server: TestServer;
+  let limited: TestServer;
+  let doc: Json;
+  before(async () => {
+    server = await startServer({ authFailureLimit: 1000 });
+    limited = await startServer({ authFailureLimit: 1 });
+    doc = (await server.request('GET', '/v1/openapi.json', { auth: false })).json as Json;
+    const created = await server.request('POST', '/v1/pets', { headers: [JSON_TYPE], body: VALID_PET });
+    assert.equal(created.status, 201);
+  });
+  after(async () => {
+    await server.close();
+    await limited.close();
+  });
+
+  /** The operation a concrete request goes to, and whether the document declares the status it got. */
+  function declares(method: string, path: string, status: number): { operationId: string; declared: boolean } {
+    const pathOnly = path.split('?')[0] as string;
+    const operation = operations(doc).find((o) => o.method === method && o.pattern.test(pathOnly));
+    assert.ok(operation, `no documented operation for ${method} ${pathOnly}`);
+    const responses = operation.op['responses'] as Json;
+    const declared = [String(status), `${Math.floor(status / 100)}XX`, 'default'].some((key) => Object.hasOwn(responses, key));
+    return { operationId: operation.op['operationId'] as string, declared };
+  }
+
+  const json: RequestOptions = { headers: [JSON_TYPE] };
+  const observations: Array<[string, string, string, RequestOptions, number]> = [
+    // operationId, method, path, options, status expected from the server
+    ['listPets', 'GET', '/v1/pets', {}, 200],
+    ['listPets', 'GET', '/v1/pets?limit=0', {}, 400],
+    ['listPets', 'GET', '/v1/pets?status=lost', {}, 400],
+    ['listPets', 'GET', '/v1/pets', { auth: false }, 401],
+    ['createPet', 'POST', '/v1/pets', { ...json, body: VALID_PET }, 201],
+    ['createPet', 'POST', '/v1/pets', { ...json, body: '{"name":""}' }, 400],
+    ['createPet', 'POST', '/v1/pets', { ...json, body: '{' }, 400],
+    ['createPet', 'POST', '/v1/pets', { ...json, body: VALID_PET, auth: false }, 401],
+    ['createPet', 'POST', '/v1/pets', { ...json, body: ' '.repeat(64 * 1024 + 1) }, 413],
+    ['createPet', 'POST', '/v1/pets', { headers: [['content-type', 'text/plain']], body: VALID_PET }, 415],
+    ['getPet', 'GET', '/v1/pets/1', {}, 200],
+    ['getPet', 'GET', '/v1/pets/abc', {}, 400],
+    ['getPet', 'GET', '/v1/pets/1', { auth: false }, 401],
+    ['getPet', 'GET', '/v1/pets/999', {}, 404],
+  ];
+
+  for (const [operationId, method, path, options, status] of observations) {
+    test(`${operationId}: the ${status} of ${method} ${path}${options.auth === false ? ' without a key' : ''} is declared`, async () => {
+      const res = await server.request(method, path, options);
+      assert.equal(res.status, status, res.text);
+      const found = declares(method, path, res.status);
+      assert.equal(found.operationId, operationId);
+      assert.ok(found.declared, `${operationId} does not declare ${res.status}`);
+    });
+  }
+
+  test('the 429 after repeated bad keys is declared for every pet operation', async () => {
+    const refused = await limited.request('GET', '/v1/pets', { auth: 'wrong' });
+    assert.equal(refused.status, 401);
+    const requests: Array<[string, string, RequestOptions]> = [
+      ['GET', '/v1/pets', {}],
+      ['POST', '/v1/pets', { ...json, body: VALID_PET }],
+      ['GET', '/v1/pets/1', {}],
+    ];
+    for (const [method, path, options] of requests) {
+      const res = await limited.request(method, path, options);
+      assert.equal(res.status, 429, `${method} ${path}: ${res.text}`);
+      assert.ok(declares(method, path, 429).declared, `${method} ${path} does not declare 429`);
+    }
+  });
+
+  test('every documented operation is served, and what it answers is declared', async () => {
+    const ops = operations(doc);
+    assert.ok(ops.length >= 4);
+    for (const { method, template, op } of ops) {
+      const path = template.replace(/\{[^}]+\}/g, '1');
+      const options: RequestOptions = method === 'POST' ? { ...json, body: VALID_PET } : {};
+      const res = await server.request(method, path, options);
+      assert.ok(res.status !== 404 && res.status !== 405, `${op['operationId']}: ${method} ${path} gave ${res.status}`);
+      assert.ok(declares(method, path, res.status).declared, `${op['operationId']} does not declare ${res.status}`);
+    }
+  });
+
+  test('the openapi.json operation is documented and declares its 200', async () => {
+    const res = await server.request('GET', '/v1/openapi.json', { auth: false });
+    assert.equal(res.status, 200);
+    assert.ok(declares('GET', '/v1/openapi.json', 200).declared);
+  });
+});
