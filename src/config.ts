@@ -73,14 +73,18 @@ export const SETTINGS = [
 /** Resolves every setting: flag, else environment, else default. */
 export function resolveConfig(flags: Readonly<Record<string, string | undefined>>, env: NodeJS.ProcessEnv): Config {
   const config: Partial<Record<keyof Config, unknown>> = {};
-  for (const s of SETTINGS) {
-    const flag = flags[s.flag];
-    const fromEnv = env[s.env];
-    if (flag !== undefined) config[s.key] = s.parse(flag, `--${s.flag}`);
-    else if (fromEnv !== undefined && fromEnv !== '') config[s.key] = s.parse(fromEnv, s.env);
-    else config[s.key] = s.default;
-  }
+  for (const s of SETTINGS) config[s.key] = resolveSetting(s.key, flags, env);
   return config as Config;
+}
+
+/** One setting alone (the `keys` commands need only the data directory, whatever else is set). */
+export function resolveSetting<K extends keyof Config>(key: K, flags: Readonly<Record<string, string | undefined>>, env: NodeJS.ProcessEnv): Config[K] {
+  const s = SETTINGS.find((candidate) => candidate.key === key) as unknown as Setting<K>;
+  const flag = flags[s.flag];
+  const fromEnv = env[s.env];
+  if (flag !== undefined) return s.parse(flag, `--${s.flag}`);
+  if (fromEnv !== undefined && fromEnv !== '') return s.parse(fromEnv, s.env);
+  return s.default;
 }
 
 /** PETSTORE_API_KEYS: comma-separated keys; blanks are ignored. */
@@ -105,7 +109,7 @@ export function helpText(): string {
     '',
     'Options (a flag wins over its environment variable):',
     ...rows,
-    `  --help${' '.repeat(25)} show this help`,
+    `${'  --help'.padEnd(32)}show this help`,
     '',
     'Environment only:',
     '  PETSTORE_API_KEYS               comma-separated API keys accepted besides keys.json',

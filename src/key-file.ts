@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { LockFile } from './lock-file.js';
 import { errorCode } from './system-error.js';
 
 /**
@@ -46,13 +47,32 @@ function isStoredKey(value: unknown): value is StoredKey {
     && typeof key.sha256 === 'string' && /^[0-9a-f]{64}$/.test(key.sha256);
 }
 
-/** Modification time of the key file, or 0 when absent: a cheap way to notice a change. */
-export function keyFileVersion(path: string): number {
-  return statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+/**
+ * Identity of the key file's current content, cheap to get: a rewrite is a new inode (it is renamed
+ * into place), so even a change within the file system's timestamp granularity is noticed.
+ */
+export function keyFileVersion(path: string): string {
+  const stat = statSync(path, { throwIfNoEntry: false });
+  return stat === undefined ? 'absent' : `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+}
+
+/**
+ * Read-modify-write of the key file under an exclusive lock, so that two `keys create` run at the
+ * same moment both keep their key. `change` returns the new list, or undefined to leave the file as is.
+ */
+export function updateKeyFile<T>(path: string, change: (keys: StoredKey[] | undefined) => { keys?: StoredKey[]; result: T }): T {
+  const lock = LockFile.acquire(`${path}.lock`, 5000);
+  try {
+    const { keys, result } = change(readKeyFile(path));
+    if (keys !== undefined) writeKeyFile(path, keys);
+    return result;
+  } finally {
+    lock.release();
+  }
 }
 
 /** Replaces the key file atomically and durably (temp file, fsync, rename, fsync of the directory). */
-export function writeKeyFile(path: string, keys: readonly StoredKey[]): void {
+function writeKeyFile(path: string, keys: readonly StoredKey[]): void {
   const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
   const fd = openSync(temp, 'wx', 0o600);
   try {
@@ -87,9 +107,9 @@ export function newKey(label: string): { key: string; record: StoredKey } {
  * the key to show once, or undefined when a key file already exists.
  */
 export function generateFirstKey(dataDir: string): string | undefined {
-  const path = keyFilePath(dataDir);
-  if (readKeyFile(path) !== undefined) return undefined;
-  const { key, record } = newKey('generated at first start');
-  writeKeyFile(path, [record]);
-  return key;
+  return updateKeyFile(keyFilePath(dataDir), (existing) => {
+    if (existing !== undefined) return { result: undefined };
+    const { key, record } = newKey('generated at first start');
+    return { keys: [record], result: key };
+  });
 }

@@ -19,7 +19,7 @@ export class Keyring {
   readonly #keyFile: string | undefined;
   readonly #onReloadError: (error: unknown) => void;
   #fromFile: Buffer[] = [];
-  #fileVersion = -1;
+  #fileVersion = '';
   #checkedAt = 0;
 
   constructor(options: KeyringOptions) {

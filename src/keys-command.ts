@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { keyFilePath, newKey, readKeyFile, writeKeyFile } from './key-file.js';
+import { keyFilePath, newKey, readKeyFile, updateKeyFile } from './key-file.js';
 import { UsageError } from './config.js';
 
 /** `keys create [--label L] | keys list | keys revoke <id>` on the key file of a data directory. */
@@ -12,7 +12,7 @@ export function runKeysCommand(dataDir: string, args: readonly string[], label: 
       if (rest.length > 0) throw new UsageError('"keys create" takes no arguments besides --label');
       mkdirSync(dataDir, { recursive: true });
       const { key, record } = newKey(label ?? '');
-      writeKeyFile(path, [...(readKeyFile(path) ?? []), record]);
+      updateKeyFile(path, (keys) => ({ keys: [...(keys ?? []), record], result: undefined }));
       out(`created key ${record.id}${record.label === '' ? '' : ` (${record.label})`}; it is shown only this once:`);
       out(key);
       return;
@@ -27,10 +27,11 @@ export function runKeysCommand(dataDir: string, args: readonly string[], label: 
     case 'revoke': {
       const [id, ...extra] = rest;
       if (id === undefined || extra.length > 0) throw new UsageError('usage: keys revoke <id>');
-      const keys = readKeyFile(path) ?? [];
-      const remaining = keys.filter((k) => k.id !== id);
-      if (remaining.length === keys.length) throw new UsageError(`no key with id ${id} in ${path}`);
-      writeKeyFile(path, remaining);
+      const found = updateKeyFile(path, (keys = []) => {
+        const remaining = keys.filter((k) => k.id !== id);
+        return remaining.length === keys.length ? { result: false } : { keys: remaining, result: true };
+      });
+      if (!found) throw new UsageError(`no key with id ${id} in ${path}`);
       out(`revoked key ${id}`);
       return;
     }

@@ -4,7 +4,7 @@
  * A thin wrapper over `listen()`: it reads flags and environment, prints, and handles signals.
  */
 import { parseArgs } from 'node:util';
-import { envKeys, helpText, resolveConfig, SETTINGS, UsageError } from './config.js';
+import { envKeys, helpText, resolveConfig, resolveSetting, SETTINGS, UsageError } from './config.js';
 import { runKeysCommand } from './keys-command.js';
 import { listen } from './listen.js';
 import { jsonLogger } from './logger.js';
@@ -22,11 +22,13 @@ async function main(): Promise<void> {
     process.stdout.write(helpText());
     return;
   }
-  const config = resolveConfig(values as Record<string, string | undefined>, process.env);
+  const flags = values as Record<string, string | undefined>;
   if (positionals[0] === 'keys') {
-    runKeysCommand(config.dataDir, positionals.slice(1), values.label as string | undefined, (line) => process.stdout.write(line + '\n'));
+    const dataDir = resolveSetting('dataDir', flags, process.env);
+    runKeysCommand(dataDir, positionals.slice(1), values.label as string | undefined, (line) => process.stdout.write(line + '\n'));
     return;
   }
+  const config = resolveConfig(flags, process.env);
   if (positionals.length > 0) throw new UsageError(`unknown command "${positionals[0]}"`);
   if (values.label !== undefined) throw new UsageError('--label applies only to "keys create"');
 

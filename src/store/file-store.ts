@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import type { LockFile } from '../lock-file.js';
 import type { NewPet, Pet } from '../pet.js';
 import { errorCode } from '../system-error.js';
 import {
@@ -50,7 +51,7 @@ const DEFAULT_COMPACT_AFTER = 4 * 1024 * 1024;
 export class FileStore implements PetStore {
   readonly #dir: string;
   readonly #fs: FileSystem;
-  readonly #lock: DirectoryLock;
+  readonly #lock: LockFile;
   readonly #index: PetIndex;
   readonly #compactAfter: number;
   readonly #onBackgroundError: (error: unknown) => void;
@@ -70,7 +71,7 @@ export class FileStore implements PetStore {
   #closed = false;
 
   private constructor(init: {
-    dir: string; fs: FileSystem; lock: DirectoryLock; index: PetIndex; journal: StoreFile; generation: number;
+    dir: string; fs: FileSystem; lock: LockFile; index: PetIndex; journal: StoreFile; generation: number;
     oldGenerations: number[]; journalLength: number; snapshotBytes: number; options: FileStoreOptions;
   }) {
     this.#dir = init.dir;
@@ -108,7 +109,7 @@ export class FileStore implements PetStore {
     }
   }
 
-  static async #load(dir: string, fs: FileSystem, lock: DirectoryLock, options: FileStoreOptions): Promise<FileStore> {
+  static async #load(dir: string, fs: FileSystem, lock: LockFile, options: FileStoreOptions): Promise<FileStore> {
     const names = await fs.readdir(dir);
     for (const name of names.filter(isTempFile)) await fs.unlink(join(dir, name));
 

@@ -1,0 +1,84 @@
+import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { errorCode } from './system-error.js';
+
+/**
+ * An exclusive lock held as a file that names its owner's pid. The file appears with its content
+ * already in it (written to a temp name, then hard-linked, which fails if the lock exists), so a
+ * reader never sees a half-made lock. A lock whose owner no longer runs (killed) is taken over.
+ */
+export class LockFile {
+  readonly #path: string;
+
+  private constructor(path: string) {
+    this.#path = path;
+  }
+
+  /** The lock, or the pid of the live process that holds it. System errors (EACCES, EROFS…) are thrown. */
+  static tryAcquire(path: string): LockFile | { owner: number } {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (create(path)) return new LockFile(path);
+      const owner = readOwner(path);
+      if (owner !== undefined && isRunning(owner)) return { owner };
+      remove(path);
+    }
+    return { owner: readOwner(path) ?? 0 };
+  }
+
+  /** Waits up to `timeoutMs` for a lock held by another process (for short critical sections). */
+  static acquire(path: string, timeoutMs: number): LockFile {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const lock = LockFile.tryAcquire(path);
+      if (lock instanceof LockFile) return lock;
+      if (Date.now() >= deadline) throw new Error(`${path} is held by process ${lock.owner}`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10); // a synchronous 10 ms pause
+    }
+  }
+
+  release(): void {
+    remove(this.#path);
+  }
+}
+
+function create(path: string): boolean {
+  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(temp, `${process.pid}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    linkSync(temp, path);
+    return true;
+  } catch (error) {
+    if (errorCode(error) === 'EEXIST') return false;
+    throw error;
+  } finally {
+    remove(temp);
+  }
+}
+
+function readOwner(path: string): number | undefined {
+  try {
+    const pid = Number.parseInt(readFileSync(path, 'utf8'), 10);
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+function isRunning(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return errorCode(error) === 'EPERM'; // it exists, but belongs to another user
+  }
+}
+
+function remove(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (error) {
+    if (errorCode(error) !== 'ENOENT') throw error;
+  }
+}

@@ -1,0 +1,293 @@
+/**
+ * The command line, black-box: `node dist/server.js` as a child process, its flags and environment,
+ * its first-start key, its signals and its refusals to start.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { SETTINGS } from '#dist/config.js';
+import { request, runCli, spawnServer, tempDir, type ServerProcess } from './helpers.js';
+
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+async function temp(t: TestContext): Promise<string> {
+  const dir = await tempDir('petstore-cli-');
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Starts the server and makes sure the test kills it, whatever happens. */
+async function serve(t: TestContext, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  const server = await spawnServer(args, env);
+  t.after(async () => {
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+    await server.exited;
+  });
+  return server;
+}
+
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+async function waitFor(check: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Stops the server with a signal and returns its exit code, once all its output has been read. */
+async function stop(server: ServerProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  const closed = new Promise<void>((r) => server.child.once('close', () => r()));
+  server.child.kill(signal);
+  await within(closed, 5000, `exit after ${signal}`);
+  return server.child.exitCode;
+}
+
+/** Every file under a directory with its content, to search for what must not be there. */
+async function filesOf(dir: string): Promise<Array<{ name: string; text: string }>> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  const files = [];
+  for (const entry of entries) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    files.push({ name: path, text: await readFile(path, 'latin1') });
+  }
+  return files;
+}
+
+const jsonPost = (body: string): { headers: Array<[string, string]>; body: string } => ({ headers: [['content-type', 'application/json']], body });
+
+test('--help lists every flag with its environment twin and default, and exits 0', async () => {
+  const { code, stdout, stderr } = await runCli(['--help']);
+  assert.equal(code, 0);
+  assert.equal(stderr, '');
+  for (const s of SETTINGS) {
+    // The option's entry: from the line that starts with the flag to the next line that starts with one.
+    const start = new RegExp(`^[ \\t]+--${s.flag}\\b`, 'm').exec(stdout)?.index;
+    assert.ok(start !== undefined, `--${s.flag} is listed`);
+    const next = /^[ \t]+--/m.exec(stdout.slice(start + 3));
+    const block = stdout.slice(start, next === null ? undefined : start + 3 + next.index);
+    assert.match(block, new RegExp(`\\b${s.env}\\b`), `--${s.flag} names ${s.env}`);
+    if (s.default !== undefined) assert.ok(block.includes(`default ${String(s.default)}`), `--${s.flag} shows its default ${String(s.default)}`);
+    else assert.match(block, /default/, `--${s.flag} says what happens by default`);
+  }
+  assert.match(stdout, /--help\b/);
+  assert.match(stdout, /PETSTORE_API_KEYS/);
+  assert.match(stdout, /keys create/);
+});
+
+test('--help exits 0 even when the environment holds a bad value', async () => {
+  const { code } = await runCli(['--help'], { PORT: 'abc' });
+  assert.equal(code, 0);
+});
+
+test('an unknown flag exits 2 and names the flag', async (t) => {
+  const dir = await temp(t);
+  const { code, stdout, stderr } = await runCli(['--data-dir', dir, '--bogus-flag'], { PETSTORE_API_KEYS: 'k' });
+  assert.equal(code, 2);
+  assert.match(stderr, /--bogus-flag/);
+  assert.match(stderr, /--help/);
+  assert.doesNotMatch(stdout, /listening/);
+});
+
+test('an unknown command exits 2 and names it', async (t) => {
+  const dir = await temp(t);
+  const { code, stderr } = await runCli(['--data-dir', dir, 'frobnicate'], { PETSTORE_API_KEYS: 'k' });
+  assert.equal(code, 2);
+  assert.match(stderr, /frobnicate/);
+});
+
+const badValues: Array<{ name: string; args: string[]; env: NodeJS.ProcessEnv; names: RegExp }> = [
+  { name: '--port abc', args: ['--port', 'abc'], env: {}, names: /--port/ },
+  { name: '--port 65536', args: ['--port', '65536'], env: {}, names: /--port/ },
+  { name: 'PORT=99999', args: [], env: { PORT: '99999' }, names: /PORT/ },
+  { name: '--log-level loud', args: ['--log-level', 'loud'], env: {}, names: /--log-level/ },
+  { name: 'PETSTORE_LOG_LEVEL=loud', args: [], env: { PETSTORE_LOG_LEVEL: 'loud' }, names: /PETSTORE_LOG_LEVEL/ },
+  { name: '--body-limit 0', args: ['--body-limit', '0'], env: {}, names: /--body-limit/ },
+  { name: '--body-limit 1e3', args: ['--body-limit', '1e3'], env: {}, names: /--body-limit/ },
+  { name: '--port without a value', args: ['--port'], env: {}, names: /--port/ },
+];
+for (const bad of badValues) {
+  test(`a bad value (${bad.name}) exits 2 and names the setting`, async (t) => {
+    const dir = await temp(t);
+    const { code, stdout, stderr } = await runCli(['--data-dir', dir, ...bad.args], { PETSTORE_API_KEYS: 'k', ...bad.env });
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, bad.names);
+    assert.doesNotMatch(stdout, /listening/);
+  });
+}
+
+test('a flag wins over its environment variable, and the environment variable is used without the flag', async (t) => {
+  const dir = await temp(t);
+  const key = 'flag-wins-key-0123456789';
+  // These values would each stop the server if they were read.
+  const badEnv = { PETSTORE_API_KEYS: key, PORT: 'not-a-port', PETSTORE_LOG_LEVEL: 'loud', PETSTORE_BODY_LIMIT: '1000000' };
+  const refused = await runCli(['--data-dir', dir], badEnv);
+  assert.equal(refused.code, 2, 'the environment is read when no flag is given');
+
+  // spawnServer passes --port 0; --log-level and --body-limit override the rest.
+  const server = await serve(t, ['--data-dir', dir, '--log-level', 'info', '--body-limit', '100'], badEnv);
+  const body = JSON.stringify({ name: 'x'.repeat(120), categoryId: 1 });
+  const res = await request(server.url, 'POST', '/v1/pets', { ...jsonPost(body), auth: key });
+  assert.equal(res.status, 413, 'the --body-limit flag, not PETSTORE_BODY_LIMIT, is in force');
+  assert.equal(await stop(server), 0);
+});
+
+test('an environment twin configures the server when its flag is absent', async (t) => {
+  const dir = await temp(t);
+  const key = 'env-twin-key-0123456789';
+  const server = await serve(t, ['--data-dir', dir], { PETSTORE_API_KEYS: key, PETSTORE_BODY_LIMIT: '100' });
+  const res = await request(server.url, 'POST', '/v1/pets', { ...jsonPost(JSON.stringify({ name: 'x'.repeat(120), categoryId: 1 })), auth: key });
+  assert.equal(res.status, 413);
+  const small = await request(server.url, 'POST', '/v1/pets', { ...jsonPost('{"name":"Rex","categoryId":1}'), auth: key });
+  assert.equal(small.status, 201);
+  assert.equal(await stop(server), 0);
+});
+
+test('with no key anywhere the first start generates one, prints it once on stderr and keeps only its hash', async (t) => {
+  const dir = await temp(t);
+  const first = await serve(t, ['--data-dir', dir]);
+  const printed = /\n\s*\n[ \t]+(\S{20,})[ \t]*\n/.exec(first.stderr());
+  assert.ok(printed, `a generated key is printed on stderr:\n${first.stderr()}`);
+  const key = printed[1] as string;
+  assert.equal(first.stderr().split(key).length - 1, 1, 'the key is printed exactly once');
+  assert.ok(!first.stdout().includes(key), 'the key is not in the stdout log');
+
+  const keyFile = JSON.parse(await readFile(join(dir, 'keys.json'), 'utf8')) as { keys: Array<Record<string, unknown>> };
+  assert.equal(keyFile.keys.length, 1);
+  assert.equal(keyFile.keys[0]?.['sha256'], sha256(key));
+
+  assert.equal((await request(first.url, 'GET', '/v1/pets', { auth: key })).status, 200);
+  assert.equal((await request(first.url, 'GET', '/v1/pets', { auth: false })).status, 401);
+  assert.equal((await request(first.url, 'POST', '/v1/pets', { ...jsonPost('{"name":"Rex","categoryId":1}'), auth: key })).status, 201);
+
+  for (const file of await filesOf(dir)) assert.ok(!file.text.includes(key), `${file.name} does not hold the key while running`);
+  assert.equal(await stop(first), 0);
+  for (const file of await filesOf(dir)) assert.ok(!file.text.includes(key), `${file.name} does not hold the key after stopping`);
+  assert.ok(!first.stdout().includes(key));
+
+  const second = await serve(t, ['--data-dir', dir]);
+  assert.ok(!second.stderr().includes(key), 'the second start does not print the key again');
+  assert.doesNotMatch(second.stderr(), /generated/i, 'the second start generates no key');
+  assert.equal((await request(second.url, 'GET', '/v1/pets', { auth: key })).status, 200, 'the generated key still works');
+  const keyFileAfter = JSON.parse(await readFile(join(dir, 'keys.json'), 'utf8')) as { keys: unknown[] };
+  assert.equal(keyFileAfter.keys.length, 1, 'no second key was generated');
+  assert.equal(await stop(second), 0);
+});
+
+test('PETSTORE_API_KEYS takes comma-separated keys; each works and no key is generated', async (t) => {
+  const dir = await temp(t);
+  const a = 'first-env-key-0123456789';
+  const b = 'second-env-key-9876543210';
+  const server = await serve(t, ['--data-dir', dir], { PETSTORE_API_KEYS: ` ${a} , ${b} ` });
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: a })).status, 200);
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: b })).status, 200);
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: `${a},${b}` })).status, 401);
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: 'another-key' })).status, 401);
+  assert.doesNotMatch(server.stderr(), /generated/i);
+  await assert.rejects(readFile(join(dir, 'keys.json')), { code: 'ENOENT' }, 'no key file is written for configured keys');
+  assert.equal(await stop(server), 0);
+});
+
+/** A create whose headers have reached the handler (`100 Continue` came back) but whose body has not been sent. */
+function startCreate(url: string, key: string, body: string): Promise<{ finish: () => Promise<{ status: number; text: string }> }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({
+      host: hostname, port, method: 'POST', path: '/v1/pets', agent: false,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), expect: '100-continue' },
+    });
+    const response = new Promise<{ status: number; text: string }>((done, fail) => {
+      req.on('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (s: string) => (text += s)).on('end', () => done({ status: res.statusCode ?? 0, text })).on('error', fail);
+      });
+      req.on('error', fail);
+    });
+    response.catch(reject);
+    req.on('continue', () => resolve({ finish: () => { req.end(body); return response; } }));
+    req.flushHeaders();
+  });
+}
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  test(`${signal}: stops accepting, finishes the request in flight, leaves the data durable and exits 0`, async (t) => {
+    const dir = await temp(t);
+    const key = 'signal-key-0123456789';
+    const server = await serve(t, ['--data-dir', dir], { PETSTORE_API_KEYS: key });
+    assert.equal((await request(server.url, 'POST', '/v1/pets', { ...jsonPost('{"name":"Before","categoryId":1}'), auth: key })).status, 201);
+
+    const inFlight = await within(startCreate(server.url, key, '{"name":"InFlight","categoryId":2}'), 5000, 'request reaches the handler');
+    server.child.kill(signal);
+    await waitFor(() => server.stdout().includes('"msg":"stopping"'), 5000, 'server logs that it stops');
+    await assert.rejects(request(server.url, 'GET', '/healthz'), { code: 'ECONNREFUSED' }, 'no new connection is accepted');
+
+    const res = await within(inFlight.finish(), 5000, 'in-flight response');
+    assert.equal(res.status, 201, res.text);
+    assert.equal((JSON.parse(res.text) as { name: string }).name, 'InFlight');
+    assert.equal(await within(server.exited, 5000, 'exit'), 0);
+
+    const names = await readdir(dir);
+    assert.ok(names.includes('pets.json'), `pets.json is written: ${names.join(', ')}`);
+    assert.deepEqual(names.filter((n) => /journal/.test(n)), [], 'no journal is left');
+    assert.ok(!names.includes('petstore.lock'), 'the lock is released');
+    const snapshot = await readFile(join(dir, 'pets.json'), 'utf8');
+    assert.match(snapshot, /"Before"/);
+    assert.match(snapshot, /"InFlight"/);
+
+    const again = await serve(t, ['--data-dir', dir], { PETSTORE_API_KEYS: key });
+    const list = await request(again.url, 'GET', '/v1/pets', { auth: key });
+    assert.deepEqual((list.json as Array<{ name: string }>).map((p) => p.name), ['Before', 'InFlight']);
+    assert.equal(await stop(again), 0);
+  });
+}
+
+test('an idle keep-alive connection does not hold up a graceful stop', async (t) => {
+  const dir = await temp(t);
+  const key = 'keepalive-key-0123456789';
+  const server = await serve(t, ['--data-dir', dir, '--keep-alive-timeout', '60000', '--shutdown-timeout', '60000'], { PETSTORE_API_KEYS: key });
+  const { Agent } = await import('node:http');
+  const agent = new Agent({ keepAlive: true });
+  t.after(() => agent.destroy());
+  const { hostname, port } = new URL(server.url);
+  await new Promise<void>((resolve, reject) => {
+    httpRequest({ host: hostname, port, path: '/healthz', agent }, (res) => res.resume().on('end', resolve)).on('error', reject).end();
+  });
+  const started = Date.now();
+  assert.equal(await stop(server), 0);
+  assert.ok(Date.now() - started < 3000, `stopped in ${Date.now() - started} ms`);
+});
+
+test('a data directory that is a regular file stops the start with a message naming it', async (t) => {
+  const dir = await temp(t);
+  const file = join(dir, 'not-a-directory');
+  await writeFile(file, 'hello');
+  const { code, stdout, stderr } = await runCli(['--port', '0', '--data-dir', file], { PETSTORE_API_KEYS: 'k' });
+  assert.notEqual(code, 0);
+  assert.ok(stderr.includes(file), stderr);
+  assert.doesNotMatch(stdout, /listening/);
+  assert.doesNotMatch(stderr, /^\s+at /m, 'no stack trace for a known start-up failure');
+});
+
+test('a second server on the same data directory exits non-zero naming the lock; the first keeps serving', async (t) => {
+  const dir = await temp(t);
+  const key = 'lock-key-0123456789';
+  const first = await serve(t, ['--data-dir', dir], { PETSTORE_API_KEYS: key });
+  const second = await runCli(['--port', '0', '--data-dir', dir], { PETSTORE_API_KEYS: key });
+  assert.notEqual(second.code, 0);
+  assert.match(second.stderr, /lock/i);
+  assert.ok(second.stderr.includes(dir), second.stderr);
+  assert.doesNotMatch(second.stdout, /listening/);
+  assert.equal((await request(first.url, 'GET', '/v1/pets', { auth: key })).status, 200);
+  assert.equal(await stop(first), 0);
+});

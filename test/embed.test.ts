@@ -1,0 +1,237 @@
+/**
+ * The package as a library: the README's example runs as written, and `createPetstore` serves an
+ * embedder's own store behind the embedder's own node:http server, passing on what it does not serve.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type RequestListener as NodeListener, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { request, TEST_KEY } from './helpers.js';
+import {
+  createPetstore, silentLoggerForTests, StoreUnavailableError,
+  type ListPage, type ListQuery, type NewPet, type Pet, type PetStore, type Petstore,
+} from './support.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const PACKAGE_ROOT = resolve(HERE, '../..');
+
+/** The code of the ```js blocks of the README's "## Embedding" section, in order, and its ```text block. */
+async function readmeExample(): Promise<{ code: string; output: string | undefined }> {
+  const readme = await readFile(join(PACKAGE_ROOT, 'README.md'), 'utf8');
+  const start = readme.search(/^## Embedding[ \t]*$/m);
+  assert.notEqual(start, -1, 'README.md has an "## Embedding" section');
+  const rest = readme.slice(start + 1);
+  const end = rest.search(/^## /m);
+  const section = end === -1 ? rest : rest.slice(0, end);
+  const blocks = [...section.matchAll(/^```(\w*)[ \t]*\n([\s\S]*?)^```[ \t]*$/gm)];
+  const code = blocks.filter((b) => b[1] === 'js' || b[1] === 'javascript').map((b) => b[2]).join('\n');
+  assert.ok(code.trim() !== '', 'the section has a ```js example');
+  return { code, output: blocks.find((b) => b[1] === 'text')?.[2] };
+}
+
+function runNode(file: string, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [file], { cwd: PACKAGE_ROOT, env: { PATH: process.env['PATH'] }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((r) => child.on('close', (code, signal) => {
+    clearTimeout(timer);
+    r({ code, signal, stdout, stderr });
+  }));
+}
+
+test('the README embedding example runs as written, imports petstore-api and prints what it documents', async (t) => {
+  const { code, output } = await readmeExample();
+  assert.match(code, /from 'petstore-api'/, 'the example imports the package by name');
+  assert.match(code, /createPetstore\(/);
+  assert.match(code, /\.handler\(req, res, /, 'the example mounts the handler with next');
+  assert.match(code, /store:/, 'the example supplies its own store');
+  for (const method of ['list', 'get', 'create', 'close']) assert.match(code, new RegExp(`\\b${method}\\(`), `its store has ${method}()`);
+  assert.match(code, /\bready\b/);
+
+  // Inside the package folder, so that `petstore-api` resolves to this package (self-reference).
+  const file = join(HERE, `tmp-embed-${randomBytes(6).toString('hex')}.mjs`);
+  await writeFile(file, code);
+  t.after(() => rm(file, { force: true }));
+  const run = await runNode(file, 10_000);
+  assert.equal(run.signal, null, `the example exits by itself\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.stderr, '');
+
+  const printed = run.stdout.split('\n').filter((l) => l !== '' && !l.startsWith('{'));
+  assert.ok(printed.some((l) => /^POST \/v1\/pets -> 201 /.test(l)), run.stdout);
+  assert.ok(printed.some((l) => /^GET \/v1\/pets -> 200 \[\{"id":1,/.test(l)), run.stdout);
+  assert.ok(printed.some((l) => /^GET \/v1\/pets without a key -> 401 /.test(l)), run.stdout);
+  assert.ok(printed.some((l) => /^GET \/about -> 200 served by my own app$/.test(l)), run.stdout);
+  assert.ok(output !== undefined, 'the section shows what the example prints');
+  assert.deepEqual(printed, output.split('\n').filter((l) => l !== ''), 'the README shows exactly what the example prints');
+});
+
+/** A PetStore of the embedder's own, in memory; `async` answers through promises, as a database would. */
+class MemoryStore implements PetStore {
+  readonly pets: Pet[] = [];
+  ready = true;
+  closed = false;
+  #nextId = 1;
+
+  constructor(readonly async = false, seed: readonly NewPet[] = []) {
+    for (const pet of seed) this.pets.push({ ...pet, id: this.#nextId++ });
+  }
+
+  list(query: ListQuery): ListPage | Promise<ListPage> {
+    const matching = this.pets.filter((p) => p.id > query.after && (query.status === undefined || p.status === query.status));
+    const page = { pets: matching.slice(0, query.limit), more: matching.length > query.limit };
+    return this.async ? Promise.resolve(page) : page;
+  }
+
+  get(id: number): Pet | undefined | Promise<Pet | undefined> {
+    const pet = this.pets.find((p) => p.id === id);
+    return this.async ? Promise.resolve(pet) : pet;
+  }
+
+  async create(pet: NewPet): Promise<Pet> {
+    const stored = { ...pet, id: this.#nextId++ };
+    this.pets.push(stored);
+    return stored;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.ready = false;
+  }
+}
+
+/** The embedder's server: the pet store first, then its own handler for everything else. */
+async function embed(t: TestContext, petstore: Petstore, own?: NodeListener): Promise<string> {
+  const server: Server = createServer((req, res) => {
+    if (own === undefined) petstore.handler(req, res);
+    else petstore.handler(req, res, () => own(req, res));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await petstore.close();
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const ownHandler: NodeListener = (req, res) => {
+  res.writeHead(200, { 'content-type': 'text/plain', 'x-served-by': 'embedder' });
+  res.end(`own ${req.method} ${req.url}`);
+};
+
+const json = (body: string): { headers: Array<[string, string]>; body: string } => ({ headers: [['content-type', 'application/json']], body });
+
+for (const async of [false, true]) {
+  test(`an embedder's own ${async ? 'asynchronous' : 'synchronous'} store serves create, list and get over HTTP`, async (t) => {
+    const store = new MemoryStore(async, [{ name: 'Seeded', categoryId: 5n }]);
+    const petstore = await createPetstore({ store, keys: [TEST_KEY], logger: silentLoggerForTests });
+    assert.equal(petstore.store, store);
+    const url = await embed(t, petstore, ownHandler);
+
+    const seeded = await request(url, 'GET', '/v1/pets/1');
+    assert.equal(seeded.status, 200);
+    assert.deepEqual(seeded.json, { id: 1, name: 'Seeded', categoryId: 5 });
+
+    const created = await request(url, 'POST', '/v1/pets', json('{"name":"Rex","categoryId":9223372036854775807,"status":"sold"}'));
+    assert.equal(created.status, 201);
+    assert.equal(created.text, '{"id":2,"name":"Rex","categoryId":9223372036854775807,"status":"sold"}');
+    assert.equal(created.headers['location'], '/v1/pets/2');
+    assert.deepEqual(store.pets.at(-1), { id: 2, name: 'Rex', categoryId: 9223372036854775807n, status: 'sold' }, 'the pet is in the embedder\'s store');
+
+    const list = await request(url, 'GET', '/v1/pets');
+    assert.equal(list.status, 200);
+    assert.deepEqual((list.json as Pet[]).map((p) => p.id), [1, 2]);
+    const sold = await request(url, 'GET', '/v1/pets?status=sold');
+    assert.deepEqual((sold.json as Pet[]).map((p) => p.id), [2]);
+    const page = await request(url, 'GET', '/v1/pets?limit=1');
+    assert.deepEqual((page.json as Pet[]).map((p) => p.id), [1]);
+    assert.match(String(page.headers['link']), /after=1>; rel="next"/);
+
+    const fetched = await request(url, 'GET', '/v1/pets/2');
+    assert.equal(fetched.status, 200);
+    assert.equal(fetched.text, created.text);
+    assert.equal((await request(url, 'GET', '/v1/pets/3')).status, 404);
+  });
+}
+
+test('paths the pet store does not serve fall through to next(); its own paths never do', async (t) => {
+  const petstore = await createPetstore({ store: new MemoryStore(), keys: [TEST_KEY], logger: silentLoggerForTests });
+  const url = await embed(t, petstore, ownHandler);
+  for (const [method, path] of [['GET', '/'], ['GET', '/about?x=1'], ['POST', '/api/things'], ['GET', '/v2/pets']] as const) {
+    const res = await request(url, method, path, { auth: false });
+    assert.equal(res.status, 200, `${method} ${path}`);
+    assert.equal(res.headers['x-served-by'], 'embedder');
+    assert.equal(res.text, `own ${method} ${path}`);
+    assert.equal(res.headers['x-request-id'], undefined, 'the pet store left the response alone');
+  }
+  const mine = await request(url, 'GET', '/v1/pets', { auth: false });
+  assert.equal(mine.status, 401, 'a pet store path without a key is refused, not passed on');
+  assert.equal(mine.headers['x-served-by'], undefined);
+  const wrongMethod = await request(url, 'DELETE', '/v1/pets');
+  assert.equal(wrongMethod.status, 405, 'a known path with another method is the pet store\'s');
+  assert.equal((await request(url, 'GET', '/healthz', { auth: false })).status, 200);
+});
+
+test('without next, the handler answers unknown paths itself with a JSON 404', async (t) => {
+  const petstore = await createPetstore({ store: new MemoryStore(), keys: [TEST_KEY], logger: silentLoggerForTests });
+  const url = await embed(t, petstore);
+  const res = await request(url, 'GET', '/about');
+  assert.equal(res.status, 404);
+  assert.equal((res.json as { code: string }).code, 'not_found');
+});
+
+test('an embedded pet store refuses requests without a valid key with 401 and a Bearer challenge', async (t) => {
+  const petstore = await createPetstore({ store: new MemoryStore(), keys: [TEST_KEY], logger: silentLoggerForTests });
+  const url = await embed(t, petstore, ownHandler);
+  for (const auth of [false, 'not-the-key'] as const) {
+    for (const [method, path] of [['GET', '/v1/pets'], ['GET', '/v1/pets/1'], ['POST', '/v1/pets']] as const) {
+      const res = await request(url, method, path, path === '/v1/pets' && method === 'POST' ? { ...json('{"name":"Rex","categoryId":1}'), auth } : { auth });
+      assert.equal(res.status, 401, `${method} ${path} with ${String(auth)}`);
+      assert.match(String(res.headers['www-authenticate']), /^Bearer realm="petstore"/);
+      assert.equal((res.json as { code: string }).code, 'unauthorized');
+    }
+  }
+  assert.equal((await request(url, 'GET', '/v1/pets')).status, 200, 'the configured key works');
+});
+
+test('an embedded pet store given no key refuses every /v1 request (fail closed)', async (t) => {
+  const store = new MemoryStore(false, [{ name: 'Hidden', categoryId: 1n }]);
+  const petstore = await createPetstore({ store, logger: silentLoggerForTests });
+  const url = await embed(t, petstore, ownHandler);
+  for (const auth of [false, TEST_KEY, ''] as const) {
+    const res = await request(url, 'GET', '/v1/pets', { auth });
+    assert.equal(res.status, 401);
+    assert.ok(!res.text.includes('Hidden'));
+  }
+  const blankKeys = await createPetstore({ store: new MemoryStore(), keys: [''], logger: silentLoggerForTests });
+  const blankUrl = await embed(t, blankKeys);
+  assert.equal((await request(blankUrl, 'GET', '/v1/pets', { headers: [['authorization', 'Bearer ']], auth: false })).status, 401, 'an empty key is never a key');
+});
+
+test('close() closes the embedder\'s store, and a store that cannot write gives 503', async (t) => {
+  const store = new MemoryStore();
+  const petstore = await createPetstore({ store, keys: [TEST_KEY], logger: silentLoggerForTests });
+  await petstore.close();
+  assert.equal(store.closed, true);
+
+  const failing = new MemoryStore();
+  failing.create = () => Promise.reject(new StoreUnavailableError('disk full'));
+  const failingPetstore = await createPetstore({ store: failing, keys: [TEST_KEY], logger: silentLoggerForTests });
+  const url = await embed(t, failingPetstore);
+  const res = await request(url, 'POST', '/v1/pets', json('{"name":"Rex","categoryId":1}'));
+  assert.equal(res.status, 503);
+  assert.ok(!res.text.includes('disk full'), 'the store\'s own message is not passed to the client');
+});
+
+test('createPetstore without a store or a data directory is refused', async () => {
+  await assert.rejects(createPetstore({ keys: [TEST_KEY], logger: silentLoggerForTests }), TypeError);
+});

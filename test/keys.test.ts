@@ -1,0 +1,189 @@
+/**
+ * `keys create | list | revoke` against a data directory, and their effect on a server that is
+ * already running on it: no restart is needed for a new key to work or a revoked one to stop.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { request, runCli, spawnServer, tempDir, type ServerProcess } from './helpers.js';
+
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+// A revoked or created key takes effect on a running server within this time.
+const RELOAD_BOUND_MS = 1500;
+
+async function temp(t: TestContext): Promise<string> {
+  const dir = await tempDir('petstore-keys-');
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function serve(t: TestContext, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  const server = await spawnServer(args, env);
+  t.after(async () => {
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+    await server.exited;
+  });
+  return server;
+}
+
+interface CreatedKey {
+  key: string;
+  id: string;
+  stdout: string;
+}
+
+/** `keys create --label <label>`: the key is the one printed line that is a bare token; the id is the one `keys list` shows for the label. */
+async function createKey(dir: string, label: string): Promise<CreatedKey> {
+  const created = await runCli(['keys', 'create', '--label', label, '--data-dir', dir]);
+  assert.equal(created.code, 0, created.stderr);
+  const tokens = created.stdout.split('\n').map((l) => l.trim()).filter((l) => /^[A-Za-z0-9\-._~+/]{20,}=*$/.test(l));
+  assert.equal(tokens.length, 1, `exactly one key is printed:\n${created.stdout}`);
+  const key = tokens[0] as string;
+  const listed = await runCli(['keys', 'list', '--data-dir', dir]);
+  const row = listed.stdout.split('\n').find((l) => l.includes(label));
+  assert.ok(row, `keys list shows the label "${label}":\n${listed.stdout}`);
+  const id = row.trim().split(/\s+/)[0] as string;
+  assert.ok(created.stdout.includes(id), `keys create prints the id ${id}`);
+  return { key, id, stdout: created.stdout };
+}
+
+/** Polls with `key` until the status is `wanted`; returns how long that took. */
+async function untilStatus(url: string, key: string, wanted: number, boundMs: number): Promise<number> {
+  const started = Date.now();
+  let status = 0;
+  while (Date.now() - started <= boundMs) {
+    status = (await request(url, 'GET', '/v1/pets', { auth: key })).status;
+    if (status === wanted) return Date.now() - started;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`still ${status} instead of ${wanted} after ${boundMs} ms`);
+}
+
+test('keys create prints a new key once, with its id and label', async (t) => {
+  const dir = await temp(t);
+  const { key, id, stdout } = await createKey(dir, 'ci deploy');
+  assert.equal(stdout.split(key).length - 1, 1, 'the key is printed exactly once');
+  assert.match(stdout, /ci deploy/);
+  assert.ok(key.length >= 32, 'the key is long enough to resist guessing');
+  const other = await createKey(dir, 'laptop');
+  assert.notEqual(other.key, key);
+  assert.notEqual(other.id, id);
+});
+
+test('keys created at the same time are all kept', async (t) => {
+  const dir = await temp(t);
+  const labels = Array.from({ length: 12 }, (_, i) => `parallel-${i}`);
+  const results = await Promise.all(labels.map((label) => runCli(['keys', 'create', '--label', label, '--data-dir', dir])));
+  for (const r of results) assert.equal(r.code, 0, r.stderr);
+  const { stdout } = await runCli(['keys', 'list', '--data-dir', dir]);
+  const missing = labels.filter((label) => !stdout.includes(label));
+  assert.deepEqual(missing, [], 'every key that was printed as created is in the key file');
+});
+
+test('keys list shows id, label and creation time, never a key or its hash', async (t) => {
+  const dir = await temp(t);
+  const before = Date.now();
+  const a = await createKey(dir, 'first label');
+  const b = await createKey(dir, 'second label');
+  const { code, stdout, stderr } = await runCli(['keys', 'list', '--data-dir', dir]);
+  assert.equal(code, 0, stderr);
+  for (const [created, label] of [[a, 'first label'], [b, 'second label']] as const) {
+    const row = stdout.split('\n').find((l) => l.includes(created.id));
+    assert.ok(row, `a row for ${created.id}`);
+    assert.ok(row.includes(label));
+    const time = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z/.exec(row);
+    assert.ok(time, `the row shows when the key was created: ${row}`);
+    const ms = Date.parse(time[0]);
+    assert.ok(ms >= before - 1000 && ms <= Date.now() + 1000, `creation time ${time[0]} is now`);
+    assert.ok(!stdout.includes(created.key), 'the key is not listed');
+    assert.ok(!stdout.includes(sha256(created.key)), 'the hash is not listed');
+  }
+});
+
+test('the key file stores only SHA-256 hashes of the keys', async (t) => {
+  const dir = await temp(t);
+  const a = await createKey(dir, 'one');
+  const b = await createKey(dir, 'two');
+  const text = await readFile(join(dir, 'keys.json'), 'utf8');
+  assert.ok(!text.includes(a.key) && !text.includes(b.key), 'no key in the key file');
+  const document = JSON.parse(text) as { keys: Array<Record<string, unknown>> };
+  const hexes = text.match(/[0-9a-f]{64}/g) ?? [];
+  assert.deepEqual(new Set(hexes), new Set([sha256(a.key), sha256(b.key)]));
+  for (const entry of document.keys) {
+    assert.match(String(entry['sha256']), /^[0-9a-f]{64}$/);
+    for (const value of Object.values(entry)) assert.ok(value !== a.key && value !== b.key);
+  }
+  // Nothing else in the directory holds a key either.
+  for (const name of await readdir(dir)) {
+    const content = await readFile(join(dir, name), 'utf8');
+    assert.ok(!content.includes(a.key) && !content.includes(b.key), `${name} holds no key`);
+  }
+});
+
+test('keys revoke with an unknown id exits non-zero and changes nothing', async (t) => {
+  const dir = await temp(t);
+  const a = await createKey(dir, 'keep me');
+  const before = await readFile(join(dir, 'keys.json'), 'utf8');
+  const { code, stderr } = await runCli(['keys', 'revoke', 'no-such-id', '--data-dir', dir]);
+  assert.notEqual(code, 0);
+  assert.match(stderr, /no-such-id/);
+  assert.equal(await readFile(join(dir, 'keys.json'), 'utf8'), before);
+  assert.ok((await runCli(['keys', 'list', '--data-dir', dir])).stdout.includes(a.id));
+});
+
+test('keys revoke removes the key from the list', async (t) => {
+  const dir = await temp(t);
+  const a = await createKey(dir, 'goes');
+  const b = await createKey(dir, 'stays');
+  const revoked = await runCli(['keys', 'revoke', a.id, '--data-dir', dir]);
+  assert.equal(revoked.code, 0, revoked.stderr);
+  const { stdout } = await runCli(['keys', 'list', '--data-dir', dir]);
+  assert.ok(!stdout.includes(a.id));
+  assert.ok(stdout.includes(b.id));
+  assert.ok(!(await readFile(join(dir, 'keys.json'), 'utf8')).includes(sha256(a.key)));
+});
+
+test('a revoked key stops working on the running server without a restart', async (t) => {
+  const dir = await temp(t);
+  const a = await createKey(dir, 'to revoke');
+  const b = await createKey(dir, 'to keep');
+  const server = await serve(t, ['--data-dir', dir]);
+  assert.doesNotMatch(server.stderr(), /generated/i, 'a key file with keys counts as configured');
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: a.key })).status, 200);
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: b.key })).status, 200);
+
+  const revoked = await runCli(['keys', 'revoke', a.id, '--data-dir', dir]);
+  assert.equal(revoked.code, 0, revoked.stderr);
+  await untilStatus(server.url, a.key, 401, RELOAD_BOUND_MS);
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: b.key })).status, 200, 'the other key still works');
+  assert.equal(server.child.exitCode, null, 'the server was not restarted');
+});
+
+test('a key created while the server runs works without a restart, beside PETSTORE_API_KEYS', async (t) => {
+  const dir = await temp(t);
+  const envKey = 'env-key-for-keys-test-0123456789';
+  const server = await serve(t, ['--data-dir', dir], { PETSTORE_API_KEYS: envKey });
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: envKey })).status, 200);
+
+  const created = await createKey(dir, 'added live');
+  await untilStatus(server.url, created.key, 200, RELOAD_BOUND_MS);
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: envKey })).status, 200, 'the environment key still works');
+
+  const revoked = await runCli(['keys', 'revoke', created.id, '--data-dir', dir]);
+  assert.equal(revoked.code, 0, revoked.stderr);
+  await untilStatus(server.url, created.key, 401, RELOAD_BOUND_MS);
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: envKey })).status, 200, 'revoking a file key leaves the environment key in force');
+});
+
+test('keys from the key file and from PETSTORE_API_KEYS work side by side from the start', async (t) => {
+  const dir = await temp(t);
+  const fileKey = await createKey(dir, 'file key');
+  const envKey = 'env-key-side-by-side-0123456789';
+  const server = await serve(t, ['--data-dir', dir], { PETSTORE_API_KEYS: envKey });
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: fileKey.key })).status, 200);
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: envKey })).status, 200);
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: sha256(fileKey.key) })).status, 401, 'the stored hash is not a key');
+});

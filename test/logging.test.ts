@@ -1,0 +1,250 @@
+/**
+ * What the server writes about requests: one JSON line each on stdout, with the request id the
+ * client sees, and never a key, an Authorization header or a query string. Also the unauthenticated
+ * health endpoints, which live outside /v1 and say nothing about pets.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { test, type TestContext } from 'node:test';
+import { request, SERVER_JS, spawnServer, startServer, tempDir, type ServerProcess } from './helpers.js';
+
+const KEY = 'logging-key-0123456789abcdef';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+async function temp(t: TestContext): Promise<string> {
+  const dir = await tempDir('petstore-log-');
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function serve(t: TestContext, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  const dir = await temp(t);
+  const server = await spawnServer(['--data-dir', dir, ...args], { PETSTORE_API_KEYS: KEY, ...env });
+  t.after(() => kill(server));
+  return server;
+}
+
+async function kill(server: ServerProcess): Promise<void> {
+  if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+  await server.exited;
+}
+
+/** SIGTERM, then the exit code, once all output has been read. */
+async function stop(server: ServerProcess): Promise<number | null> {
+  const closed = new Promise<void>((r) => server.child.once('close', () => r()));
+  server.child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([closed, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no exit in 5 s')), 5000)))]);
+  clearTimeout(timer);
+  return server.child.exitCode;
+}
+
+type LogLine = Record<string, unknown>;
+
+function lines(stdout: string): LogLine[] {
+  return stdout.split('\n').filter((l) => l !== '').map((l) => {
+    try {
+      return JSON.parse(l) as LogLine;
+    } catch {
+      assert.fail(`a stdout line that is not JSON: ${l}`);
+    }
+  });
+}
+
+const requestLines = (stdout: string): LogLine[] => lines(stdout).filter((l) => l['msg'] === 'request');
+
+/** The log line is written after the response; wait for it. */
+async function logLineFor(server: ServerProcess, id: string): Promise<LogLine> {
+  const deadline = Date.now() + 3000;
+  for (;;) {
+    const found = requestLines(server.stdout()).filter((l) => l['id'] === id);
+    if (found.length > 0) {
+      assert.equal(found.length, 1, `one line for request ${id}`);
+      return found[0] as LogLine;
+    }
+    if (Date.now() > deadline) assert.fail(`no log line for request ${id}:\n${server.stdout()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+test('each request is one JSON line on stdout with time, id, method, path, status and ms', async (t) => {
+  const server = await serve(t);
+  const get = await request(server.url, 'GET', '/v1/pets?limit=5', { auth: KEY, headers: [['x-request-id', 'client-id-1']] });
+  assert.equal(get.status, 200);
+  const line = await logLineFor(server, 'client-id-1');
+  assert.equal(line['method'], 'GET');
+  assert.equal(line['path'], '/v1/pets');
+  assert.equal(line['status'], 200);
+  assert.equal(typeof line['ms'], 'number');
+  assert.ok((line['ms'] as number) >= 0);
+  assert.equal(typeof line['time'], 'string');
+  assert.ok(Math.abs(Date.parse(line['time'] as string) - Date.now()) < 60_000, `time is an ISO date of now: ${String(line['time'])}`);
+
+  const post = await request(server.url, 'POST', '/v1/pets', {
+    auth: KEY, headers: [['x-request-id', 'client-id-2'], ['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}',
+  });
+  assert.equal(post.status, 201);
+  const created = await logLineFor(server, 'client-id-2');
+  assert.equal(created['method'], 'POST');
+  assert.equal(created['status'], 201);
+
+  await request(server.url, 'GET', '/v1/nowhere', { auth: KEY, headers: [['x-request-id', 'client-id-3']] });
+  assert.equal((await logLineFor(server, 'client-id-3'))['status'], 404);
+  await request(server.url, 'GET', '/v1/pets', { auth: false, headers: [['x-request-id', 'client-id-4']] });
+  assert.equal((await logLineFor(server, 'client-id-4'))['status'], 401);
+
+  assert.equal(await stop(server), 0);
+  assert.equal(requestLines(server.stdout()).length, 4, 'exactly one line per request');
+});
+
+test('the logged path never carries the query string', async (t) => {
+  const server = await serve(t);
+  const res = await request(server.url, 'GET', '/v1/pets?api_key=secret-in-query&limit=2', { auth: KEY, headers: [['x-request-id', 'query-id']] });
+  assert.equal(res.status, 200);
+  const line = await logLineFor(server, 'query-id');
+  assert.equal(line['path'], '/v1/pets');
+  await request(server.url, 'GET', '/v1/pets/1?api_key=secret-in-query', { auth: KEY });
+  await request(server.url, 'GET', '/healthz?api_key=secret-in-query');
+  assert.equal(await stop(server), 0);
+  assert.ok(!server.stdout().includes('secret-in-query'));
+  assert.ok(!server.stderr().includes('secret-in-query'));
+  assert.ok(!server.stdout().includes('api_key'));
+});
+
+test('a plain X-Request-Id is echoed and logged; otherwise a UUID is generated, returned and logged', async (t) => {
+  const server = await serve(t);
+  const echoed = await request(server.url, 'GET', '/v1/pets', { auth: KEY, headers: [['x-request-id', 'abc-123_x.y:z']] });
+  assert.equal(echoed.headers['x-request-id'], 'abc-123_x.y:z');
+  await logLineFor(server, 'abc-123_x.y:z');
+
+  const generated = await request(server.url, 'GET', '/v1/pets', { auth: KEY });
+  const id = generated.headers['x-request-id'];
+  assert.equal(typeof id, 'string');
+  assert.match(id as string, UUID);
+  await logLineFor(server, id as string);
+
+  for (const unfit of ['has space', 'x'.repeat(500), 'quote"and\\backslash', '']) {
+    const res = await request(server.url, 'GET', '/v1/pets', { auth: KEY, headers: [['x-request-id', unfit]] });
+    const returned = res.headers['x-request-id'] as string;
+    assert.match(returned, UUID, `"${unfit.slice(0, 20)}" is replaced by a generated id`);
+    await logLineFor(server, returned);
+  }
+  const unauthorized = await request(server.url, 'GET', '/v1/pets', { auth: false });
+  assert.match(unauthorized.headers['x-request-id'] as string, UUID, 'errors carry a request id too');
+  await logLineFor(server, unauthorized.headers['x-request-id'] as string);
+
+  assert.equal(await stop(server), 0);
+  assert.ok(!server.stdout().includes('has space'));
+  assert.ok(!server.stdout().includes('x'.repeat(500)));
+});
+
+test('--log-level error writes no request lines', async (t) => {
+  const dir = await temp(t);
+  // The server logs no "listening" line at this level, so it gets a known port and is polled.
+  const port = await freePort();
+  const child = spawn(process.execPath, [SERVER_JS, '--port', String(port), '--data-dir', dir, '--log-level', 'error'], {
+    env: { PATH: process.env['PATH'], PETSTORE_API_KEYS: KEY }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const up = await request(url, 'GET', '/healthz', { auth: false }).then((r) => r.status === 200, () => false);
+    if (up) break;
+    if (child.exitCode !== null || Date.now() > deadline) assert.fail(`server did not come up\n${stdout}\n${stderr}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal((await request(url, 'GET', '/v1/pets', { auth: KEY })).status, 200);
+  assert.equal((await request(url, 'GET', '/v1/pets', { auth: false })).status, 401);
+  assert.equal((await request(url, 'GET', '/v1/nowhere', { auth: KEY })).status, 404);
+  await new Promise((r) => setTimeout(r, 100));
+  child.kill('SIGTERM');
+  assert.equal(await exited, 0);
+  assert.deepEqual(requestLines(stdout), [], stdout);
+  assert.doesNotMatch(stdout + stderr, /"msg":"request"/);
+});
+
+test('--log-level info with the same requests does write request lines (the level above is what silences them)', async (t) => {
+  const server = await serve(t, ['--log-level', 'info']);
+  const res = await request(server.url, 'GET', '/v1/pets', { auth: KEY });
+  await logLineFor(server, res.headers['x-request-id'] as string);
+  assert.equal(await stop(server), 0);
+});
+
+test('no key and no Authorization header ever reaches stdout or stderr', async (t) => {
+  const server = await serve(t);
+  const wrongKey = 'wrong-key-that-must-not-be-logged-42';
+  const bodyKey = 'key-in-body-not-logged-77';
+  const attempts: Array<{ headers: Array<[string, string]>; auth: boolean | string; path?: string; method?: string; body?: string }> = [
+    { headers: [], auth: KEY },
+    { headers: [], auth: wrongKey },
+    { headers: [['authorization', `Basic ${Buffer.from(`user:${wrongKey}`).toString('base64')}`]], auth: false },
+    { headers: [['authorization', `bearer ${KEY}`]], auth: false },
+    { headers: [['authorization', `Bearer ${KEY}`], ['authorization', `Bearer ${wrongKey}`]], auth: false },
+    { headers: [['authorization', `Bearer ${KEY} extra`]], auth: false },
+    { headers: [], auth: KEY, path: '/v1/pets/abc' },
+    { headers: [], auth: wrongKey, path: '/v1/nowhere' },
+    { headers: [['content-type', 'application/json']], auth: KEY, method: 'POST', body: `{"name":"${bodyKey}","categoryId":1,"extra":"${wrongKey}"}` },
+  ];
+  for (const a of attempts) {
+    const options = a.body === undefined ? { headers: a.headers, auth: a.auth } : { headers: a.headers, auth: a.auth, body: a.body };
+    await request(server.url, a.method ?? 'GET', a.path ?? '/v1/pets', options);
+  }
+  assert.equal(await stop(server), 0);
+  const output = server.stdout() + server.stderr();
+  assert.ok(requestLines(server.stdout()).length >= attempts.length, 'the requests were logged');
+  for (const secret of [KEY, wrongKey, Buffer.from(`user:${wrongKey}`).toString('base64'), bodyKey]) {
+    assert.ok(!output.includes(secret), `"${secret}" is not in the output`);
+  }
+  assert.doesNotMatch(output, /authorization/i);
+  assert.doesNotMatch(output, /bearer/i);
+});
+
+test('/healthz and /readyz answer without a key, hold no pet data and are outside /v1', async (t) => {
+  const server = await startServer();
+  t.after(() => server.close());
+  const created = await server.request('POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"SecretPetName","categoryId":99}' });
+  assert.equal(created.status, 201);
+  for (const path of ['/healthz', '/readyz']) {
+    const res = await server.request('GET', path, { auth: false });
+    assert.equal(res.status, 200, path);
+    assert.match(String(res.headers['content-type']), /^application\/json/);
+    assert.ok(!res.text.includes('SecretPetName'), `${path} says nothing about pets`);
+    assert.ok(!/"id"|categoryId|"name"/.test(res.text), `${path}: ${res.text}`);
+    const withBadKey = await server.request('GET', path, { auth: 'not-a-key' });
+    assert.equal(withBadKey.status, 200, `${path} ignores a wrong key`);
+    const underV1 = await server.request('GET', `/v1${path}`);
+    assert.equal(underV1.status, 404, `/v1${path} does not exist`);
+  }
+});
+
+test('/readyz is 503 once the store is closed; /healthz stays 200', async (t) => {
+  const dir = await temp(t);
+  const server = await startServer({ dataDir: dir });
+  t.after(() => server.stop());
+  // Close only the store, leaving the HTTP server up, as when the store has failed.
+  await server.running.petstore.close();
+  assert.equal((await server.request('GET', '/readyz', { auth: false })).status, 503);
+  assert.equal((await server.request('GET', '/healthz', { auth: false })).status, 200);
+});
