@@ -69,6 +69,10 @@ export function createApp(options: AppOptions): RequestListener {
     req: IncomingMessage, res: ServerResponse, method: string, path: string | undefined, route: RouteSpec | undefined,
     allowed: readonly string[], params: Record<string, string>, search: string,
   ): Reply | Promise<Reply> {
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own check is off, see listen.ts).
+    if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
+      throw new HttpError(400, 'invalid_request', 'an HTTP/1.1 request needs a Host header');
+    }
     if (options.cors !== undefined && path !== undefined && method === 'OPTIONS') {
       const preflight = preflightReply(options.cors, req, allowed);
       if (preflight !== undefined) return preflight;

@@ -1,4 +1,5 @@
-export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+/** `info`: requests and events; `error`: failures only; `silent`: nothing. */
+export const LOG_LEVELS = ['info', 'error', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export type LogFields = Record<string, string | number | boolean | undefined>;

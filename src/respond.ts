@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import { HttpError } from './http-error.js';
 import { JsonSyntaxError } from './json.js';
 import { StoreUnavailableError } from './store/store.js';
@@ -50,17 +50,22 @@ export function toHttpError(error: unknown): HttpError {
 
 /**
  * The raw response to a request Node's parser refused before any handler ran (`clientError`): the
- * status Node would have sent (431 for oversized headers, 408 for a timeout, 400 otherwise) with the
- * Error body and the base headers, and the connection closed.
+ * status Node would have sent (431 for oversized headers, 408 for a timeout, 400 otherwise), now with
+ * the Error body and the base headers.
  */
 export function clientErrorResponse(code: string | undefined): string {
-  const [status, reason, error] =
-    code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large', new HttpError(431, 'headers_too_large', 'the request headers are too large')]
-    : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout', new HttpError(408, 'request_timeout', 'the request was not received in time')]
-    : [400, 'Bad Request', new HttpError(400, 'invalid_request', 'the request is not valid HTTP/1.1')];
-  const body = errorReply(error).body;
-  const headers = Object.entries(BASE_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('');
-  return `HTTP/1.1 ${status} ${reason}\r\n${headers}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+  const error = code === 'HPE_HEADER_OVERFLOW' ? new HttpError(431, 'headers_too_large', 'the request headers are too large')
+    : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new HttpError(408, 'request_timeout', 'the request was not received in time')
+    : new HttpError(400, 'invalid_request', 'the request is not valid HTTP/1.1');
+  return rawErrorResponse(error);
+}
+
+/** An Error response as bytes for a bare socket, which is then closed (no ServerResponse exists). */
+export function rawErrorResponse(error: HttpError): string {
+  const reply = errorReply(error);
+  const headers = Object.entries({ ...BASE_HEADERS, ...reply.headers }).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const reason = STATUS_CODES[reply.status] ?? '';
+  return `HTTP/1.1 ${reply.status} ${reason}\r\n${headers}content-length: ${Buffer.byteLength(reply.body)}\r\nconnection: close\r\n\r\n${reply.body}`;
 }
 
 /** True for errors the client did not cause and the operator should see. */

@@ -766,6 +766,11 @@ describe('every response', () => {
     assert.equal(error['code'], 'invalid_request');
   });
 
+  test('an HTTP/1.1 request without Host is answered with a JSON 400 Error', async () => {
+    const raw = await rawRequest(server.url, `GET /v1/pets HTTP/1.1\r\nAuthorization: Bearer ${TEST_KEY}\r\nConnection: close\r\n\r\n`);
+    assert.match(assertRawError(raw, 400)['message'] as string, /Host/);
+  });
+
   test('request headers over the size limit are answered with a JSON 431 Error', async () => {
     const raw = await rawRequest(server.url, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     assertRawError(raw, 431);
