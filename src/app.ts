@@ -4,6 +4,8 @@ import { performance } from 'node:perf_hooks';
 import type { AuthLimiter } from './auth-limiter.js';
 import { authenticate } from './authenticate.js';
 import { DEPRECATION_HEADERS } from './contract.js';
+
+const DEPRECATION_HEADER_PAIRS = Object.entries(DEPRECATION_HEADERS).flat();
 import { corsHeaders, preflightReply, type CorsPolicy } from './cors.js';
 import { acceptableRequestId, headerCount } from './headers.js';
 import { HttpError } from './http-error.js';
@@ -45,9 +47,10 @@ export function createApp(options: AppOptions): RequestListener {
     const match = router.find(method, path);
     if (match.path === undefined && next !== undefined) return next();
 
-    let context: Record<string, string> = { 'x-request-id': requestId };
-    if (match.path !== undefined && match.value?.deprecated === true) context = { ...context, ...DEPRECATION_HEADERS };
-    if (options.cors !== undefined) context = { ...context, ...corsHeaders(options.cors, req) };
+    // Headers every response of this request carries, whatever the outcome, as name/value pairs.
+    const context: string[] = ['x-request-id', requestId];
+    if (match.value?.deprecated === true) context.push(...DEPRECATION_HEADER_PAIRS);
+    if (options.cors !== undefined) context.push(...corsHeaders(options.cors, req));
 
     const finish = (reply: Reply, error?: unknown): void => {
       if (error !== undefined && isServerFault(error)) options.logger.error('request failed', error, { id: requestId, method, path: match.path ?? path });

@@ -22,11 +22,12 @@ function allowedOrigin(policy: CorsPolicy, req: IncomingMessage): string | undef
   return policy.origins.includes(origin) ? origin : undefined;
 }
 
-export function corsHeaders(policy: CorsPolicy, req: IncomingMessage): Record<string, string> {
+/** The CORS response headers for this request, as name/value pairs. */
+export function corsHeaders(policy: CorsPolicy, req: IncomingMessage): string[] {
   const origin = allowedOrigin(policy, req);
-  const vary = policy.origins === '*' ? {} : { vary: 'Origin' };
+  const vary = policy.origins === '*' ? [] : ['vary', 'Origin'];
   if (origin === undefined) return vary;
-  return { ...vary, 'access-control-allow-origin': origin, 'access-control-expose-headers': EXPOSED };
+  return [...vary, 'access-control-allow-origin', origin, 'access-control-expose-headers', EXPOSED];
 }
 
 /** A preflight (OPTIONS with Access-Control-Request-Method) from an allowed origin: 204, no key needed. */

@@ -8,4 +8,4 @@ export { FileStore, type FileStoreOptions } from './store/file-store.js';
 export type { FileSystem, StoreFile } from './store/file-system.js';
 export type { Pet, NewPet } from './pet.js';
 export { PET_STATUSES, type PetStatus } from './contract.js';
-export { jsonLogger, type Logger, type LogLevel, type LogFields } from './logger.js';
+export { jsonLogger, type Logger, type LogLevel, type LogFields, type RequestLogEntry } from './logger.js';

@@ -65,7 +65,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   // Answer `Expect: 100-continue` ourselves, so that 401, 413 and 415 go out before the body is sent.
   server.on('checkContinue', onRequest);
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
-    send(res, errorReply(new HttpError(417, 'expectation_failed', 'only "Expect: 100-continue" is supported')), { connection: 'close' });
+    send(res, errorReply(new HttpError(417, 'expectation_failed', 'only "Expect: 100-continue" is supported')), ['connection', 'close']);
   });
   // Requests Node's parser refuses still get an Error body, with Node's own status kept (431, 408, 400).
   server.on('clientError', (error: Error, socket: Duplex) => {

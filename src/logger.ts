@@ -4,10 +4,20 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export type LogFields = Record<string, string | number | boolean | undefined>;
 
+/** What is logged of each answered request: never a header, a key or the query string. */
+export interface RequestLogEntry {
+  id: string;
+  method: string;
+  /** The path without its query string. */
+  path: string;
+  status: number;
+  ms: number;
+}
+
 /** Where the service reports. An embedder may pass its own; the default writes JSON lines. */
 export interface Logger {
   /** One line per answered request. */
-  request(fields: LogFields): void;
+  request(entry: RequestLogEntry): void;
   info(message: string, fields?: LogFields): void;
   error(message: string, error?: unknown, fields?: LogFields): void;
 }
@@ -16,30 +26,61 @@ interface Sink {
   write(text: string): unknown;
 }
 
+// Lines are gathered and written once per turn of the event loop: under load one write(2) carries
+// many requests, instead of a synchronous write per request (which cost a third of GET throughput).
+const FLUSH_AT = 64 * 1024;
+
+// Whatever is still gathered when the process exits (process.exit after a stop) is written too.
+const flushAtExit = new Set<() => void>();
+process.once('exit', () => {
+  for (const flush of flushAtExit) flush();
+});
+
 /**
- * JSON lines: requests and information on stdout, errors on stderr. The log never receives a key or
- * an `Authorization` header: callers pass only the fields below, and paths without their query.
+ * JSON lines: requests and information on stdout, errors on stderr (written at once). The log never
+ * receives a key or an `Authorization` header: callers pass only the fields above.
  */
 export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout, err: Sink = process.stderr): Logger {
-  const rank = LOG_LEVELS.indexOf(level);
-  const enabled = (wanted: LogLevel): boolean => rank <= LOG_LEVELS.indexOf(wanted);
-  const line = (lvl: LogLevel, msg: string, fields: LogFields | undefined): string =>
-    JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields }) + '\n';
-  const showRequests = enabled('info');
-  const showErrors = enabled('error');
+  const showInfo = level === 'info';
+  const showErrors = level !== 'silent';
+  let pending = '';
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    if (pending === '') return;
+    const text = pending;
+    pending = '';
+    out.write(text);
+  };
+  const enqueue = (text: string): void => {
+    pending += text;
+    if (pending.length >= FLUSH_AT) flush();
+    else if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+  flushAtExit.add(flush);
   return {
-    request(fields) {
-      if (showRequests) out.write(line('info', 'request', fields));
+    request(entry) {
+      if (!showInfo) return;
+      enqueue(`{"time":"${new Date().toISOString()}","level":"info","msg":"request","id":${JSON.stringify(entry.id)},` +
+        `"method":${JSON.stringify(entry.method)},"path":${JSON.stringify(entry.path)},"status":${entry.status},"ms":${entry.ms}}\n`);
     },
     info(message, fields) {
-      if (showRequests) out.write(line('info', message, fields));
+      if (showInfo) enqueue(line('info', message, fields));
     },
     error(message, error, fields) {
       if (!showErrors) return;
       const detail = error instanceof Error ? { error: error.stack ?? error.message } : error === undefined ? {} : { error: String(error) };
+      flush(); // keep stdout and stderr in the order things happened
       err.write(line('error', message, { ...fields, ...detail }));
     },
   };
+}
+
+function line(level: LogLevel, msg: string, fields: LogFields | undefined): string {
+  return JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + '\n';
 }
 
 export const silentLogger: Logger = { request() {}, info() {}, error() {} };

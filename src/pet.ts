@@ -22,10 +22,9 @@ export function petJson(pet: Pet): string {
 }
 
 export function petsJson(pets: readonly Pet[]): string {
-  let out = '[';
-  for (let i = 0; i < pets.length; i++) {
-    if (i > 0) out += ',';
-    out += petJson(pets[i] as Pet);
-  }
-  return out + ']';
+  // Joined, not concatenated: `+=` builds a rope that the socket write must flatten again, which
+  // showed up as the largest cost of a list response.
+  const parts = new Array<string>(pets.length);
+  for (let i = 0; i < pets.length; i++) parts[i] = petJson(pets[i] as Pet);
+  return `[${parts.join(',')}]`;
 }

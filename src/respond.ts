@@ -22,10 +22,20 @@ export function json(status: number, body: string, headers?: Readonly<Record<str
   return { status, body, headers };
 }
 
-/** Writes a reply with its length, the base headers, and the headers of the request's context. */
-export function send(res: ServerResponse, reply: Reply, contextHeaders: Readonly<Record<string, string>>): void {
-  const headers: Record<string, string | number> = { ...BASE_HEADERS, ...contextHeaders, ...reply.headers };
-  headers['content-length'] = Buffer.byteLength(reply.body);
+/**
+ * Writes a reply with its length, the base headers, the request's own headers (`contextHeaders`,
+ * name/value pairs such as the request id) and the reply's. Headers go to Node as one flat array:
+ * an object merged from several by spreading cost a fifth of a GET's CPU time in Node's header code.
+ */
+export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly string[]): void {
+  const headers: Array<string | number> = [
+    'content-type', BASE_HEADERS['content-type'],
+    'cache-control', BASE_HEADERS['cache-control'],
+    'x-content-type-options', BASE_HEADERS['x-content-type-options'],
+    ...contextHeaders,
+  ];
+  if (reply.headers !== undefined) for (const name in reply.headers) headers.push(name, reply.headers[name] as string);
+  headers.push('content-length', Buffer.byteLength(reply.body));
   res.writeHead(reply.status, headers);
   res.end(reply.body);
 }
