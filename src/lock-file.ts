@@ -8,10 +8,13 @@ import { errorCode } from './system-error.js';
  * reader never sees a half-made lock. A lock whose owner no longer runs (killed) is taken over.
  */
 export class LockFile {
+  /** Lock files this process holds: a lock naming our own pid but not in here is a dead namesake's. */
+  static readonly #held = new Set<string>();
   readonly #path: string;
 
   private constructor(path: string) {
     this.#path = path;
+    LockFile.#held.add(path);
   }
 
   /** The lock, or the pid of the live process that holds it. System errors (EACCES, EROFS…) are thrown. */
@@ -19,7 +22,10 @@ export class LockFile {
     for (let attempt = 0; attempt < 2; attempt++) {
       if (create(path)) return new LockFile(path);
       const owner = readOwner(path);
-      if (owner !== undefined && isRunning(owner)) return { owner };
+      // In a container the server is often pid 1 on every start: our own pid on a lock we do not hold
+      // is a killed predecessor's.
+      const live = owner === process.pid ? LockFile.#held.has(path) : owner !== undefined && isRunning(owner);
+      if (live && owner !== undefined) return { owner };
       remove(path);
     }
     return { owner: readOwner(path) ?? 0 };
@@ -37,6 +43,7 @@ export class LockFile {
   }
 
   release(): void {
+    LockFile.#held.delete(this.#path);
     remove(this.#path);
   }
 }
@@ -66,7 +73,6 @@ function readOwner(path: string): number | undefined {
 }
 
 function isRunning(pid: number): boolean {
-  if (pid === process.pid) return true;
   try {
     process.kill(pid, 0);
     return true;

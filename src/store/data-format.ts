@@ -14,7 +14,8 @@ import { StoreOpenError } from './store.js';
 export const SNAPSHOT_FILE = 'pets.json';
 export const SNAPSHOT_FORMAT = 'petstore-pets/1';
 const JOURNAL_NAME = /^pets-journal\.([0-9]{1,15})\.jsonl$/;
-const TEMP_NAME = /^\.pets\.json\.[0-9a-f]+\.tmp$/;
+// Temp files of a snapshot write, or of taking the directory lock, that a crash left behind.
+const TEMP_NAME = /^(\.pets\.json|petstore\.lock)\.[0-9a-f]+\.tmp$/;
 
 export const journalFile = (generation: number): string => `pets-journal.${generation}.jsonl`;
 export const tempSnapshotFile = (suffix: string): string => `.pets.json.${suffix}.tmp`;
@@ -78,8 +79,10 @@ function readSnapshotLines(bytes: Buffer, file: string): Pet[] | undefined {
     const comma = bytes[lineEnd - 1] === 0x2c;
     const contentEnd = comma ? lineEnd - 1 : lineEnd;
     if (!comma && bytes.subarray(lineEnd + 1, lineEnd + 1 + SNAPSHOT_TAIL.length).compare(SNAPSHOT_TAIL) !== 0) return undefined;
-    const where = (): string => `${file}, pet #${pets.length + 1}`;
-    pets.push(readPetLine(bytes, pos, contentEnd) ?? parseLine(bytes.toString('utf8', pos, contentEnd), where));
+    const pet = readPetLine(bytes, pos, contentEnd) ?? parseLineIfPet(bytes.toString('utf8', pos, contentEnd));
+    // Not one pet on this line: laid out by hand, so the general parser reads the whole file.
+    if (pet === undefined) return undefined;
+    pets.push(pet);
     pos = lineEnd + 1;
   }
 }
@@ -128,6 +131,15 @@ export function parseJournal(bytes: Buffer, file: string): JournalContents {
     pos = lineEnd + 1;
   }
   return { pets, completeLength: end };
+}
+
+function parseLineIfPet(text: string): Pet | undefined {
+  try {
+    return parseLine(text, () => '');
+  } catch (error) {
+    if (error instanceof StoreOpenError) return undefined;
+    throw error;
+  }
 }
 
 function parseLine(text: string, where: () => string): Pet {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { LockFile } from '../lock-file.js';
 import type { NewPet, Pet } from '../pet.js';
 import { errorCode } from '../system-error.js';
@@ -62,6 +62,8 @@ export class FileStore implements PetStore {
   /** Durable length of the current journal: everything before it is acknowledged. */
   #journalLength: number;
   #snapshotBytes: number;
+  /** Journal length past which the next compaction starts. */
+  #compactAt: number;
   #nextId: number;
   #queue: PendingCreate[] = [];
   #committing: Promise<void> | undefined;
@@ -85,6 +87,7 @@ export class FileStore implements PetStore {
     this.#snapshotBytes = init.snapshotBytes;
     this.#nextId = init.index.lastId + 1;
     this.#compactAfter = init.options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER;
+    this.#compactAt = this.#compactBound();
     this.#onBackgroundError = init.options.onBackgroundError ?? (() => {});
   }
 
@@ -95,11 +98,10 @@ export class FileStore implements PetStore {
    */
   static async open(dir: string, options: FileStoreOptions = {}): Promise<FileStore> {
     const fs = options.fileSystem ?? nodeFileSystem;
-    try {
-      await fs.mkdir(dir);
-    } catch (error) {
-      throw new StoreOpenError(`cannot create data directory ${dir} (${errorCode(error) ?? String(error)})`, { cause: error });
-    }
+    await openStep(`cannot create data directory ${dir}`, async () => {
+      // A new directory's own name must survive a crash too.
+      if (await fs.mkdir(dir)) await fs.syncDir(dirname(resolve(dir)));
+    });
     const lock = DirectoryLock.acquire(dir);
     try {
       return await FileStore.#load(dir, fs, lock, options);
@@ -110,8 +112,10 @@ export class FileStore implements PetStore {
   }
 
   static async #load(dir: string, fs: FileSystem, lock: LockFile, options: FileStoreOptions): Promise<FileStore> {
-    const names = await fs.readdir(dir);
-    for (const name of names.filter(isTempFile)) await fs.unlink(join(dir, name));
+    const names = await openStep(`cannot list data directory ${dir}`, () => fs.readdir(dir));
+    for (const name of names.filter(isTempFile)) {
+      await openStep(`cannot remove the leftover temp file ${join(dir, name)}`, () => fs.unlink(join(dir, name)));
+    }
 
     const index = new PetIndex();
     const snapshotPath = join(dir, SNAPSHOT_FILE);
@@ -124,18 +128,19 @@ export class FileStore implements PetStore {
 
     const generations = names.map(journalGeneration).filter((g): g is number => g !== undefined).sort((a, b) => a - b);
     let lastLength = 0;
+    const snapshotLastId = index.lastId;
     for (const [i, generation] of generations.entries()) {
       const path = join(dir, journalFile(generation));
-      const bytes = await fs.readFile(path);
+      const bytes = await openStep(`cannot read ${path}`, () => fs.readFile(path));
       const { pets, completeLength } = parseJournal(bytes, path);
       const isLast = i === generations.length - 1;
       if (completeLength < bytes.length && !isLast) throw new StoreOpenError(`${path} ends in an incomplete line but is not the newest journal`);
-      let lastId = index.lastId;
-      for (const pet of pets) {
-        // Lines at or below the last id are already in the snapshot (a crash came before the journal was cut).
-        if (pet.id <= lastId) continue;
+      for (const [line, pet] of pets.entries()) {
+        // Lines at or below the snapshot's last id are in it already (a crash came before the journal
+        // was cut); any other id that does not rise means the journals are not what this store wrote.
+        if (pet.id <= snapshotLastId) continue;
+        if (pet.id <= index.lastId) throw new StoreOpenError(`${path}, line ${line + 1}: id ${pet.id} is not above the previous id ${index.lastId}`);
         index.append(pet);
-        lastId = pet.id;
       }
       lastLength = completeLength;
     }
@@ -144,12 +149,16 @@ export class FileStore implements PetStore {
     let journal: StoreFile;
     if (generation === undefined) {
       generation = 1;
-      journal = await createJournal(fs, dir, generation);
+      journal = await openStep(`cannot create a journal in ${dir}`, () => createJournal(fs, dir, 1));
     } else {
-      journal = await fs.open(join(dir, journalFile(generation)), 'r+');
-      // Cut a torn final line so that the next append starts on a line of its own.
-      await journal.truncate(lastLength);
-      await journal.datasync();
+      const path = join(dir, journalFile(generation));
+      journal = await openStep(`cannot open ${path} for writing`, async () => {
+        const file = await fs.open(path, 'r+');
+        // Cut a torn final line so that the next append starts on a line of its own.
+        await file.truncate(lastLength);
+        await file.datasync();
+        return file;
+      });
     }
     return new FileStore({
       dir, fs, lock, index, journal, generation, oldGenerations: generations.slice(0, -1),
@@ -157,8 +166,18 @@ export class FileStore implements PetStore {
     });
   }
 
+  /**
+   * Open and able to write. While a failed write is not yet cut back, reading this also starts a
+   * recovery attempt, so that a server taken out of rotation by its `/readyz` comes back by itself.
+   */
   get ready(): boolean {
+    if (this.#failure !== undefined && !this.#closed) this.#committing ??= this.#commitLoop();
     return !this.#closed && this.#failure === undefined;
+  }
+
+  /** Journal bytes that may accumulate after a snapshot: at least its own size, so rewriting it is O(1) per create. */
+  #compactBound(): number {
+    return Math.max(this.#compactAfter, this.#snapshotBytes);
   }
 
   get size(): number {
@@ -181,10 +200,15 @@ export class FileStore implements PetStore {
     });
   }
 
-  /** Commits everything waiting, one batch at a time, until nothing waits. */
+  /**
+   * Commits everything waiting, one batch at a time, until nothing waits. Recovery from a failed
+   * write runs here too, so that it never overlaps a commit.
+   */
   async #commitLoop(): Promise<void> {
     try {
-      while (this.#queue.length > 0) {
+      for (;;) {
+        if (this.#failure !== undefined) await this.#tryRecover();
+        if (this.#queue.length === 0) break;
         const batch = this.#queue;
         this.#queue = [];
         await this.#commit(batch);
@@ -196,12 +220,8 @@ export class FileStore implements PetStore {
 
   async #commit(batch: PendingCreate[]): Promise<void> {
     if (this.#failure !== undefined) {
-      try {
-        await this.#recover();
-      } catch (error) {
-        for (const p of batch) p.reject(new StoreUnavailableError('storage is failing; the pet was not stored', { cause: error }));
-        return;
-      }
+      for (const p of batch) p.reject(new StoreUnavailableError('storage is failing; the pet was not stored', { cause: this.#failure }));
+      return;
     }
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
     const pets = batch.map(({ pet }): Pet => {
@@ -225,22 +245,24 @@ export class FileStore implements PetStore {
       this.#index.append(pet);
       batch[i]?.resolve(pet);
     }
-    if (this.#compacting === undefined && this.#journalLength > Math.max(this.#compactAfter, this.#snapshotBytes)) {
-      await this.#startCompaction();
-    }
+    if (this.#compacting === undefined && this.#journalLength > this.#compactAt) await this.#startCompaction();
   }
 
   /**
    * After a failed write: reopen the journal and cut it back to its durable length, so that disk and
-   * memory hold exactly the acknowledged pets again. Throws while the disk still refuses.
+   * memory hold exactly the acknowledged pets again. While the disk still refuses, the failure stays.
    */
-  async #recover(): Promise<void> {
+  async #tryRecover(): Promise<void> {
     const path = join(this.#dir, journalFile(this.#generation));
-    await this.#journal.close().catch((error: unknown) => this.#onBackgroundError(error));
-    this.#journal = await this.#fs.open(path, 'r+');
-    await this.#journal.truncate(this.#journalLength);
-    await this.#journal.datasync();
-    this.#failure = undefined;
+    try {
+      await this.#journal.close().catch(() => {}); // the handle that failed; the file is reopened below
+      this.#journal = await this.#fs.open(path, 'r+');
+      await this.#journal.truncate(this.#journalLength);
+      await this.#journal.datasync();
+      this.#failure = undefined;
+    } catch (error) {
+      this.#failure = error instanceof Error ? error : new Error(String(error));
+    }
   }
 
   /** Runs between commits: rotates to a new journal, then writes the snapshot in the background. */
@@ -251,7 +273,8 @@ export class FileStore implements PetStore {
       journal = await createJournal(this.#fs, this.#dir, next);
     } catch (error) {
       this.#onBackgroundError(error);
-      this.#snapshotBytes = Math.max(this.#snapshotBytes, this.#journalLength); // back off before trying again
+      // Go on with the current journal; try again only after as much again has been written.
+      this.#compactAt = this.#journalLength + this.#compactBound();
       return;
     }
     const previous = this.#journal;
@@ -291,6 +314,7 @@ export class FileStore implements PetStore {
       renamed = true;
       await this.#fs.syncDir(this.#dir);
       this.#snapshotBytes = position;
+      this.#compactAt = this.#compactBound();
     } finally {
       if (!renamed) {
         await file.close().catch(() => {}); // already closed, or the failure that brought us here is reported instead
@@ -320,6 +344,8 @@ export class FileStore implements PetStore {
       await this.#committing;
       await this.#compacting;
     }
+    // Lines of a failed batch may have reached the journal: cut them before leaving the data behind.
+    if (this.#failure !== undefined) await this.#tryRecover();
     try {
       if (this.#failure === undefined) {
         if (this.#journalLength > 0 || this.#oldGenerations.length > 0) {
@@ -337,9 +363,27 @@ export class FileStore implements PetStore {
 }
 
 async function createJournal(fs: FileSystem, dir: string, generation: number): Promise<StoreFile> {
-  const journal = await fs.open(join(dir, journalFile(generation)), 'wx');
-  await fs.syncDir(dir); // the new name must survive a crash before its first fsync'ed line does
-  return journal;
+  const path = join(dir, journalFile(generation));
+  const journal = await fs.open(path, 'wx');
+  try {
+    await fs.syncDir(dir); // the new name must survive a crash before its first fsync'ed line does
+    return journal;
+  } catch (error) {
+    // Leave no half-made journal behind: the next rotation must be able to create it again.
+    await journal.close().catch(() => {});
+    await fs.unlink(path).catch(() => {});
+    throw error;
+  }
+}
+
+/** Runs one step of opening the store; a system error becomes a StoreOpenError that says what failed. */
+async function openStep<T>(what: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    if (error instanceof StoreOpenError) throw error;
+    throw new StoreOpenError(`${what} (${errorCode(error) ?? String(error)})`, { cause: error });
+  }
 }
 
 async function readIfExists(fs: FileSystem, path: string): Promise<Buffer | undefined> {

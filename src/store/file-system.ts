@@ -19,7 +19,8 @@ export interface FileSystem {
   open(path: string, flags: 'wx' | 'r+'): Promise<StoreFile>;
   readFile(path: string): Promise<Buffer>;
   readdir(path: string): Promise<string[]>;
-  mkdir(path: string): Promise<void>;
+  /** Creates the directory and its parents if missing; true when it did create it. */
+  mkdir(path: string): Promise<boolean>;
   rename(from: string, to: string): Promise<void>;
   unlink(path: string): Promise<void>;
   /** fsync(2) on the directory itself, which makes a create, rename or unlink in it durable. */
@@ -44,9 +45,7 @@ export const nodeFileSystem: FileSystem = {
   },
   readFile: (path) => readFile(path),
   readdir: (path) => readdir(path),
-  mkdir: async (path) => {
-    await mkdir(path, { recursive: true });
-  },
+  mkdir: async (path) => (await mkdir(path, { recursive: true })) !== undefined,
   rename: (from, to) => rename(from, to),
   unlink: (path) => unlink(path),
   async syncDir(path) {

@@ -17,6 +17,7 @@ export class DirectoryLock {
       if (code === 'EACCES' || code === 'EROFS' || code === 'EPERM') {
         throw new StoreOpenError(`data directory ${dir} is not writable (${code})`, { cause: error });
       }
+      if (code !== undefined) throw new StoreOpenError(`cannot take the lock file ${path} (${code})`, { cause: error });
       throw error;
     }
     if (lock instanceof LockFile) return lock;

@@ -1,0 +1,233 @@
+/**
+ * A FileSystem for the store tests: it records every call as it completes, and lets a test fail a
+ * call (disk full, I/O error), hold it, or crash the "machine" at it by copying the data directory as
+ * it is at that instant.
+ */
+import { cp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { nodeFileSystem, type FileSystem, type StoreFile } from '#dist/store/file-system.js';
+import type { Pet } from '#dist/pet.js';
+import { tempDir } from './helpers.js';
+
+export type Op = 'open' | 'readFile' | 'readdir' | 'mkdir' | 'rename' | 'unlink' | 'syncDir' | 'write' | 'datasync' | 'truncate' | 'close';
+
+export interface Call {
+  op: Op;
+  /** The file or directory; for `rename` the source. */
+  path: string;
+  /** `rename` target. */
+  to?: string;
+  flags?: 'wx' | 'r+';
+  /** `write`: the bytes. */
+  data?: Uint8Array;
+}
+
+/** What a hook decides for a call: fail it with `code`; `partial` first writes half of a write's bytes. */
+export interface Fault {
+  code: string;
+  partial?: boolean;
+}
+
+/** Runs before each call: returns a Fault to fail it, a promise to hold it, nothing to let it run. */
+export type Hook = (call: Call) => Fault | undefined | Promise<Fault | undefined>;
+
+export function systemError(code: string, call: Call): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${code}: simulated failure, ${call.op} '${call.path}'`), { code, syscall: call.op, path: call.path });
+}
+
+/** A short, stable name for a path in the log: the temp snapshot's random part becomes `*`. */
+export function shortName(path: string): string {
+  return basename(path).replace(/^\.pets\.json\.[0-9a-f]+\.tmp$/, '.pets.json.*.tmp');
+}
+
+export const isTempPath = (path: string): boolean => /^\.pets\.json\.[0-9a-f]+\.tmp$/.test(basename(path));
+export const isJournalPath = (path: string): boolean => /^pets-journal\.[0-9]+\.jsonl$/.test(basename(path));
+
+export class TestFileSystem implements FileSystem {
+  /** Completed calls, as `op name` (`rename from -> to`); a failed one ends in ` !CODE`. */
+  readonly log: string[] = [];
+  /** Completed calls, in order. */
+  readonly done: Call[] = [];
+  hook: Hook | undefined;
+  readonly #base: FileSystem;
+  readonly #open = new Set<StoreFile>();
+
+  constructor(base: FileSystem = nodeFileSystem) {
+    this.#base = base;
+  }
+
+  /** Counts the completed calls of `op` (on paths matching `filter`). */
+  count(op: Op, filter: (path: string) => boolean = () => true): number {
+    return this.done.filter((c) => c.op === op && filter(c.path)).length;
+  }
+
+  async #run<T>(call: Call, action: () => Promise<T>, partial?: () => Promise<void>): Promise<T> {
+    const fault = await this.hook?.(call);
+    const entry = call.op === 'rename' ? `rename ${shortName(call.path)} -> ${shortName(call.to ?? '')}` : `${call.op} ${shortName(call.path)}`;
+    if (fault !== undefined) {
+      if (fault.partial === true && partial !== undefined) await partial();
+      this.log.push(`${entry} !${fault.code}`);
+      throw systemError(fault.code, call);
+    }
+    try {
+      const result = await action();
+      this.log.push(entry);
+      this.done.push(call);
+      return result;
+    } catch (error) {
+      this.log.push(`${entry} !${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+      throw error;
+    }
+  }
+
+  /** Closes every file the store left open, bypassing the hook: what the kernel does when a process dies. */
+  async closeAbandoned(): Promise<void> {
+    for (const file of this.#open) await file.close();
+    this.#open.clear();
+  }
+
+  async open(path: string, flags: 'wx' | 'r+'): Promise<StoreFile> {
+    const file = await this.#run({ op: 'open', path, flags }, () => this.#base.open(path, flags));
+    this.#open.add(file);
+    return {
+      write: (data, position) => this.#run(
+        { op: 'write', path, data },
+        () => file.write(data, position),
+        () => file.write(data.subarray(0, Math.floor(data.length / 2)), position),
+      ),
+      datasync: () => this.#run({ op: 'datasync', path }, () => file.datasync()),
+      truncate: (length) => this.#run({ op: 'truncate', path }, () => file.truncate(length)),
+      close: () => this.#run({ op: 'close', path }, async () => {
+        await file.close();
+        this.#open.delete(file);
+      }),
+    };
+  }
+
+  readFile(path: string): Promise<Buffer> {
+    return this.#run({ op: 'readFile', path }, () => this.#base.readFile(path));
+  }
+
+  readdir(path: string): Promise<string[]> {
+    return this.#run({ op: 'readdir', path }, () => this.#base.readdir(path));
+  }
+
+  mkdir(path: string): Promise<boolean> {
+    return this.#run({ op: 'mkdir', path }, () => this.#base.mkdir(path));
+  }
+
+  rename(from: string, to: string): Promise<void> {
+    return this.#run({ op: 'rename', path: from, to }, () => this.#base.rename(from, to));
+  }
+
+  unlink(path: string): Promise<void> {
+    return this.#run({ op: 'unlink', path }, () => this.#base.unlink(path));
+  }
+
+  syncDir(path: string): Promise<void> {
+    return this.#run({ op: 'syncDir', path }, () => this.#base.syncDir(path));
+  }
+}
+
+const never = (): Promise<never> => new Promise<never>(() => {});
+
+/** A pid that no process has (above the kernel's pid_max). */
+export const DEAD_PID = 2147483646;
+
+/**
+ * Simulates a power cut at the first call that `at` matches: that call is held, then `crash(to)`
+ * copies the data directory as it is at that instant to `to`, and from then on no call ever returns.
+ * The copy's lock file is given to a dead process, as a killed server would leave it.
+ */
+export class Crash {
+  readonly fileSystem = new TestFileSystem();
+  /** Resolves with the held call once it is reached. */
+  readonly reached: Promise<Call>;
+  #crashed = false;
+  #held = false;
+
+  constructor(readonly dir: string, at: (call: Call, done: readonly Call[]) => boolean) {
+    let onReached!: (call: Call) => void;
+    this.reached = new Promise((resolve) => (onReached = resolve));
+    this.fileSystem.hook = (call) => {
+      if (this.#crashed) return never();
+      if (!this.#held && at(call, this.fileSystem.done)) {
+        this.#held = true;
+        onReached(call);
+        return never();
+      }
+      return undefined;
+    };
+  }
+
+  async crash(to: string): Promise<void> {
+    this.#crashed = true;
+    await cp(this.dir, to, { recursive: true });
+    await writeFile(join(to, 'petstore.lock'), `${DEAD_PID}\n`);
+    await this.fileSystem.closeAbandoned();
+  }
+}
+
+/** Names in a directory, sorted, without the lock file. */
+export async function dataFiles(dir: string): Promise<string[]> {
+  return (await readdir(dir)).filter((name) => name !== 'petstore.lock').sort();
+}
+
+/** Pet as plain comparable data (`categoryId` as its decimal digits). */
+export function plain(pet: Pet): Record<string, unknown> {
+  return { id: pet.id, name: pet.name, categoryId: String(pet.categoryId), ...(pet.status === undefined ? {} : { status: pet.status }) };
+}
+
+export async function fileBytes(dir: string): Promise<Map<string, Buffer>> {
+  const files = new Map<string, Buffer>();
+  for (const name of await dataFiles(dir)) {
+    const path = join(dir, name);
+    if ((await stat(path)).isFile()) files.set(name, await readFile(path));
+  }
+  return files;
+}
+
+const cleanups = new WeakMap<TestContext, Array<() => unknown>>();
+
+/** Runs `fn` after the test, last registered first (node:test runs its `after` hooks first registered first). */
+export function defer(t: TestContext, fn: () => unknown): void {
+  let list = cleanups.get(t);
+  if (list === undefined) {
+    const registered: Array<() => unknown> = [];
+    list = registered;
+    cleanups.set(t, registered);
+    t.after(async () => {
+      const errors: unknown[] = [];
+      for (const cleanup of registered.reverse()) {
+        try {
+          await cleanup();
+        } catch (error) {
+          errors.push(error);
+        }
+      }
+      if (errors.length > 0) throw new AggregateError(errors, 'cleanup failed');
+    });
+  }
+  list.push(fn);
+}
+
+/** A temporary data directory, removed after the test. */
+export async function dataDir(t: TestContext): Promise<string> {
+  const dir = await tempDir('petstore-store-');
+  defer(t, () => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** `promise`, or a rejection naming `what` after `ms`, so that a test that waits for a point is bounded. */
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`waited ${ms} ms for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,353 @@
+import assert from 'node:assert/strict';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { test } from 'node:test';
+import { FileStore } from '#dist/store/file-store.js';
+import { StoreOpenError, StoreUnavailableError } from '#dist/store/store.js';
+import { petJson, type NewPet, type Pet } from '#dist/pet.js';
+import type { PetStatus } from '#dist/contract.js';
+import { DEAD_PID, TestFileSystem, dataDir, dataFiles, defer, isJournalPath, plain } from './store-support.js';
+
+const STATUSES: ReadonlyArray<PetStatus | undefined> = [undefined, 'available', 'pending', 'sold'];
+
+function newPet(i: number): NewPet {
+  const status = STATUSES[i % STATUSES.length];
+  const pet = { name: `pet ${i}`, categoryId: BigInt(i) * 1000n };
+  return status === undefined ? pet : { ...pet, status };
+}
+
+function allPets(store: FileStore): Pet[] {
+  return [...store.list({ after: 0, limit: Number.MAX_SAFE_INTEGER }).pets];
+}
+
+const snapshotText = (pets: readonly Pet[]): string => `{"format":"petstore-pets/1","pets":[\n${pets.map(petJson).join(',\n')}${pets.length > 0 ? '\n' : ''}]}\n`;
+const journalText = (pets: readonly Pet[]): string => pets.map((p) => petJson(p) + '\n').join('');
+
+/** Asserts that each entry occurs in `log`, the first occurrence of each after that of the previous. */
+function assertInOrder(log: readonly string[], entries: readonly string[]): void {
+  let at = -1;
+  for (const entry of entries) {
+    const next = log.indexOf(entry, at + 1);
+    assert.ok(next > at, `"${entry}" should follow "${log[at] ?? '(start)'}" in:\n${log.join('\n')}`);
+    at = next;
+  }
+}
+
+test('open creates a missing data directory with an empty journal, takes the lock and is ready', async (t) => {
+  const dir = join(await dataDir(t), 'nested', 'data');
+  const store = await FileStore.open(dir);
+  defer(t, () => store.close());
+  assert.equal(store.ready, true);
+  assert.equal(store.size, 0);
+  assert.deepEqual(store.list({ after: 0, limit: 20 }), { pets: [], more: false });
+  assert.equal(store.get(1), undefined);
+  assert.deepEqual(await dataFiles(dir), ['pets-journal.1.jsonl']);
+  assert.equal(await readFile(join(dir, 'petstore.lock'), 'utf8'), `${process.pid}\n`);
+  await store.close();
+});
+
+test('create assigns ids 1, 2, 3… and keeps name, status and int64 categoryIds exactly', async (t) => {
+  const dir = await dataDir(t);
+  const store = await FileStore.open(dir);
+  defer(t, () => store.close());
+  const inputs: NewPet[] = [
+    { name: 'Rex', categoryId: 2n ** 63n - 1n, status: 'available' },
+    { name: 'Émile "the cat" \u2028 🐈', categoryId: -(2n ** 63n) },
+    { name: 'x'.repeat(256), categoryId: 9007199254740993n, status: 'sold' },
+  ];
+  const created: Pet[] = [];
+  for (const input of inputs) created.push(await store.create(input));
+  assert.deepEqual(created, inputs.map((input, i) => ({ id: i + 1, ...input })));
+  assert.deepEqual(allPets(store), created);
+  assert.deepEqual(store.get(2), created[1]);
+  assert.deepEqual(store.list({ after: 0, limit: 10, status: 'sold' }).pets, [created[2]]);
+  await store.close();
+
+  const reopened = await FileStore.open(dir);
+  defer(t, () => reopened.close());
+  assert.deepEqual(allPets(reopened), created);
+  assert.equal((await reopened.create({ name: 'next', categoryId: 0n })).id, 4);
+});
+
+test('an acknowledged create is already in the journal on disk', async (t) => {
+  const dir = await dataDir(t);
+  const store = await FileStore.open(dir);
+  defer(t, () => store.close());
+  const first = await store.create(newPet(1));
+  assert.equal(await readFile(join(dir, 'pets-journal.1.jsonl'), 'utf8'), petJson(first) + '\n');
+  const second = await store.create(newPet(2));
+  assert.equal(await readFile(join(dir, 'pets-journal.1.jsonl'), 'utf8'), journalText([first, second]));
+});
+
+test('a create is written to the journal, then fdatasync\'ed, and only then acknowledged', async (t) => {
+  const dir = await dataDir(t);
+  const fs = new TestFileSystem();
+  const store = await FileStore.open(dir, { fileSystem: fs });
+  defer(t, () => store.close());
+  fs.log.length = 0;
+  await store.create(newPet(1)).then(() => fs.log.push('resolved'));
+  assert.deepEqual(fs.log, ['write pets-journal.1.jsonl', 'datasync pets-journal.1.jsonl', 'resolved']);
+});
+
+test('a new journal is created and the directory synced before its first line is written', async (t) => {
+  const dir = await dataDir(t);
+  const fs = new TestFileSystem();
+  const sync = `syncDir ${basename(dir)}`;
+  // Any journal outgrows one byte: the first create rotates to journal 2.
+  const store = await FileStore.open(dir, { fileSystem: fs, compactAfterBytes: 1 });
+  defer(t, () => store.close());
+  await store.create(newPet(1));
+  await store.create(newPet(2));
+  await store.close();
+  assertInOrder(fs.log, ['open pets-journal.1.jsonl', sync, 'write pets-journal.1.jsonl', 'datasync pets-journal.1.jsonl']);
+  assertInOrder(fs.log, ['open pets-journal.2.jsonl', sync, 'write pets-journal.2.jsonl', 'datasync pets-journal.2.jsonl']);
+  // The new journal's name is durable before the old one is given up.
+  assertInOrder(fs.log, ['open pets-journal.2.jsonl', sync, 'close pets-journal.1.jsonl']);
+});
+
+test('a snapshot is written to a temp file, fdatasync\'ed, closed, renamed over pets.json and the directory synced before any journal is removed', async (t) => {
+  const dir = await dataDir(t);
+  const fs = new TestFileSystem();
+  const sync = `syncDir ${basename(dir)}`;
+  const store = await FileStore.open(dir, { fileSystem: fs, compactAfterBytes: 1 });
+  defer(t, () => store.close());
+  const pet = await store.create(newPet(1));
+  await store.close();
+  const log = fs.log;
+  const temp = '.pets.json.*.tmp';
+  const lastTempWrite = log.lastIndexOf(`write ${temp}`);
+  const datasync = log.indexOf(`datasync ${temp}`);
+  const close = log.indexOf(`close ${temp}`);
+  const rename = log.indexOf(`rename ${temp} -> pets.json`);
+  const dirSync = log.indexOf(sync, rename);
+  const firstUnlink = log.findIndex((entry) => entry.startsWith('unlink pets-journal.'));
+  assert.ok(lastTempWrite >= 0 && lastTempWrite < datasync, log.join('\n'));
+  assert.ok(datasync < close && close < rename && rename < dirSync && dirSync < firstUnlink, log.join('\n'));
+  assert.equal(log.indexOf(`open ${temp}`), log.findIndex((entry) => entry.includes(temp)), 'the temp file is opened first');
+  assert.ok(log.slice(log.indexOf('write pets-journal.1.jsonl')).every((entry) => !entry.includes('!')), `no call failed:\n${log.join('\n')}`);
+  assert.equal(log.at(-1), sync, 'removing journals is made durable too');
+  assert.deepEqual(await dataFiles(dir), ['pets.json']);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([pet]));
+});
+
+test('200 concurrent creates all resolve, with distinct ids 1..200, in few group commits', async (t) => {
+  const dir = await dataDir(t);
+  const fs = new TestFileSystem();
+  const store = await FileStore.open(dir, { fileSystem: fs });
+  defer(t, () => store.close());
+  const inputs = Array.from({ length: 200 }, (_, i) => newPet(i));
+  const created = await Promise.all(inputs.map((input) => store.create(input)));
+  for (const [i, pet] of created.entries()) assert.deepEqual({ ...pet, id: 0 }, { id: 0, ...inputs[i] });
+  assert.deepEqual(created.map((p) => p.id).sort((a, b) => a - b), Array.from({ length: 200 }, (_, i) => i + 1));
+  const syncs = fs.count('datasync', isJournalPath);
+  assert.ok(syncs >= 1 && syncs <= 10, `200 creates took ${syncs} fdatasyncs`);
+  assert.equal(fs.count('write', isJournalPath), syncs, 'one append per commit');
+  assert.equal(store.size, 200);
+  await store.close();
+
+  const reopened = await FileStore.open(dir);
+  defer(t, () => reopened.close());
+  assert.deepEqual(allPets(reopened).map(plain), [...created].sort((a, b) => a.id - b.id).map(plain));
+});
+
+test('1000 concurrent creates under constant compaction lose nothing across close and reopen', async (t) => {
+  const dir = await dataDir(t);
+  const errors: unknown[] = [];
+  const store = await FileStore.open(dir, { compactAfterBytes: 64, onBackgroundError: (error) => errors.push(error) });
+  defer(t, () => store.close());
+  const created: Pet[] = [];
+  // Waves of concurrent creates, so that compactions overlap with commits.
+  for (let wave = 0; wave < 10; wave++) {
+    created.push(...(await Promise.all(Array.from({ length: 100 }, (_, i) => store.create(newPet(wave * 100 + i))))));
+  }
+  assert.deepEqual(new Set(created.map((p) => p.id)).size, 1000);
+  await store.close();
+  assert.deepEqual(errors, []);
+  assert.deepEqual(await dataFiles(dir), ['pets.json']);
+
+  const reopened = await FileStore.open(dir);
+  defer(t, () => reopened.close());
+  assert.deepEqual(allPets(reopened).map(plain), [...created].sort((a, b) => a.id - b.id).map(plain));
+  assert.equal((await reopened.create(newPet(0))).id, 1001);
+});
+
+test('compaction keeps at most two journals while running, and every pet survives', async (t) => {
+  const dir = await dataDir(t);
+  const errors: unknown[] = [];
+  const store = await FileStore.open(dir, { compactAfterBytes: 100, onBackgroundError: (error) => errors.push(error) });
+  defer(t, () => store.close());
+  const created: Pet[] = [];
+  let snapshots = 0;
+  for (let i = 0; i < 300; i++) {
+    created.push(await store.create(newPet(i)));
+    const files = await dataFiles(dir);
+    assert.ok(files.filter(isJournalPath).length <= 2, files.join(' '));
+    if (files.includes('pets.json')) snapshots++;
+  }
+  assert.ok(snapshots > 0, 'a snapshot was written while the store ran');
+  const generations = (await dataFiles(dir)).filter(isJournalPath).map((name) => Number(name.split('.')[1]));
+  assert.ok(Math.max(...generations) > 2, `journals were rotated several times: ${generations.join(', ')}`);
+  await store.close();
+  assert.deepEqual(errors, []);
+
+  const reopened = await FileStore.open(dir);
+  defer(t, () => reopened.close());
+  assert.deepEqual(allPets(reopened), created);
+});
+
+test('close leaves exactly one compacted pets.json, no journal and no lock; reopening continues the ids', async (t) => {
+  const dir = await dataDir(t);
+  const store = await FileStore.open(dir);
+  defer(t, () => store.close());
+  const created: Pet[] = [];
+  for (let i = 0; i < 5; i++) created.push(await store.create(newPet(i)));
+  await store.close();
+  assert.deepEqual((await readdir(dir)).sort(), ['pets.json']);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText(created));
+
+  const reopened = await FileStore.open(dir);
+  defer(t, () => reopened.close());
+  assert.deepEqual(allPets(reopened), created);
+  const next = await reopened.create(newPet(5));
+  assert.equal(next.id, 6);
+  await reopened.close();
+  assert.deepEqual((await readdir(dir)).sort(), ['pets.json']);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([...created, next]));
+});
+
+test('a store closed without pets leaves no data and reopens empty', async (t) => {
+  const dir = await dataDir(t);
+  await (await FileStore.open(dir)).close();
+  assert.deepEqual(await readdir(dir), []);
+  const reopened = await FileStore.open(dir);
+  defer(t, () => reopened.close());
+  assert.equal(reopened.size, 0);
+  assert.equal((await reopened.create(newPet(1))).id, 1);
+});
+
+test('close waits for pending creates; afterwards create is refused and the store is not ready', async (t) => {
+  const dir = await dataDir(t);
+  const store = await FileStore.open(dir);
+  defer(t, () => store.close());
+  const pending = Array.from({ length: 20 }, (_, i) => store.create(newPet(i)));
+  const closed = store.close();
+  const created = await Promise.all(pending);
+  await closed;
+  assert.equal(store.ready, false);
+  await assert.rejects(store.create(newPet(99)), StoreUnavailableError);
+  await store.close(); // a second close is harmless
+
+  const reopened = await FileStore.open(dir);
+  defer(t, () => reopened.close());
+  assert.deepEqual(allPets(reopened), created);
+});
+
+test('open loads a snapshot and replays journals in order, skipping lines the snapshot already holds', async (t) => {
+  const dir = await dataDir(t);
+  const pets: Pet[] = Array.from({ length: 9 }, (_, i) => ({ id: i * 2 + 1, ...newPet(i) }));
+  // A compaction that crashed before cutting its journals: journal 3 repeats what pets.json holds.
+  await writeFile(join(dir, 'pets.json'), snapshotText(pets.slice(0, 5)));
+  await writeFile(join(dir, 'pets-journal.3.jsonl'), journalText(pets.slice(0, 4)));
+  await writeFile(join(dir, 'pets-journal.4.jsonl'), journalText(pets.slice(3, 7)));
+  await writeFile(join(dir, 'pets-journal.10.jsonl'), journalText(pets.slice(7)));
+  const store = await FileStore.open(dir);
+  defer(t, () => store.close());
+  assert.deepEqual(allPets(store), pets);
+  const next = await store.create(newPet(100));
+  assert.equal(next.id, 18);
+  // The newest journal is the one appended to.
+  assert.equal(await readFile(join(dir, 'pets-journal.10.jsonl'), 'utf8'), journalText([...pets.slice(7), next]));
+  await store.close();
+  assert.deepEqual(await dataFiles(dir), ['pets.json']);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([...pets, next]));
+});
+
+test('a torn last journal line is not corruption: it is dropped and cut, and the next create starts a clean line', async (t) => {
+  const dir = await dataDir(t);
+  const pets: Pet[] = [{ id: 1, ...newPet(1) }, { id: 2, ...newPet(2) }];
+  const journal = join(dir, 'pets-journal.1.jsonl');
+  await writeFile(journal, journalText(pets) + '{"id":3,"name":"half a pe');
+  const store = await FileStore.open(dir);
+  defer(t, () => store.close());
+  assert.deepEqual(allPets(store), pets);
+  assert.equal(await readFile(journal, 'utf8'), journalText(pets), 'the torn line is cut at open');
+  const next = await store.create(newPet(3));
+  assert.equal(next.id, 3);
+  assert.equal(await readFile(journal, 'utf8'), journalText([...pets, next]));
+});
+
+test('a torn line of non-UTF-8 bytes at the end of the journal is dropped too', async (t) => {
+  const dir = await dataDir(t);
+  const pets: Pet[] = [{ id: 1, ...newPet(1) }];
+  const journal = join(dir, 'pets-journal.1.jsonl');
+  await writeFile(journal, Buffer.concat([Buffer.from(journalText(pets)), Buffer.from([0x7b, 0xff, 0xfe, 0xc3])]));
+  const store = await FileStore.open(dir);
+  defer(t, () => store.close());
+  assert.deepEqual(allPets(store), pets);
+  assert.equal((await store.create(newPet(2))).id, 2);
+  assert.equal((await readFile(journal)).toString('utf8').split('\n').length, 3);
+});
+
+test('a second open of the same directory is refused while the first holds it, and allowed after close', async (t) => {
+  const dir = await dataDir(t);
+  const first = await FileStore.open(dir);
+  defer(t, () => first.close());
+  await first.create(newPet(1));
+  await assert.rejects(FileStore.open(dir), (error: unknown) => {
+    assert.ok(error instanceof StoreOpenError, String(error));
+    assert.match(error.message, /another server/);
+    assert.match(error.message, /petstore\.lock/);
+    return true;
+  });
+  // The refused open changed nothing: the first store still works and holds the lock.
+  assert.equal(first.ready, true);
+  await first.create(newPet(2));
+  assert.equal(await readFile(join(dir, 'petstore.lock'), 'utf8'), `${process.pid}\n`);
+  await first.close();
+
+  const second = await FileStore.open(dir);
+  defer(t, () => second.close());
+  assert.equal(second.size, 2);
+});
+
+test('a lock left by a process that no longer runs is taken over', async (t) => {
+  const dir = await dataDir(t);
+  await writeFile(join(dir, 'petstore.lock'), `${DEAD_PID}\n`);
+  const store = await FileStore.open(dir);
+  defer(t, () => store.close());
+  assert.equal(await readFile(join(dir, 'petstore.lock'), 'utf8'), `${process.pid}\n`);
+  assert.equal((await store.create(newPet(1))).id, 1);
+});
+
+test('a lock naming this process, left by an earlier run that had the same pid, is taken over', async (t) => {
+  // In a container the server is often pid 1 on every start: after a kill -9 the stale lock names
+  // the new server's own pid. No store in this process holds the directory, so the lock is stale.
+  const dir = await dataDir(t);
+  await writeFile(join(dir, 'petstore.lock'), `${process.pid}\n`);
+  const store = await FileStore.open(dir);
+  defer(t, () => store.close());
+  assert.equal(store.ready, true);
+});
+
+test('a hand-edited pets.json in another layout is still read', async (t) => {
+  const dir = await dataDir(t);
+  const pets: Pet[] = [{ id: 1, name: 'Rex', categoryId: 7n }, { id: 5, name: 'Tom "T"', categoryId: -3n, status: 'sold' }];
+  const layouts = [
+    // Pretty-printed.
+    `{\n  "format": "petstore-pets/1",\n  "pets": [\n    { "id": 1, "name": "Rex", "categoryId": 7 },\n    { "status": "sold", "id": 5, "name": "Tom \\"T\\"", "categoryId": -3 }\n  ]\n}\n`,
+    // The store's own first line, then two pets on one line.
+    `{"format":"petstore-pets/1","pets":[\n${petJson(pets[0] as Pet)}, ${petJson(pets[1] as Pet)}\n]}\n`,
+    // The store's own first line, then one pet spread over several lines.
+    `{"format":"petstore-pets/1","pets":[\n${petJson(pets[0] as Pet)},\n{\n"id":5,\n"name":"Tom \\"T\\"","categoryId":-3,"status":"sold"}\n]}\n`,
+  ];
+  for (const layout of layouts) {
+    await writeFile(join(dir, 'pets.json'), layout);
+    const store = await FileStore.open(dir);
+    defer(t, () => store.close());
+    try {
+      assert.deepEqual(allPets(store), pets, layout);
+    } finally {
+      await store.close();
+    }
+  }
+});
