@@ -1,0 +1,278 @@
+/**
+ * What the runner and the profiler share: starting the server or the floor as a child process,
+ * driving it with autocannon, reading its memory, and cleaning up every child and temp dir even when
+ * a step fails or the run is interrupted.
+ */
+import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { request } from 'node:http';
+import { cpus, loadavg, release, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const KEY = 'bench-key-0123456789abcdef';
+const AUTH = { authorization: `Bearer ${KEY}` };
+
+const children = new Set();
+const tempDirs = new Set();
+
+/** Last resort: whatever is still running or lying around goes, however the runner ends. */
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.exit(130));
+
+export function tempDir(prefix = 'petstore-bench-') {
+  const dir = mkdtempSync(join(process.env.BENCH_TMPDIR ?? tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
+
+export function removeDir(dir) {
+  rmSync(dir, { recursive: true, force: true });
+  tempDirs.delete(dir);
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A child environment without the caller's PETSTORE_* settings, so only our flags apply. */
+function childEnv() {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PETSTORE_') && k !== 'PORT' && k !== 'HOST'));
+  return { ...env, PETSTORE_API_KEYS: KEY };
+}
+
+/**
+ * Spawns the server (`kind` "server", on `dataDir`) or the floor, waits for its "listening" line and
+ * one answered GET. `startMs` is spawn → first answer. Request log lines are read and dropped.
+ */
+export async function start(kind, { dataDir, nodeFlags = [] } = {}) {
+  const script = kind === 'server' ? join(ROOT, 'dist/server.js') : join(ROOT, 'bench/floor.js');
+  const args = [...nodeFlags, script, '--port', '0', '--host', '127.0.0.1'];
+  if (kind === 'server') args.push('--data-dir', dataDir);
+  const t0 = performance.now();
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  let stderr = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (text) => {
+    stderr = (stderr + text).slice(-4000);
+  });
+  const url = await new Promise((resolve, reject) => {
+    let buffered = '';
+    const timer = setTimeout(() => fail(new Error(`${kind} did not listen within 300 s`)), 300_000);
+    const onExit = (code, signal) => fail(new Error(`${kind} exited (${code ?? signal}) before listening:\n${stderr}`));
+    const fail = (error) => {
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      child.stdout.removeAllListeners('data');
+      reject(error);
+    };
+    child.once('exit', onExit);
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (text) => {
+      buffered += text;
+      let newline;
+      while ((newline = buffered.indexOf('\n')) !== -1) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        let parsed;
+        try {
+          parsed = JSON.parse(line);
+        } catch (error) {
+          if (error instanceof SyntaxError) continue; // not a log line
+          throw error;
+        }
+        if (parsed?.msg === 'listening' && typeof parsed.url === 'string') {
+          clearTimeout(timer);
+          child.off('exit', onExit);
+          child.stdout.removeAllListeners('data');
+          child.stdout.resume(); // keep draining the request log, or the server blocks on a full pipe
+          return resolve(parsed.url);
+        }
+      }
+    });
+  });
+  const origin = new URL(url).origin;
+  const first = await get(origin, '/v1/pets?limit=1');
+  const startMs = performance.now() - t0;
+  if (first.status !== 200) throw new Error(`${kind}: first GET answered ${first.status}: ${first.body}`);
+  return { kind, child, pid: child.pid, url, origin, startMs, stderr: () => stderr };
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves with the time the process took to exit. */
+export async function stop(target, graceMs = 60_000) {
+  const { child } = target;
+  if (child.exitCode !== null || child.signalCode !== null) return 0;
+  const t0 = performance.now();
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+  return performance.now() - t0;
+}
+
+/** One GET over a fresh connection: { status, headers, body }. */
+export function get(origin, path, headers = AUTH) {
+  return new Promise((resolve, reject) => {
+    const req = request(`${origin}${path}`, { headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (text) => (body += text));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Resident memory in kB: { rss: VmRSS, hwm: VmHWM (peak since start) }, or undefined once gone. */
+export function memory(pid) {
+  let status;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch (error) {
+    if (error.code === 'ENOENT' || error.code === 'ESRCH') return undefined;
+    throw error;
+  }
+  const field = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]);
+  return { rss: field('VmRSS'), hwm: field('VmHWM') };
+}
+
+/**
+ * Drives `target` with `workload` for `seconds` over `connections` keep-alive connections.
+ * Latencies are recorded from every response at full resolution (autocannon's own histogram rounds
+ * to whole milliseconds). A response with another status than `workload.expect` counts as an error.
+ */
+export async function measure(target, workload, { seconds, connections }) {
+  const latencies = [];
+  let ok = 0;
+  let wrong = 0;
+  const statuses = {};
+  let peakRss = 0;
+  const sample = () => {
+    const m = memory(target.pid);
+    if (m !== undefined) peakRss = Math.max(peakRss, m.rss);
+  };
+  const sampler = setInterval(sample, 50);
+  const dynamic = typeof workload.path === 'function' || typeof workload.body === 'function';
+  const request = {
+    method: workload.method,
+    path: typeof workload.path === 'function' ? workload.path() : workload.path,
+    headers: { ...AUTH, ...(workload.body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(workload.body === undefined ? {} : { body: typeof workload.body === 'function' ? workload.body() : workload.body }),
+    ...(dynamic
+      ? {
+          setupRequest: (req) => {
+            if (typeof workload.path === 'function') req.path = workload.path();
+            if (typeof workload.body === 'function') req.body = workload.body();
+            return req;
+          },
+        }
+      : {}),
+  };
+  let result;
+  try {
+    const instance = autocannon({ url: target.origin, connections, duration: seconds, requests: [request] });
+    instance.on('response', (_client, status, _bytes, ms) => {
+      latencies.push(ms);
+      if (status === workload.expect) ok++;
+      else {
+        wrong++;
+        statuses[status] = (statuses[status] ?? 0) + 1;
+      }
+    });
+    result = await instance;
+  } finally {
+    clearInterval(sampler);
+  }
+  sample();
+  const sorted = Float64Array.from(latencies).sort();
+  const pct = (p) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]);
+  return {
+    count: ok,
+    rps: ok / result.duration,
+    p50: pct(0.5),
+    p99: pct(0.99),
+    errors: wrong + result.errors,
+    statuses,
+    peakRss,
+  };
+}
+
+/** The disk's own pace: 80-byte appends each followed by fdatasync, as the journal does. */
+export function fdatasyncProbe(dir, seconds) {
+  const path = join(dir, 'fdatasync-probe');
+  const fd = openSync(path, 'wx', 0o600);
+  const line = Buffer.from(`${'x'.repeat(79)}\n`);
+  let count = 0;
+  const t0 = performance.now();
+  try {
+    while (performance.now() - t0 < seconds * 1000) {
+      writeSync(fd, line);
+      fdatasyncSync(fd);
+      count++;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return count / ((performance.now() - t0) / 1000);
+}
+
+export function median(values) {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  const mid = v.length >> 1;
+  return v.length % 2 === 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+export function envNumber(name, fallback, min) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!(value >= min)) throw new Error(`${name} must be a number ≥ ${min}, got "${raw}"`);
+  return value;
+}
+
+/** Date, node, CPU, kernel and the filesystem the data directories live on (fsync cost depends on it). */
+export function machine() {
+  const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
+  const cpu = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? 'unknown';
+  const dir = process.env.BENCH_TMPDIR ?? tmpdir();
+  const mounts = readFileSync('/proc/mounts', 'utf8').split('\n').map((l) => l.split(' ')).filter((f) => f.length > 2);
+  const mount = mounts.filter(([, point]) => dir === point || dir.startsWith(point.endsWith('/') ? point : `${point}/`))
+    .sort((a, b) => b[1].length - a[1].length)[0];
+  return {
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    node: process.version,
+    cpu: `${cpu} × ${cpus().length}`,
+    kernel: release(),
+    dataFs: `${dir} (${mount?.[2] ?? 'unknown'})`,
+    /** Other work on the machine skews every figure: the 1-minute load average when the run ends. */
+    load: loadavg()[0].toFixed(2),
+  };
+}
+
+/** Replaces the block between `<!-- name -->` markers in `file` (appending it the first time). */
+export function writeSection(file, name, markdown) {
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Pet Store API v1: benchmark results\n\nWritten by `bench/run.js` and `bench/profile.js`; see the header of `bench/run.js`.\n';
+  const begin = `<!-- ${name} -->`;
+  const end = `<!-- /${name} -->`;
+  const block = `${begin}\n${markdown.trim()}\n${end}`;
+  const i = text.indexOf(begin);
+  const j = text.indexOf(end);
+  text = i !== -1 && j > i ? text.slice(0, i) + block + text.slice(j + end.length) : `${text.trimEnd()}\n\n${block}\n`;
+  writeFileSync(file, text);
+}
+
+export const fmt = {
+  int: (x) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '–'),
+  ms: (x) => (Number.isFinite(x) ? (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : Math.round(x).toLocaleString('en-US')) : '–'),
+  mb: (kb) => (Number.isFinite(kb) ? (kb / 1024).toFixed(1) : '–'),
+  ratio: (x) => (Number.isFinite(x) ? `${x < 10 ? x.toFixed(2) : x.toFixed(1)}×` : '–'),
+};

@@ -1,0 +1,30 @@
+/**
+ * The benchmark's pets: the same deterministic pets for the seeded server and the floor, so both
+ * answer the same bytes. Half are "sold" (even ids); the rest alternate "available" and "pending".
+ */
+import { closeSync, openSync, writeSync } from 'node:fs';
+
+export function makePet(id) {
+  const status = id % 2 === 0 ? 'sold' : id % 4 === 1 ? 'available' : 'pending';
+  // Key order matches the server's own serialisation (src/pet.ts petJson).
+  return { id, name: `pet-${id}`, categoryId: 1 + (id % 50), status };
+}
+
+/** Writes a `pets.json` snapshot of pets 1..count in the store's format (src/store/data-format.ts). */
+export function writeSnapshot(path, count) {
+  const fd = openSync(path, 'wx', 0o600);
+  try {
+    writeSync(fd, '{"format":"petstore-pets/1","pets":[\n');
+    let chunk = '';
+    for (let id = 1; id <= count; id++) {
+      chunk += JSON.stringify(makePet(id)) + (id < count ? ',\n' : '\n');
+      if (chunk.length > 1 << 20) {
+        writeSync(fd, chunk);
+        chunk = '';
+      }
+    }
+    writeSync(fd, chunk + ']}\n');
+  } finally {
+    closeSync(fd);
+  }
+}

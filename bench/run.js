@@ -1,0 +1,316 @@
+/**
+ * The benchmark. `npm run bench` builds, then runs this; `node bench/run.js --scale` (or BENCH_SCALE=1)
+ * measures the store at 1,000 / 100,000 / 1,000,000 pets instead. Results are printed and written to
+ * bench/results.md (each mode replaces only its own section).
+ *
+ * Main mode: the built server on a temp data dir seeded with 1,000 pets (half "sold"), and the floor
+ * (bench/floor.js, a bare node:http server with the same auth and JSON), both fresh in every round,
+ * rounds alternating server/floor. Every figure is the median over rounds; p99 sits beside it.
+ *
+ * Environment: BENCH_ROUNDS (3), BENCH_SECONDS per measurement (5), BENCH_WARMUP seconds (1),
+ * BENCH_CONNECTIONS (10), BENCH_SPAWNS for cold start (5; 3 in scale mode), BENCH_SCALE_SIZES
+ * (1000,100000,1000000), BENCH_TMPDIR (os.tmpdir(); fsync figures depend on its filesystem).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  ROOT, envNumber, fdatasyncProbe, fmt, get, machine, measure, median, memory, removeDir, sleep, start, stop, tempDir, writeSection,
+} from './harness.js';
+import { writeSnapshot } from './pets.js';
+
+const SCALE = process.argv.includes('--scale') || process.env.BENCH_SCALE === '1';
+const ROUNDS = envNumber('BENCH_ROUNDS', 3, 1);
+const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
+const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
+const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 10, 1);
+const SPAWNS = envNumber('BENCH_SPAWNS', SCALE ? 3 : 5, 1);
+const SIZES = (process.env.BENCH_SCALE_SIZES ?? '1000,100000,1000000').split(',').map(Number);
+const RESULTS = join(ROOT, 'bench/results.md');
+const SEED_PETS = 1000;
+
+const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
+const sold = (limit) => ({ method: 'GET', path: `/v1/pets?status=sold&limit=${limit}`, expect: 200 });
+const one = (count) => ({ method: 'GET', path: () => `/v1/pets/${1 + Math.floor(Math.random() * count)}`, expect: 200 });
+let created = 0;
+const create = { method: 'POST', path: '/v1/pets', body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`, expect: 201 };
+
+const progress = (text) => process.stderr.write(`${text}\n`);
+const opts = (connections = CONNECTIONS, seconds = SECONDS) => ({ seconds, connections });
+
+function seededDir(snapshot) {
+  const dir = tempDir();
+  copyFileSync(snapshot, join(dir, 'pets.json'));
+  return dir;
+}
+
+/** The floor must answer what the server answers, or the comparison means nothing. */
+async function sanity(server, floor) {
+  const problems = [];
+  for (const path of ['/v1/pets?limit=20', '/v1/pets/7']) {
+    const [s, f] = await Promise.all([get(server.origin, path), get(floor.origin, path)]);
+    if (s.status !== 200 || f.status !== 200 || s.body !== f.body) problems.push(`${path}: server ${s.status} and floor ${f.status} bodies differ`);
+    if (s.headers['content-type'] !== 'application/json') problems.push(`${path}: server content-type ${s.headers['content-type']}`);
+  }
+  for (const t of [server, floor]) {
+    for (const headers of [{}, { authorization: 'Bearer wrong-key' }]) {
+      const r = await get(t.origin, '/v1/pets', headers);
+      if (r.status !== 401) problems.push(`${t.kind} answered ${r.status} without a valid key`);
+    }
+  }
+  const page = JSON.parse((await get(server.origin, '/v1/pets?status=sold&limit=100')).body);
+  if (page.length !== 100 || page.some((p) => p.status !== 'sold')) problems.push('status=sold&limit=100 is not 100 sold pets');
+  for (const p of problems) progress(`WARNING: ${p}`);
+  return problems;
+}
+
+/**
+ * Counts the server's fdatasync/fsync calls per acknowledged create with `strace -c`, in a pass of
+ * its own (tracing slows every traced call, so no throughput is taken from it). Undefined without strace.
+ */
+async function fsyncsPerCreate(seed) {
+  if (process.env.BENCH_STRACE === '0' || spawnSync('strace', ['-V']).status !== 0) return undefined;
+  const dir = seededDir(seed);
+  const server = await start('server', { dataDir: dir });
+  try {
+    const counts = {};
+    for (const connections of [1, 16]) {
+      const tracer = spawn('strace', ['-f', '-c', '-e', 'trace=fdatasync,fsync', '-p', String(server.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let report = '';
+      tracer.stderr.setEncoding('utf8');
+      tracer.stderr.on('data', (text) => (report += text));
+      const done = new Promise((resolve) => tracer.once('exit', resolve));
+      await sleep(500); // attach to every thread before the first request
+      const m = await measure(server, create, opts(connections, 2));
+      await sleep(200);
+      tracer.kill('SIGINT');
+      await done;
+      let syncs = 0;
+      for (const [, calls] of report.matchAll(/^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(?:fdatasync|fsync)\s*$/gm)) syncs += Number(calls);
+      counts[connections] = { syncs, creates: m.count };
+      progress(`  strace: ${connections} connection(s): ${syncs} fdatasync/fsync for ${m.count} creates`);
+    }
+    return counts;
+  } finally {
+    await stop(server);
+    removeDir(dir);
+  }
+}
+
+async function mainMode() {
+  const seedDir = tempDir();
+  const seed = join(seedDir, 'pets.json');
+  writeSnapshot(seed, SEED_PETS);
+  const kinds = ['server', 'floor'];
+  const keys = ['list', 'one', 'sold', 'post1', 'post16'];
+  const rounds = Object.fromEntries(keys.map((k) => [k, { server: [], floor: [] }]));
+  const idle = { server: [], floor: [] };
+  const peak = { server: [], floor: [] };
+  const cold = { server: [], floor: [] };
+  let problems = [];
+
+  for (let r = 0; r < ROUNDS; r++) {
+    progress(`round ${r + 1}/${ROUNDS}`);
+    const dir = seededDir(seed);
+    const started = [];
+    try {
+      const server = await start('server', { dataDir: dir });
+      started.push(server);
+      const floor = await start('floor');
+      started.push(floor);
+      await sleep(1000);
+      idle.server.push(memory(server.pid).rss);
+      idle.floor.push(memory(floor.pid).rss);
+      if (r === 0) problems = await sanity(server, floor);
+      const top = { server: 0, floor: 0 };
+      const run = async (key, target, workload, connections) => {
+        const m = await measure(target, workload, opts(connections));
+        rounds[key][target.kind].push(m);
+        top[target.kind] = Math.max(top[target.kind], m.peakRss);
+        progress(`  ${key.padEnd(6)} ${target.kind.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}  rss ${fmt.mb(m.peakRss)} MB`);
+      };
+      if (WARMUP > 0) {
+        for (const [t, w] of [[server, list], [floor, list], [server, one(SEED_PETS)], [floor, one(SEED_PETS)], [server, sold(100)], [server, create]]) {
+          await measure(t, w, opts(CONNECTIONS, WARMUP));
+        }
+      }
+      // Alternate who goes first, so neither always runs on a warmer (or hotter) machine.
+      const order = r % 2 === 0 ? [server, floor] : [floor, server];
+      for (const t of order) await run('list', t, list);
+      for (const t of order) await run('one', t, one(SEED_PETS));
+      await run('sold', server, sold(100));
+      await run('post1', server, create, 1);
+      await run('post16', server, create, 16);
+      peak.server.push(top.server);
+      peak.floor.push(top.floor);
+    } finally {
+      for (const t of started) await stop(t);
+      removeDir(dir);
+    }
+  }
+
+  progress(`cold start × ${SPAWNS}`);
+  for (let i = 0; i < SPAWNS; i++) {
+    for (const kind of i % 2 === 0 ? kinds : [...kinds].reverse()) {
+      const dir = kind === 'server' ? tempDir() : undefined; // empty store
+      try {
+        const t = await start(kind, { dataDir: dir });
+        cold[kind].push(t.startMs);
+        await stop(t);
+      } finally {
+        if (dir !== undefined) removeDir(dir);
+      }
+    }
+  }
+  const fsyncRate = fdatasyncProbe(seedDir, 2);
+  const traced = await fsyncsPerCreate(seed);
+  removeDir(seedDir);
+
+  const stat = (key, kind, field) => median(rounds[key][kind].map((m) => m[field]));
+  const range = (key, kind) => {
+    const v = rounds[key][kind].map((m) => m.rps);
+    return v.length === 0 ? '' : ` (${fmt.int(Math.min(...v))}–${fmt.int(Math.max(...v))})`;
+  };
+  const errors = (key) => kinds.flatMap((k) => rounds[key][k]).reduce((sum, m) => sum + m.errors, 0);
+  const loadRow = (label, key, withFloor) => {
+    const s = [`${fmt.int(stat(key, 'server', 'rps'))}${range(key, 'server')}`, fmt.ms(stat(key, 'server', 'p50')), fmt.ms(stat(key, 'server', 'p99'))];
+    const f = withFloor ? [`${fmt.int(stat(key, 'floor', 'rps'))}${range(key, 'floor')}`, fmt.ms(stat(key, 'floor', 'p50')), fmt.ms(stat(key, 'floor', 'p99'))] : ['', '', ''];
+    const ratio = withFloor ? fmt.ratio(stat(key, 'server', 'rps') / stat(key, 'floor', 'rps')) : '';
+    return `| ${label} | ${s.join(' | ')} | ${f.join(' | ')} | ${ratio} | ${errors(key)} |`;
+  };
+  const plainRow = (label, server, floor, format) => `| ${label} | ${format(server)} | | | ${format(floor)} | | | ${fmt.ratio(server / floor)} | |`;
+  const m = machine();
+  const post1 = stat('post1', 'server', 'rps');
+  const post16 = stat('post16', 'server', 'rps');
+  const markdown = [
+    '## Server vs floor',
+    '',
+    `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
+    `${ROUNDS} rounds (fresh server and floor each round, order alternating) × ${SECONDS} s per measurement after ${WARMUP} s warm-up; ` +
+      `${CONNECTIONS} keep-alive connections unless stated; autocannon in the runner process on the same machine. ` +
+      `Figures are medians over rounds, (min–max) of the rounds beside req/s; latency p50/p99 from every response.`,
+    '',
+    '| Measure | Server | p50 ms | p99 ms | Floor | p50 ms | p99 ms | Server ÷ floor | Errors |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
+    loadRow('GET /v1/pets?limit=20, req/s', 'list', true),
+    loadRow('GET /v1/pets?status=sold&limit=100, req/s', 'sold', false),
+    loadRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, req/s`, 'one', true),
+    loadRow('POST /v1/pets (durable, 201), 1 connection, creates/s', 'post1', false),
+    loadRow('POST /v1/pets (durable, 201), 16 connections, creates/s', 'post16', false),
+    plainRow(`Cold start, spawn → first answer, ms (median of ${SPAWNS}, empty store)`, median(cold.server), median(cold.floor), fmt.ms),
+    plainRow(`RSS idle 1 s after start, MB (${fmt.int(SEED_PETS)} pets)`, median(idle.server), median(idle.floor), fmt.mb),
+    plainRow('RSS peak under load, MB (VmRSS sampled every 50 ms)', median(peak.server), median(peak.floor), fmt.mb),
+    '',
+    `fsync: this disk does ${fmt.int(fsyncRate)} fdatasync/s (80-byte append + fdatasync in a loop, 2 s, runner probe). ` +
+      `POST at 1 client: ${fmt.int(post1)} creates/s (${fmt.ratio(post1 / fsyncRate)} the probe rate); at 16 clients ${fmt.int(post16)} creates/s (${fmt.ratio(post16 / fsyncRate)}).` +
+      (traced === undefined
+        ? ' (strace not available: fdatasync calls per create not counted.)'
+        : ` Counted with strace in a separate 2 s pass: ${(traced[1].syncs / traced[1].creates).toFixed(2)} fdatasync per create at 1 client ` +
+          `(${fmt.int(traced[1].syncs)} for ${fmt.int(traced[1].creates)}), ${(traced[16].syncs / traced[16].creates).toFixed(2)} at 16 clients ` +
+          `(${fmt.int(traced[16].syncs)} for ${fmt.int(traced[16].creates)}, group commit).`),
+    'Errors: responses other than 200 (GET) or 201 (POST), plus socket errors and timeouts, summed over all rounds.',
+    'The server runs with its defaults (log level info: one JSON line per request on stdout, drained by the runner); the floor logs nothing.',
+    ...(problems.length === 0 ? [] : ['', `**Sanity check failed:** ${problems.join('; ')}`]),
+  ].join('\n');
+  writeSection(RESULTS, 'main', markdown);
+  console.log(markdown);
+}
+
+async function scaleMode() {
+  const bySize = [];
+  for (const size of SIZES) {
+    progress(`scale: ${fmt.int(size)} pets`);
+    const template = tempDir();
+    const snapshot = join(template, 'pets.json');
+    writeSnapshot(snapshot, size);
+    const row = { size, snapshotKb: statSync(snapshot).size / 1024, startup: [], idle: [], hwm: [], loads: {} };
+    try {
+      for (let i = 0; i < SPAWNS; i++) {
+        const dir = seededDir(snapshot);
+        try {
+          const t = await start('server', { dataDir: dir });
+          row.startup.push(t.startMs);
+          await sleep(1000);
+          const mem = memory(t.pid);
+          row.idle.push(mem.rss);
+          row.hwm.push(mem.hwm);
+          await stop(t);
+        } finally {
+          removeDir(dir);
+        }
+      }
+      progress(`  start-up ${fmt.ms(median(row.startup))} ms, idle ${fmt.mb(median(row.idle))} MB`);
+      const dir = seededDir(snapshot);
+      let server;
+      try {
+        server = await start('server', { dataDir: dir });
+        const workloads = { sold: [sold(20)], one: [one(size)], post1: [create, 1], post16: [create, 16] };
+        if (WARMUP > 0) for (const [w, c] of Object.values(workloads)) await measure(server, w, opts(c, WARMUP));
+        for (let r = 0; r < ROUNDS; r++) {
+          for (const [key, [w, c]] of Object.entries(workloads)) {
+            const m = await measure(server, w, opts(c));
+            (row.loads[key] ??= []).push(m);
+            progress(`  ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`);
+          }
+        }
+      } finally {
+        row.stopMs = server === undefined ? NaN : await stop(server);
+        removeDir(dir);
+      }
+    } finally {
+      removeDir(template);
+    }
+    bySize.push(row);
+  }
+
+  const m = machine();
+  const first = bySize[0];
+  const last = bySize.at(-1);
+  const line = (label, value, format) => {
+    const cells = bySize.map((row) => format(value(row)));
+    return `| ${label} | ${cells.join(' | ')} | ${fmt.ratio(value(last) / value(first))} |`;
+  };
+  const load = (key, field) => (row) => median(row.loads[key].map((x) => x[field]));
+  const errors = (row) => Object.values(row.loads).flat().reduce((sum, x) => sum + x.errors, 0);
+  const markdown = [
+    '## Scale (store size)',
+    '',
+    `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
+    `Snapshot written directly before start (half "sold"). Start-up and idle RSS: median of ${SPAWNS} spawns. ` +
+      `Loads: one server per size, ${ROUNDS} rounds × ${SECONDS} s after ${WARMUP} s warm-up, ${CONNECTIONS} connections for GETs; medians over rounds.`,
+    '',
+    `| Measure | ${bySize.map((r) => `${fmt.int(r.size)} pets`).join(' | ')} | ${fmt.int(last.size)} ÷ ${fmt.int(first.size)} |`,
+    `|---|${bySize.map(() => '--:').join('|')}|--:|`,
+    line('Snapshot file, MB', (r) => r.snapshotKb, fmt.mb),
+    line('Start-up, spawn → first answer, ms', (r) => median(r.startup), fmt.ms),
+    line('RSS idle 1 s after start, MB', (r) => median(r.idle), fmt.mb),
+    line('RSS peak during start-up (VmHWM), MB', (r) => median(r.hwm), fmt.mb),
+    line('POST 1 connection, creates/s', load('post1', 'rps'), fmt.int),
+    line('POST 1 connection, p50 ms', load('post1', 'p50'), fmt.ms),
+    line('POST 1 connection, p99 ms', load('post1', 'p99'), fmt.ms),
+    line('POST 16 connections, creates/s', load('post16', 'rps'), fmt.int),
+    line('POST 16 connections, p50 ms', load('post16', 'p50'), fmt.ms),
+    line('POST 16 connections, p99 ms', load('post16', 'p99'), fmt.ms),
+    line('GET ?status=sold&limit=20, req/s', load('sold', 'rps'), fmt.int),
+    line('GET ?status=sold&limit=20, p50 ms', load('sold', 'p50'), fmt.ms),
+    line('GET ?status=sold&limit=20, p99 ms', load('sold', 'p99'), fmt.ms),
+    line('GET /v1/pets/{id} (random id), req/s', load('one', 'rps'), fmt.int),
+    line('GET /v1/pets/{id}, p50 ms', load('one', 'p50'), fmt.ms),
+    line('GET /v1/pets/{id}, p99 ms', load('one', 'p99'), fmt.ms),
+    line('Stop after the POSTs (SIGTERM → exit, rewrites the snapshot), ms', (r) => r.stopMs, fmt.ms),
+    `| Errors (non-2xx/201, socket) | ${bySize.map(errors).join(' | ')} | |`,
+  ].join('\n');
+  writeSection(RESULTS, 'scale', markdown);
+  console.log(markdown);
+}
+
+if (!existsSync(join(ROOT, 'dist/server.js'))) {
+  console.error('dist/server.js is missing: run `npm run build` first (or `npm run bench`).');
+  process.exit(1);
+}
+try {
+  await (SCALE ? scaleMode() : mainMode());
+} catch (error) {
+  console.error(error);
+  process.exitCode = 1;
+}
