@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { envKeys, helpText, resolveConfig, resolveSetting, SETTINGS, UsageError } from './config.js';
+import { keyFilePath, readKeyFile } from './key-file.js';
 import { runKeysCommand } from './keys-command.js';
 import { listen } from './listen.js';
 import { jsonLogger } from './logger.js';
@@ -46,6 +47,9 @@ async function main(): Promise<void> {
     },
   });
   logger.info('listening', { url: `${running.url}/v1`, dataDir: config.dataDir, pid: process.pid });
+  if (keys.length === 0 && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
+    logger.error(`no API key is configured: every request under /v1 is refused until one is created with "keys create"`);
+  }
 
   const stop = (signal: string): void => {
     logger.info('stopping', { signal });
