@@ -4,30 +4,18 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { SETTINGS } from '#dist/config.js';
-import { request, runCli, spawnServer, tempDir, type ServerProcess } from './helpers.js';
+import { request, runCli, spawnServerFor, tempDirFor, type ServerProcess } from './helpers.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
-async function temp(t: TestContext): Promise<string> {
-  const dir = await tempDir('petstore-cli-');
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
+const temp = (t: TestContext): Promise<string> => tempDirFor(t, 'petstore-cli-');
 
-/** Starts the server and makes sure the test kills it, whatever happens. */
-async function serve(t: TestContext, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
-  const server = await spawnServer(args, env);
-  t.after(async () => {
-    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
-    await server.exited;
-  });
-  return server;
-}
+const serve = spawnServerFor;
 
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
+import type { TestContext } from 'node:test';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,13 @@ export const SERVER_JS = resolve(fileURLToPath(import.meta.url), '../../server.j
 
 export async function tempDir(prefix = 'petstore-test-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
+}
+
+/** A temporary directory that is removed when the test `t` ends. */
+export async function tempDirFor(t: TestContext, prefix?: string): Promise<string> {
+  const dir = await tempDir(prefix);
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 export interface Response {
@@ -178,4 +186,14 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 
     clearTimeout(timer);
     r({ code, stdout, stderr });
   }));
+}
+
+/** spawnServer(), and the process is killed when the test `t` ends, whatever happens. */
+export async function spawnServerFor(t: TestContext, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  const server = await spawnServer(args, env);
+  t.after(async () => {
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+    await server.exited;
+  });
+  return server;
 }

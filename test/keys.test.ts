@@ -4,30 +4,19 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { request, runCli, spawnServer, tempDir, type ServerProcess } from './helpers.js';
+import { request, runCli, spawnServerFor, tempDirFor } from './helpers.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 // A revoked or created key takes effect on a running server within this time.
 const RELOAD_BOUND_MS = 1500;
 
-async function temp(t: TestContext): Promise<string> {
-  const dir = await tempDir('petstore-keys-');
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
+const temp = (t: TestContext): Promise<string> => tempDirFor(t, 'petstore-keys-');
 
-async function serve(t: TestContext, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
-  const server = await spawnServer(args, env);
-  t.after(async () => {
-    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
-    await server.exited;
-  });
-  return server;
-}
+const serve = spawnServerFor;
 
 interface CreatedKey {
   key: string;

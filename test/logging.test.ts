@@ -5,30 +5,17 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { test, type TestContext } from 'node:test';
-import { request, SERVER_JS, spawnServer, startServer, tempDir, type ServerProcess } from './helpers.js';
+import { request, SERVER_JS, spawnServerFor, startServer, tempDirFor, type ServerProcess } from './helpers.js';
 
 const KEY = 'logging-key-0123456789abcdef';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-async function temp(t: TestContext): Promise<string> {
-  const dir = await tempDir('petstore-log-');
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
+const temp = (t: TestContext): Promise<string> => tempDirFor(t, 'petstore-log-');
 
 async function serve(t: TestContext, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
-  const dir = await temp(t);
-  const server = await spawnServer(['--data-dir', dir, ...args], { PETSTORE_API_KEYS: KEY, ...env });
-  t.after(() => kill(server));
-  return server;
-}
-
-async function kill(server: ServerProcess): Promise<void> {
-  if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
-  await server.exited;
+  return spawnServerFor(t, ['--data-dir', await temp(t), ...args], { PETSTORE_API_KEYS: KEY, ...env });
 }
 
 /** SIGTERM, then the exit code, once all output has been read. */
