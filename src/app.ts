@@ -4,8 +4,6 @@ import { performance } from 'node:perf_hooks';
 import type { AuthLimiter } from './auth-limiter.js';
 import { authenticate } from './authenticate.js';
 import { DEPRECATION_HEADERS } from './contract.js';
-
-const DEPRECATION_HEADER_PAIRS = Object.entries(DEPRECATION_HEADERS).flat();
 import { corsHeaders, preflightReply, type CorsPolicy } from './cors.js';
 import { acceptableRequestId, headerCount } from './headers.js';
 import { HttpError } from './http-error.js';
@@ -13,10 +11,12 @@ import type { Keyring } from './keyring.js';
 import type { Logger } from './logger.js';
 import type { Handler } from './operations.js';
 import { errorReply, isServerFault, send, type Reply } from './respond.js';
-import { Router } from './router.js';
+import { Router, type Match } from './router.js';
 import { ROUTES, type RouteSpec } from './routes.js';
 import type { PetStore } from './store/store.js';
 import { splitTarget } from './url.js';
+
+const DEPRECATION_HEADER_PAIRS = Object.entries(DEPRECATION_HEADERS).flat();
 
 export interface AppOptions {
   store: PetStore;
@@ -37,6 +37,7 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse, next?:
 export function createApp(options: AppOptions): RequestListener {
   const router = new Router<RouteSpec>();
   for (const route of ROUTES) router.add(route.method, route.path, route);
+  const publicPaths = new Set(ROUTES.filter((r) => !r.auth).map((r) => r.path));
 
   return function petstore(req, res, next) {
     const started = performance.now();
@@ -60,7 +61,7 @@ export function createApp(options: AppOptions): RequestListener {
     const fail = (error: unknown): void => finish(errorReply(error), error);
 
     try {
-      const reply = dispatch(req, res, method, match.path, match.value, match.allowed, match.params, search);
+      const reply = dispatch(req, res, method, match, search);
       if (reply instanceof Promise) reply.then(finish, fail);
       else finish(reply);
     } catch (error) {
@@ -68,10 +69,8 @@ export function createApp(options: AppOptions): RequestListener {
     }
   };
 
-  function dispatch(
-    req: IncomingMessage, res: ServerResponse, method: string, path: string | undefined, route: RouteSpec | undefined,
-    allowed: readonly string[], params: Record<string, string>, search: string,
-  ): Reply | Promise<Reply> {
+  function dispatch(req: IncomingMessage, res: ServerResponse, method: string, match: Match<RouteSpec>, search: string): Reply | Promise<Reply> {
+    const { path, value: route, allowed, params } = match;
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own check is off, see listen.ts).
     if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
       throw new HttpError(400, 'invalid_request', 'an HTTP/1.1 request needs a Host header');
@@ -80,8 +79,10 @@ export function createApp(options: AppOptions): RequestListener {
       const preflight = preflightReply(options.cors, req, allowed);
       if (preflight !== undefined) return preflight;
     }
-    // Authentication comes first, also for unknown paths and wrong methods: nothing is revealed without a key.
-    if (route === undefined || route.auth) authenticate(req, options.keyring, options.limiter);
+    // Authentication comes first, also for unknown paths and wrong methods: nothing is revealed without
+    // a key. Paths that are public (the interface description, health) answer a wrong method without one.
+    const needsKey = route?.auth ?? (path === undefined || !publicPaths.has(path));
+    if (needsKey) authenticate(req, options.keyring, options.limiter);
     if (path === undefined) throw new HttpError(404, 'not_found', 'no such path; the API lives under /v1');
     if (route === undefined) {
       throw new HttpError(405, 'method_not_allowed', `method ${method} is not allowed here; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') });

@@ -9,6 +9,9 @@ const CHALLENGE = { 'www-authenticate': `Bearer realm="${AUTH_REALM}"` };
 // RFC 6750: the scheme name is case-insensitive; the token is matched exactly.
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 
+/** The form of a bearer token (RFC 6750 b64token); a configured key must have it to be usable. */
+export const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
 /**
  * Lets a request through only with an accepted bearer key. An address with too many recent failures
  * is refused (429) before its key is even looked at.
@@ -21,16 +24,14 @@ export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: Au
     throw new HttpError(429, 'too_many_requests', 'too many failed authentications from this address', { 'retry-after': String(wait) });
   }
   const header = req.headers.authorization;
-  let problem: string | undefined;
-  if (header === undefined) problem = 'missing bearer API key (Authorization: Bearer <key>)';
-  else if (headerCount(req, 'authorization') > 1) throw new HttpError(400, 'invalid_request', 'the Authorization header is given more than once');
-  else {
-    const token = BEARER.exec(header)?.[1];
-    if (token === undefined) problem = 'the Authorization header is not a bearer API key';
-    else if (!keyring.accepts(token, now)) problem = 'invalid API key';
-  }
-  if (problem !== undefined) {
+  if (header === undefined) throw new HttpError(401, 'unauthorized', 'missing bearer API key (Authorization: Bearer <key>)', CHALLENGE);
+  if (headerCount(req, 'authorization') > 1) throw new HttpError(400, 'invalid_request', 'the Authorization header is given more than once');
+  const token = BEARER.exec(header)?.[1];
+  if (token === undefined) throw new HttpError(401, 'unauthorized', 'the Authorization header is not a bearer API key', CHALLENGE);
+  if (!keyring.accepts(token, now)) {
+    // Only a presented key that is wrong counts as a guess: a browser's keyless request for
+    // /favicon.ico behind the same proxy must not lock out the clients that have a key.
     limiter.recordFailure(address, now);
-    throw new HttpError(401, 'unauthorized', problem, CHALLENGE);
+    throw new HttpError(401, 'unauthorized', 'invalid API key', CHALLENGE);
   }
 }

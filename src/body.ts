@@ -17,6 +17,10 @@ export async function readJsonBody(req: IncomingMessage, res: ServerResponse, li
   if (type === undefined || !MEDIA_TYPE.test(type)) {
     throw new HttpError(415, 'unsupported_media_type', 'the request body must be application/json');
   }
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+    throw new HttpError(415, 'unsupported_media_type', `Content-Encoding ${encoding} is not supported; send the body uncompressed`);
+  }
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
   if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();

@@ -1,3 +1,4 @@
+import { BEARER_TOKEN } from './authenticate.js';
 import { LOG_LEVELS, type LogLevel } from './logger.js';
 import { SERVER_DEFAULTS } from './listen.js';
 import { DEFAULTS } from './petstore.js';
@@ -89,7 +90,12 @@ export function resolveSetting<K extends keyof Config>(key: K, flags: Readonly<R
 
 /** PETSTORE_API_KEYS: comma-separated keys; blanks are ignored. */
 export function envKeys(env: NodeJS.ProcessEnv): string[] {
-  return (env['PETSTORE_API_KEYS'] ?? '').split(',').map((k) => k.trim()).filter((k) => k !== '');
+  const keys = (env['PETSTORE_API_KEYS'] ?? '').split(',').map((k) => k.trim()).filter((k) => k !== '');
+  // A key that cannot be sent as a bearer token would leave the server refusing everyone.
+  if (keys.some((k) => !BEARER_TOKEN.test(k))) {
+    throw new UsageError('PETSTORE_API_KEYS holds a key that is not a bearer token (letters, digits and - . _ ~ + / only, = at the end)');
+  }
+  return keys;
 }
 
 export function helpText(): string {

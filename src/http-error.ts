@@ -33,5 +33,3 @@ export class HttpError extends Error {
     this.headers = headers;
   }
 }
-
-export const badRequest = (message: string): HttpError => new HttpError(400, 'invalid_request', message);

@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { BEARER_TOKEN } from './authenticate.js';
 import { keyFileVersion, readKeyFile } from './key-file.js';
 
 // How often, at most, the key file is checked for changes: a revoked key stops working within this
@@ -23,14 +24,13 @@ export class Keyring {
   #checkedAt = 0;
 
   constructor(options: KeyringOptions) {
+    for (const key of options.keys ?? []) {
+      if (!BEARER_TOKEN.test(key)) throw new TypeError('an API key must be a bearer token: letters, digits and - . _ ~ + / only, = at the end');
+    }
     this.#fixed = (options.keys ?? []).map(digest);
     this.#keyFile = options.keyFile;
     this.#onReloadError = options.onReloadError ?? (() => {});
     this.#reload(Date.now(), true);
-  }
-
-  get size(): number {
-    return this.#fixed.length + this.#fromFile.length;
   }
 
   /**

@@ -1,4 +1,4 @@
-import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { errorCode } from './system-error.js';
 
@@ -26,7 +26,8 @@ export class LockFile {
       // is a killed predecessor's.
       const live = owner === process.pid ? LockFile.#held.has(path) : owner !== undefined && isRunning(owner);
       if (live && owner !== undefined) return { owner };
-      remove(path);
+      const taker = takeOverStale(path, owner);
+      if (taker !== undefined) return { owner: taker };
     }
     return { owner: readOwner(path) ?? 0 };
   }
@@ -62,6 +63,34 @@ function create(path: string): boolean {
   }
 }
 
+/**
+ * Removes a dead owner's lock so that it can be created again. The lock is first renamed to a name of
+ * our own, which only one of several processes doing this at once can do; if what we renamed is not
+ * the dead owner's lock after all (another process took over in between), it is put back and its
+ * owner returned.
+ */
+function takeOverStale(path: string, deadOwner: number | undefined): number | undefined {
+  const aside = `${path}.${randomBytes(6).toString('hex')}.stale`;
+  try {
+    renameSync(path, aside);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return undefined; // already gone: try to create it
+    throw error;
+  }
+  const owner = readOwner(aside);
+  if (owner !== deadOwner && owner !== undefined) {
+    try {
+      linkSync(aside, path);
+    } catch (error) {
+      if (errorCode(error) !== 'EEXIST') throw error;
+    }
+    remove(aside);
+    return owner;
+  }
+  remove(aside);
+  return undefined;
+}
+
 function readOwner(path: string): number | undefined {
   try {
     const pid = Number.parseInt(readFileSync(path, 'utf8'), 10);
@@ -77,7 +106,9 @@ function isRunning(pid: number): boolean {
     process.kill(pid, 0);
     return true;
   } catch (error) {
-    return errorCode(error) === 'EPERM'; // it exists, but belongs to another user
+    if (errorCode(error) === 'ESRCH') return false;
+    if (errorCode(error) === 'EPERM') return true; // it exists, but belongs to another user
+    throw error;
   }
 }
 

@@ -30,17 +30,11 @@ interface Sink {
 // many requests, instead of a synchronous write per request (which cost a third of GET throughput).
 const FLUSH_AT = 64 * 1024;
 
-// Whatever is still gathered when the process exits (process.exit after a stop) is written too.
-const flushAtExit = new Set<() => void>();
-process.once('exit', () => {
-  for (const flush of flushAtExit) flush();
-});
-
 /**
  * JSON lines: requests and information on stdout, errors on stderr (written at once). The log never
  * receives a key or an `Authorization` header: callers pass only the fields above.
  */
-export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout, err: Sink = process.stderr): Logger {
+export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout, err: Sink = process.stderr): Logger & { flush(): void } {
   const showInfo = level === 'info';
   const showErrors = level !== 'silent';
   let pending = '';
@@ -60,8 +54,9 @@ export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout,
       setImmediate(flush);
     }
   };
-  flushAtExit.add(flush);
   return {
+    /** Writes what is gathered now (before `process.exit`, which would drop it). */
+    flush,
     request(entry) {
       if (!showInfo) return;
       enqueue(`{"time":"${new Date().toISOString()}","level":"info","msg":"request","id":${JSON.stringify(entry.id)},` +
@@ -82,5 +77,3 @@ export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout,
 function line(level: LogLevel, msg: string, fields: LogFields | undefined): string {
   return JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + '\n';
 }
-
-export const silentLogger: Logger = { request() {}, info() {}, error() {} };

@@ -58,6 +58,12 @@ function operation(route: RouteSpec): Json {
   }
   const responses: Record<string, Json> = {};
   for (const status of route.statuses) responses[String(status)] = response(route, status);
+  responses['default'] = {
+    description: 'Any other error, with the Error body: 405 (with Allow) for a method the path does not have, '
+      + '400 for a request that is not valid HTTP/1.1, 408, 417, 431, or 500',
+    headers: { 'X-Content-Type-Options': header('X-Content-Type-Options'), 'Cache-Control': header('Cache-Control') },
+    content: { 'application/json': { schema: ref('Error') } },
+  };
   op['responses'] = responses;
   return op;
 }
@@ -79,7 +85,7 @@ function response(route: RouteSpec, status: number): Json {
     responseHeaders['Link'] = header('SuccessorLink');
   }
   if (status === 401) responseHeaders['WWW-Authenticate'] = header('WWW-Authenticate');
-  if (status === 429 || status === 503) responseHeaders['Retry-After'] = header('Retry-After');
+  if (status === 429 || (status === 503 && route.operationId === 'createPet')) responseHeaders['Retry-After'] = header('Retry-After');
   if (status === 201) responseHeaders['Location'] = header('Location');
   if (route.operationId === 'listPets' && status === 200) responseHeaders['Link'] = header('NextLink');
   const schema = status >= 400 ? ref('Error') : SUCCESS_SCHEMAS[route.operationId];
@@ -113,14 +119,14 @@ const securitySchemes = {
 };
 
 const schemas = {
-  PetStatus: { type: 'string', enum: [...PET_STATUSES] },
+  PetStatus: { type: 'string', enum: [...PET_STATUSES], description: 'Omit the field for no status; null is refused' },
   NewPet: {
     type: 'object',
     required: ['name', 'categoryId'],
     additionalProperties: false,
     properties: {
       name: { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH },
-      categoryId: { ...int64, description: 'Any int64; kept and returned with every digit' },
+      categoryId: { ...int64, description: 'Any int64, written as a plain integer (no fraction, no exponent, not -0); kept and returned with every digit' },
       status: ref('PetStatus'),
     },
   },

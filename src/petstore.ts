@@ -52,21 +52,22 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
     });
   }
   const opened = store;
+  let keyring: Keyring;
   try {
     // After the store is open: its directory lock keeps two first starts from generating two keys.
     if (options.dataDir !== undefined && options.onKeyGenerated !== undefined && (options.keys ?? []).length === 0) {
       const generated = generateFirstKey(options.dataDir);
       if (generated !== undefined) options.onKeyGenerated(generated);
     }
+    keyring = new Keyring({
+      keys: options.keys ?? [],
+      keyFile: options.dataDir === undefined ? undefined : keyFilePath(options.dataDir),
+      onReloadError: (error) => logger.error('cannot reload the key file; the previous keys stay in force', error),
+    });
   } catch (error) {
     await opened.close();
     throw error;
   }
-  const keyring = new Keyring({
-    keys: options.keys ?? [],
-    keyFile: options.dataDir === undefined ? undefined : keyFilePath(options.dataDir),
-    onReloadError: (error) => logger.error('cannot reload the key file; the previous keys stay in force', error),
-  });
   const handler = createApp({
     store: opened,
     keyring,

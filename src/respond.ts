@@ -28,6 +28,12 @@ export function json(status: number, body: string, headers?: Readonly<Record<str
  * an object merged from several by spreading cost a fifth of a GET's CPU time in Node's header code.
  */
 export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly string[]): void {
+  if (reply.status === 204) {
+    // No content, so neither Content-Type nor Content-Length (RFC 9110 §8.6): a CORS preflight.
+    res.writeHead(204, [...contextHeaders, ...Object.entries(reply.headers ?? {}).flat()]);
+    res.end();
+    return;
+  }
   const headers: Array<string | number> = [
     'content-type', BASE_HEADERS['content-type'],
     'cache-control', BASE_HEADERS['cache-control'],
@@ -54,7 +60,7 @@ export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof ValidationError) return new HttpError(400, 'invalid_request', error.message);
   if (error instanceof JsonSyntaxError) return new HttpError(400, 'invalid_request', `request body is not valid JSON: ${error.message}`);
-  if (error instanceof StoreUnavailableError) return new HttpError(503, 'unavailable', 'the pet store cannot store data right now; try again later', { 'retry-after': '1' });
+  if (error instanceof StoreUnavailableError) return new HttpError(503, 'unavailable', 'the pet could not be made durable and is not acknowledged; try again later', { 'retry-after': '1' });
   return new HttpError(500, 'internal_error', 'the server failed to handle the request');
 }
 

@@ -54,7 +54,10 @@ async function main(): Promise<void> {
   const stop = (signal: string): void => {
     logger.info('stopping', { signal });
     running.close().then(
-      () => process.exit(0),
+      () => {
+        logger.flush();
+        process.exit(0);
+      },
       (error: unknown) => {
         logger.error('stopped with an error; the journal holds every acknowledged pet', error);
         process.exit(1);

@@ -34,8 +34,9 @@ export function decodeComponent(raw: string, what: string): string {
 }
 
 /**
- * Parses `application/x-www-form-urlencoded` query strings into name → values. Repetition is kept
- * so that a handler can refuse an ambiguous `limit=1&limit=2`; unknown names are simply never read.
+ * Splits an `application/x-www-form-urlencoded` query into name → raw values. Values stay encoded
+ * until a handler reads them (`singleParam`), so that an unknown parameter, however malformed, is
+ * simply ignored; repetition is kept so that an ambiguous `limit=1&limit=2` can be refused.
  */
 export function parseQuery(search: string): Map<string, string[]> {
   const params = new Map<string, string[]>();
@@ -43,10 +44,9 @@ export function parseQuery(search: string): Map<string, string[]> {
   for (const pair of search.split('&')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
-    const rawName = eq === -1 ? pair : pair.slice(0, eq);
-    const rawValue = eq === -1 ? '' : pair.slice(eq + 1);
-    const name = decodeComponent(rawName.replaceAll('+', ' '), 'the query string');
-    const value = decodeComponent(rawValue.replaceAll('+', ' '), 'the query string');
+    const name = decodeName(eq === -1 ? pair : pair.slice(0, eq));
+    if (name === undefined) continue; // a malformed name is no parameter this service knows
+    const value = eq === -1 ? '' : pair.slice(eq + 1);
     const values = params.get(name);
     if (values === undefined) params.set(name, [value]);
     else values.push(value);
@@ -54,10 +54,19 @@ export function parseQuery(search: string): Map<string, string[]> {
   return params;
 }
 
-/** The single value of a query parameter, or undefined; given twice it is a 400. */
+function decodeName(raw: string): string | undefined {
+  try {
+    return decodeComponent(raw.replaceAll('+', ' '), 'a query parameter name');
+  } catch (error) {
+    if (error instanceof ValidationError) return undefined;
+    throw error;
+  }
+}
+
+/** The single decoded value of a query parameter, or undefined; given twice, or malformed, it is a 400. */
 export function singleParam(params: Map<string, string[]>, name: string): string | undefined {
   const values = params.get(name);
   if (values === undefined) return undefined;
   if (values.length > 1) throw new ValidationError(`query parameter "${name}" is given more than once`);
-  return values[0];
+  return decodeComponent((values[0] as string).replaceAll('+', ' '), `query parameter "${name}"`);
 }

@@ -74,8 +74,11 @@ export function parseLimit(raw: string | undefined): number {
 
 /** A decimal int64 (path `petId`, query `after`), exact: refused when it is not one. */
 export function parseInt64(raw: string, what: string): bigint {
-  if (raw.length > 40 || !DECIMAL_INTEGER.test(raw)) throw new ValidationError(`${what} must be a decimal integer`);
-  const value = BigInt(raw);
+  if (!DECIMAL_INTEGER.test(raw)) throw new ValidationError(`${what} must be a decimal integer`);
+  // Leading zeros change nothing; beyond 19 digits no value fits in int64 (and BigInt need not see it).
+  const digits = raw.replace(/^(-?)0+(?=[0-9])/, '$1');
+  if (digits.replace('-', '').length > 19) throw new ValidationError(`${what} is outside the int64 range`);
+  const value = BigInt(digits);
   if (value < INT64_MIN || value > INT64_MAX) throw new ValidationError(`${what} is outside the int64 range`);
   return value;
 }

@@ -443,9 +443,18 @@ test('with maxConnections 50, 10 of 60 sockets are closed by the server, and ser
 // ---------------------------------------------------------------------------------------------
 // Repeated failed authentication
 
-test('after 5 failed authentications the 6th request, even with a valid key, is a 429 with Retry-After; another address is unaffected', async () => {
+test('after 5 wrong keys the 6th request, even with a valid key, is a 429 with Retry-After; another address is unaffected', async () => {
   const server = await serve({ authFailureLimit: 5 });
-  const failures: Array<Record<string, string>> = [{}, { authorization: 'Bearer wrong' }, { authorization: 'Basic dGVzdDp0ZXN0' }, { authorization: 'Bearer' }, { authorization: `Bearer ${TEST_KEY}x` }];
+  // Requests that present no bearer key at all (a browser's /favicon.ico, a misconfigured client)
+  // are refused but are not guesses: they never block the address.
+  for (const headers of [{}, { authorization: 'Basic dGVzdDp0ZXN0' }, { authorization: 'Bearer' }, {}, {}, {}]) {
+    const res = await call(server.url, { headers, localAddress: '127.0.0.1' });
+    assertError(res.status, res.headers, res.text, 401, 'unauthorized');
+  }
+  assert.equal((await call(server.url, { headers: AUTH, localAddress: '127.0.0.1' })).status, 200);
+  const failures: Array<Record<string, string>> = [
+    { authorization: 'Bearer wrong' }, { authorization: 'bearer wrong2' }, { authorization: 'Bearer x' }, { authorization: 'Bearer y' }, { authorization: `Bearer ${TEST_KEY}x` },
+  ];
   for (const headers of failures) {
     const res = await call(server.url, { headers, localAddress: '127.0.0.1' });
     assertError(res.status, res.headers, res.text, 401, 'unauthorized');

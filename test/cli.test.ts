@@ -104,6 +104,7 @@ const badValues: Array<{ name: string; args: string[]; env: NodeJS.ProcessEnv; n
   { name: '--body-limit 0', args: ['--body-limit', '0'], env: {}, names: /--body-limit/ },
   { name: '--body-limit 1e3', args: ['--body-limit', '1e3'], env: {}, names: /--body-limit/ },
   { name: '--port without a value', args: ['--port'], env: {}, names: /--port/ },
+  { name: 'a key with a space in PETSTORE_API_KEYS', args: [], env: { PETSTORE_API_KEYS: 'good-key,bad key' }, names: /PETSTORE_API_KEYS/ },
 ];
 for (const bad of badValues) {
   test(`a bad value (${bad.name}) exits 2 and names the setting`, async (t) => {

@@ -781,3 +781,43 @@ describe('every response', () => {
     assertRawError(raw, 417);
   });
 });
+
+describe('edges a client meets', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ authFailureLimit: 1000 });
+    await server.request('POST', '/v1/pets', { headers: [JSON_TYPE], body: '{"name":"Rex","categoryId":1}' });
+  });
+  after(() => server.close());
+
+  test('a wrong method on a public path is a 405 without asking for a key', async () => {
+    for (const path of ['/healthz', '/readyz', '/v1/openapi.json']) {
+      const res = await server.request('POST', path, { auth: false });
+      assertError(res, 405, 'method_not_allowed');
+      assert.equal(res.headers['www-authenticate'], undefined, path);
+      assert.deepEqual(String(res.headers['allow']).split(/\s*,\s*/).sort(), ['GET', 'HEAD'], path);
+    }
+  });
+
+  test('a compressed (Content-Encoding) body is refused with 415 and nothing is stored', async () => {
+    const res = await server.request('POST', '/v1/pets', {
+      headers: [JSON_TYPE, ['content-encoding', 'gzip']], body: '{"name":"Zip","categoryId":1}',
+    });
+    assertError(res, 415, 'unsupported_media_type');
+    assert.ok(!(await server.request('GET', '/v1/pets')).text.includes('Zip'));
+  });
+
+  test('an unknown query parameter is ignored even when its encoding is malformed; a known one is a 400', async () => {
+    for (const query of ['foo=%ZZ', '%ZZ=1', 'x=%E0%A4%A&limit=1']) {
+      assert.equal((await server.request('GET', `/v1/pets?${query}`)).status, 200, query);
+    }
+    assertError(await server.request('GET', '/v1/pets?limit=%ZZ'), 400, 'invalid_request');
+  });
+
+  test('leading zeros in petId change nothing, however many', async () => {
+    const res = await server.request('GET', `/v1/pets/${'0'.repeat(40)}1`);
+    assert.equal(res.status, 200, res.text);
+    assert.equal((res.json as { id: number }).id, 1);
+    assertError(await server.request('GET', '/v1/pets/99999999999999999999'), 400, 'invalid_request');
+  });
+});

@@ -57,6 +57,9 @@ test('a preflight without Authorization gets 204 with the allowed methods and he
   });
   assert.equal(res.status, 204);
   assert.equal(res.text, '');
+  // RFC 9110 §8.6: a 204 carries no Content-Length (and, having no content, no Content-Type).
+  assert.equal(res.headers['content-length'], undefined);
+  assert.equal(res.headers['content-type'], undefined);
   assert.equal(res.headers['access-control-allow-origin'], APP);
   const methods = listOf(res.headers['access-control-allow-methods']);
   assert.ok(methods.includes('get') && methods.includes('post'), `methods: ${methods.join(', ')}`);

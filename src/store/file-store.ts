@@ -27,7 +27,7 @@ export interface FileStoreOptions {
    * larger of this and the last snapshot's size, so that rewriting the snapshot costs O(1) per create.
    */
   compactAfterBytes?: number;
-  /** Told about a failure that no request is waiting on (a background compaction). */
+  /** Told about a failure that no request is waiting on (a background compaction); default: a process warning on stderr. */
   onBackgroundError?: (error: unknown) => void;
 }
 
@@ -88,7 +88,7 @@ export class FileStore implements PetStore {
     this.#nextId = init.index.lastId + 1;
     this.#compactAfter = init.options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER;
     this.#compactAt = this.#compactBound();
-    this.#onBackgroundError = init.options.onBackgroundError ?? (() => {});
+    this.#onBackgroundError = init.options.onBackgroundError ?? reportToStderr;
   }
 
   /**
@@ -149,7 +149,7 @@ export class FileStore implements PetStore {
     let journal: StoreFile;
     if (generation === undefined) {
       generation = 1;
-      journal = await openStep(`cannot create a journal in ${dir}`, () => createJournal(fs, dir, 1));
+      journal = await openStep(`cannot create a journal in ${dir}`, () => createJournal(fs, dir, 1, options.onBackgroundError ?? reportToStderr));
     } else {
       const path = join(dir, journalFile(generation));
       journal = await openStep(`cannot open ${path} for writing`, async () => {
@@ -255,7 +255,7 @@ export class FileStore implements PetStore {
   async #tryRecover(): Promise<void> {
     const path = join(this.#dir, journalFile(this.#generation));
     try {
-      await this.#journal.close().catch(() => {}); // the handle that failed; the file is reopened below
+      await this.#journal.close().catch(this.#onBackgroundError); // the handle that failed; the file is reopened below
       this.#journal = await this.#fs.open(path, 'r+');
       await this.#journal.truncate(this.#journalLength);
       await this.#journal.datasync();
@@ -270,7 +270,7 @@ export class FileStore implements PetStore {
     const next = this.#generation + 1;
     let journal: StoreFile;
     try {
-      journal = await createJournal(this.#fs, this.#dir, next);
+      journal = await createJournal(this.#fs, this.#dir, next, this.#onBackgroundError);
     } catch (error) {
       this.#onBackgroundError(error);
       // Go on with the current journal; try again only after as much again has been written.
@@ -317,7 +317,7 @@ export class FileStore implements PetStore {
       this.#compactAt = this.#compactBound();
     } finally {
       if (!renamed) {
-        await file.close().catch(() => {}); // already closed, or the failure that brought us here is reported instead
+        await file.close().catch(this.#onBackgroundError); // the failure that brought us here is thrown below
         await this.#fs.unlink(temp).catch((error: unknown) => {
           if (errorCode(error) !== 'ENOENT') this.#onBackgroundError(error);
         });
@@ -362,7 +362,7 @@ export class FileStore implements PetStore {
   }
 }
 
-async function createJournal(fs: FileSystem, dir: string, generation: number): Promise<StoreFile> {
+async function createJournal(fs: FileSystem, dir: string, generation: number, report: (error: unknown) => void): Promise<StoreFile> {
   const path = join(dir, journalFile(generation));
   const journal = await fs.open(path, 'wx');
   try {
@@ -370,8 +370,8 @@ async function createJournal(fs: FileSystem, dir: string, generation: number): P
     return journal;
   } catch (error) {
     // Leave no half-made journal behind: the next rotation must be able to create it again.
-    await journal.close().catch(() => {});
-    await fs.unlink(path).catch(() => {});
+    await journal.close().catch(report);
+    await fs.unlink(path).catch(report);
     throw error;
   }
 }
@@ -393,4 +393,8 @@ async function readIfExists(fs: FileSystem, path: string): Promise<Buffer | unde
     if (errorCode(error) === 'ENOENT') return undefined;
     throw new StoreOpenError(`cannot read ${path} (${errorCode(error) ?? String(error)})`, { cause: error });
   }
+}
+
+function reportToStderr(error: unknown): void {
+  process.emitWarning(error instanceof Error ? error : String(error), 'PetStoreWarning');
 }
