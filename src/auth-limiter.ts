@@ -37,10 +37,27 @@ export class AuthLimiter {
 
   #sweep(now: number): void {
     for (const [address, entry] of this.#failures) if (now >= entry.resetAt) this.#failures.delete(address);
-    // Still full of live entries (a flood from many addresses): forget the oldest rather than grow.
-    for (const address of this.#failures.keys()) {
-      if (this.#failures.size < this.#maxAddresses) break;
-      this.#failures.delete(address);
+    // Still full (a flood from many addresses): forget addresses that are not blocked first, the
+    // oldest first, and blocked ones only if that is not enough, rather than grow without bound.
+    for (const onlyUnblocked of [true, false]) {
+      for (const [address, entry] of this.#failures) {
+        if (this.#failures.size < this.#maxAddresses) return;
+        if (!onlyUnblocked || entry.count < this.#limit) this.#failures.delete(address);
+      }
     }
   }
+}
+
+/**
+ * The unit that is throttled: an IPv4 address, or the /64 network of an IPv6 address (one host
+ * usually holds a whole /64, so counting single IPv6 addresses would let it rotate past the limit).
+ */
+export function clientKey(address: string): string {
+  if (!address.includes(':') || address.startsWith('::ffff:')) return address.replace(/^::ffff:/, '');
+  const bare = address.replace(/%.*$/, '');
+  const [head = '', tail] = bare.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }

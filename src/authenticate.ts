@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { AUTH_REALM } from './contract.js';
-import type { AuthLimiter } from './auth-limiter.js';
+import { clientKey, type AuthLimiter } from './auth-limiter.js';
 import { headerCount } from './headers.js';
 import { HttpError } from './http-error.js';
 import type { Keyring } from './keyring.js';
@@ -17,7 +17,7 @@ export const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
  * is refused (429) before its key is even looked at.
  */
 export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: AuthLimiter): void {
-  const address = req.socket.remoteAddress ?? 'unknown';
+  const address = clientKey(req.socket.remoteAddress ?? 'unknown');
   const now = Date.now();
   const wait = limiter.blockedFor(address, now);
   if (wait > 0) {

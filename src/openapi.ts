@@ -2,7 +2,7 @@ import { API_VERSION, AUTH_REALM, BASE_PATH, DEPRECATION, DEPRECATION_HEADERS, L
 import { ERROR_CODES } from './http-error.js';
 import type { RouteSpec } from './routes.js';
 
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request: a parameter or the body is missing or invalid (the message names it)',
@@ -15,7 +15,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   503: 'Storage cannot accept writes right now, or the store is not ready',
 };
 
-const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+export const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
 
 /**
@@ -51,11 +51,9 @@ function operation(route: RouteSpec): Json {
     op['description'] = `Deprecated; removed on ${DEPRECATION.sunset.toUTCString()}. Use ${DEPRECATION.successor} with the status filter.`;
   }
   if (!route.auth) op['security'] = [];
-  const parameters = OPERATION_PARAMETERS[route.operationId];
-  if (parameters !== undefined) op['parameters'] = parameters;
-  if (route.operationId === 'createPet') {
-    op['requestBody'] = { required: true, content: { 'application/json': { schema: ref('NewPet') } } };
-  }
+  const { parameters = [], body } = route.doc;
+  if (parameters.length > 0) op['parameters'] = parameters.map((name) => ({ $ref: `#/components/parameters/${name}` }));
+  if (body !== undefined) op['requestBody'] = { required: true, content: { 'application/json': { schema: ref(body) } } };
   const responses: Record<string, Json> = {};
   for (const status of route.statuses) responses[String(status)] = response(route, status);
   responses['default'] = {
@@ -67,11 +65,6 @@ function operation(route: RouteSpec): Json {
   op['responses'] = responses;
   return op;
 }
-
-const OPERATION_PARAMETERS: Record<string, Json[]> = {
-  listPets: [{ $ref: '#/components/parameters/limit' }, { $ref: '#/components/parameters/status' }, { $ref: '#/components/parameters/after' }],
-  getPet: [{ $ref: '#/components/parameters/petId' }],
-};
 
 function response(route: RouteSpec, status: number): Json {
   const responseHeaders: Record<string, Json> = {
@@ -85,33 +78,14 @@ function response(route: RouteSpec, status: number): Json {
     responseHeaders['Link'] = header('SuccessorLink');
   }
   if (status === 401) responseHeaders['WWW-Authenticate'] = header('WWW-Authenticate');
-  if (status === 429 || (status === 503 && route.operationId === 'createPet')) responseHeaders['Retry-After'] = header('Retry-After');
-  if (status === 201) responseHeaders['Location'] = header('Location');
-  if (route.operationId === 'listPets' && status === 200) responseHeaders['Link'] = header('NextLink');
-  const schema = status >= 400 ? ref('Error') : SUCCESS_SCHEMAS[route.operationId];
-  const description = status >= 400 ? (ERROR_DESCRIPTIONS[status] ?? 'Error') : SUCCESS_DESCRIPTIONS[route.operationId] ?? 'OK';
+  if (status === 429) responseHeaders['Retry-After'] = header('Retry-After');
+  for (const name of route.doc.responseHeaders?.[status] ?? []) responseHeaders[name] = header(name);
+  const success = status < 400;
+  const schema = success ? route.doc.success.schema : ref('Error');
+  const description = success ? route.doc.success.description : (ERROR_DESCRIPTIONS[status] ?? 'Error');
   return { description, headers: responseHeaders, content: { 'application/json': { schema } } };
 }
 
-const SUCCESS_SCHEMAS: Record<string, Json> = {
-  listPets: ref('Pets'),
-  createPet: ref('Pet'),
-  getPet: ref('Pet'),
-  getOpenApi: { type: 'object', description: 'This OpenAPI 3.1 document' },
-  getHealth: { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } },
-  getReadiness: { type: 'object', required: ['status'], properties: { status: { const: 'ready' } } },
-};
-
-const SUCCESS_DESCRIPTIONS: Record<string, string> = {
-  listPets: 'Pets in ascending id order; a Link rel="next" header is present when more match',
-  createPet: 'The created pet, with its assigned id',
-  getPet: 'The pet',
-  getOpenApi: 'The interface description',
-  getHealth: 'The process is alive',
-  getReadiness: 'The store is open and writable',
-};
-
-// format int64 states the range; numeric bounds would be rounded by JSON.stringify.
 const int64 = { type: 'integer', format: 'int64' };
 
 const securitySchemes = {
@@ -173,7 +147,7 @@ const headers = {
   Deprecation: { description: 'RFC 9745: when getPet was deprecated', schema: { type: 'string', const: DEPRECATION_HEADERS['deprecation'] } },
   Sunset: { description: 'RFC 8594: when getPet will be removed', schema: { type: 'string', const: DEPRECATION_HEADERS['sunset'] } },
   SuccessorLink: { description: 'RFC 8288: the successor of getPet', schema: { type: 'string', const: DEPRECATION_HEADERS['link'] } },
-  NextLink: { description: 'RFC 8288 rel="next": the next page, present only when more pets match', schema: { type: 'string' } },
+  Link: { description: 'RFC 8288 rel="next": the next page, present only when more pets match', schema: { type: 'string' } },
   Location: { description: 'The new pet: /v1/pets/{id}', schema: { type: 'string' } },
   'WWW-Authenticate': { schema: { type: 'string', const: `Bearer realm="${AUTH_REALM}"` } },
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },

@@ -1,5 +1,5 @@
 import { BASE_PATH } from './contract.js';
-import { openApiDocument } from './openapi.js';
+import { openApiDocument, ref, type Json } from './openapi.js';
 import { createPet, getPet, healthz, listPets, readyz, type Handler } from './operations.js';
 import { json } from './respond.js';
 import type { Method } from './router.js';
@@ -19,8 +19,18 @@ export interface RouteSpec {
   deprecated?: boolean;
   /** Every status this route answers with, documented in OpenAPI. */
   statuses: readonly number[];
+  /** The rest of its OpenAPI description: parameters and body by component name, the success response. */
+  doc: {
+    parameters?: readonly string[];
+    body?: string;
+    success: { description: string; schema: Json };
+    /** Headers beyond the common ones, by status (component names under `components/headers`). */
+    responseHeaders?: Readonly<Record<number, readonly string[]>>;
+  };
   handler: Handler;
 }
+
+const statusSchema = (value: string): Json => ({ type: 'object', required: ['status'], properties: { status: { const: value } } });
 
 // Built on first request, from the same table it describes.
 let openApiJson: string | undefined;
@@ -30,25 +40,39 @@ export const ROUTES: readonly RouteSpec[] = [
   {
     method: 'GET', path: `${BASE_PATH}/pets`, operationId: 'listPets', summary: 'List pets', auth: true,
     statuses: [200, 400, 401, 429, 500], handler: listPets,
+    doc: {
+      parameters: ['limit', 'status', 'after'],
+      success: { description: 'Pets in ascending id order; a Link rel="next" header is present when more match', schema: ref('Pets') },
+      responseHeaders: { 200: ['Link'] },
+    },
   },
   {
     method: 'POST', path: `${BASE_PATH}/pets`, operationId: 'createPet', summary: 'Add a pet', auth: true,
     statuses: [201, 400, 401, 413, 415, 429, 500, 503], handler: createPet,
+    doc: {
+      body: 'NewPet',
+      success: { description: 'The created pet, with its assigned id', schema: ref('Pet') },
+      responseHeaders: { 201: ['Location'], 503: ['Retry-After'] },
+    },
   },
   {
     method: 'GET', path: `${BASE_PATH}/pets/:petId`, operationId: 'getPet', summary: 'Get a pet (deprecated)', auth: true,
     deprecated: true, statuses: [200, 400, 401, 404, 429, 500], handler: getPet,
+    doc: { parameters: ['petId'], success: { description: 'The pet', schema: ref('Pet') } },
   },
   {
     method: 'GET', path: `${BASE_PATH}/openapi.json`, operationId: 'getOpenApi', summary: 'This interface description',
     auth: false, statuses: [200], handler: serveOpenApi,
+    doc: { success: { description: 'The interface description', schema: { type: 'object', description: 'This OpenAPI 3.1 document' } } },
   },
   {
     method: 'GET', path: '/healthz', operationId: 'getHealth', summary: 'Liveness', auth: false,
     statuses: [200], handler: healthz,
+    doc: { success: { description: 'The process is alive', schema: statusSchema('ok') } },
   },
   {
     method: 'GET', path: '/readyz', operationId: 'getReadiness', summary: 'Readiness: the store is open and writable',
     auth: false, statuses: [200, 503], handler: readyz,
+    doc: { success: { description: 'The store is open and writable', schema: statusSchema('ready') } },
   },
 ];
