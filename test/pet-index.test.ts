@@ -107,3 +107,14 @@ test('paging through a large index with every limit and status yields exactly th
     }
   }
 });
+
+test('get finds every pet across gaps in the ids (ids of failed commits are never reused) and nothing else', () => {
+  const index = new PetIndex();
+  const ids = [1, 2, 5, 6, 9, 40];
+  for (const id of ids) index.append({ id, name: `p${id}`, categoryId: BigInt(id) });
+  for (let id = -1; id <= 41; id++) {
+    assert.equal(index.get(id)?.id, ids.includes(id) ? id : undefined, `id ${id}`);
+  }
+  assert.deepEqual(index.list({ after: 3, limit: 2 }).pets.map((p) => p.id), [5, 6]);
+  assert.deepEqual(index.list({ after: -5, limit: 1 }).pets.map((p) => p.id), [1]);
+});

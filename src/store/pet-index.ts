@@ -32,8 +32,11 @@ export class PetIndex {
 
   get(id: number): Pet | undefined {
     const all = this.#all;
-    const i = firstAbove(all, id - 1);
-    const pet = all[i];
+    // Ids are dense (1, 2, 3, …) except where a failed commit took some: try the position the id
+    // would have first, one memory access instead of a search that misses the cache at every step.
+    const guess = all[id - (all[0]?.id ?? 1)];
+    if (guess !== undefined && guess.id === id) return guess;
+    const pet = all[firstAbove(all, id - 1)];
     return pet !== undefined && pet.id === id ? pet : undefined;
   }
 
@@ -47,6 +50,7 @@ export class PetIndex {
 
 /** Index of the first pet whose id is greater than `id` (pets sorted ascending). */
 function firstAbove(pets: readonly Pet[], id: number): number {
+  if (pets.length === 0 || (pets[0] as Pet).id > id) return 0; // the first page: no search
   let low = 0;
   let high = pets.length;
   while (low < high) {
