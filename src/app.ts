@@ -55,7 +55,13 @@ export function createApp(options: AppOptions): RequestListener {
 
     const finish = (reply: Reply, error?: unknown): void => {
       if (error !== undefined && isServerFault(error)) options.logger.error('request failed', error, { id: requestId, method, path: match.path ?? path });
-      send(res, reply, context);
+      try {
+        send(res, reply, context);
+      } catch (sendError) {
+        // Nothing more can be told to this client (its connection is gone or already answered);
+        // a throw here would otherwise become an unhandled rejection that ends the process.
+        options.logger.error('could not send the response', sendError, { id: requestId, method, path });
+      }
       options.logger.request({ id: requestId, method, path, status: reply.status, ms: Math.round((performance.now() - started) * 100) / 100 });
     };
     const fail = (error: unknown): void => finish(errorReply(error), error);
