@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { HttpError } from './http-error.js';
 import { clientErrorResponse, errorReply, rawErrorResponse, send } from './respond.js';
 import { errorCode } from './system-error.js';
+import { jsonLogger } from './logger.js';
 import { createPetstore, type Petstore, type PetstoreOptions } from './petstore.js';
 
 export interface ListenOptions extends PetstoreOptions {
@@ -41,7 +42,8 @@ export const SERVER_DEFAULTS = {
 
 /** Creates the service and serves it on `node:http`. */
 export async function listen(options: ListenOptions): Promise<RunningServer> {
-  const petstore = await createPetstore(options);
+  const logger = options.logger ?? jsonLogger();
+  const petstore = await createPetstore({ ...options, logger });
   let closing = false;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     if (closing) res.setHeader('connection', 'close');
@@ -89,6 +91,8 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
       server.once('error', reject);
       server.listen(options.port ?? SERVER_DEFAULTS.port, options.host ?? SERVER_DEFAULTS.host, () => {
         server.off('error', reject);
+        // From now on a failed accept (EMFILE on a small ulimit) is reported, not a crash.
+        server.on('error', (error) => logger.error('the server could not accept a connection', error));
         resolve();
       });
     });
