@@ -61,6 +61,7 @@ export function createApp(options: AppOptions): RequestListener {
         // Nothing more can be told to this client (its connection is gone or already answered);
         // a throw here would otherwise become an unhandled rejection that ends the process.
         options.logger.error('could not send the response', sendError, { id: requestId, method, path });
+        res.destroy();
       }
       options.logger.request({ id: requestId, method, path, status: reply.status, ms: Math.round((performance.now() - started) * 100) / 100 });
     };

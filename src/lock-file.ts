@@ -1,4 +1,4 @@
-import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { errorCode } from './system-error.js';
 
@@ -26,8 +26,7 @@ export class LockFile {
       // is a killed predecessor's.
       const live = owner === process.pid ? LockFile.#held.has(path) : owner !== undefined && isRunning(owner);
       if (live && owner !== undefined) return { owner };
-      const taker = takeOverStale(path, owner);
-      if (taker !== undefined) return { owner: taker };
+      if (!takeOverStale(path, owner)) return { owner: owner ?? 0 };
     }
     return { owner: readOwner(path) ?? 0 };
   }
@@ -63,38 +62,38 @@ function create(path: string): boolean {
   }
 }
 
+// A takeover guard older than this was left by a process that died while taking over.
+const GUARD_STALE_MS = 10_000;
+
 /**
- * Removes a dead owner's lock so that it can be created again. The lock is first renamed to a name of
- * our own, which only one of several processes doing this at once can do; if what we renamed is not
- * the dead owner's lock after all (another process took over in between), it is put back and its
- * owner returned.
+ * Removes a dead owner's lock so that it can be created again. Only one process at a time may do
+ * this (an exclusive guard file), and it removes the lock only if it still names the dead owner:
+ * a lock that another process has meanwhile taken is never touched. Returns false when another
+ * process is taking over right now.
  */
-function takeOverStale(path: string, deadOwner: number | undefined): number | undefined {
-  const aside = `${path}.${randomBytes(6).toString('hex')}.stale`;
+function takeOverStale(path: string, deadOwner: number | undefined): boolean {
+  const guard = `${path}.takeover`;
   try {
-    renameSync(path, aside);
+    writeFileSync(guard, `${process.pid}\n`, { mode: 0o600, flag: 'wx' });
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return undefined; // already gone: try to create it
-    throw error;
+    if (errorCode(error) !== 'EEXIST') throw error;
+    const age = Date.now() - (statSync(guard, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+    if (age > GUARD_STALE_MS) remove(guard);
+    return false;
   }
-  const owner = readOwner(aside);
-  if (owner !== deadOwner && owner !== undefined) {
-    try {
-      linkSync(aside, path);
-    } catch (error) {
-      if (errorCode(error) !== 'EEXIST') throw error;
-    }
-    remove(aside);
-    return owner;
+  try {
+    if (readOwner(path) === deadOwner) remove(path);
+    return true;
+  } finally {
+    remove(guard);
   }
-  remove(aside);
-  return undefined;
 }
 
 function readOwner(path: string): number | undefined {
   try {
     const pid = Number.parseInt(readFileSync(path, 'utf8'), 10);
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+    // Linux pids fit in 31 bits; anything else is not a pid (and process.kill would throw on it).
+    return Number.isInteger(pid) && pid > 0 && pid <= 2 ** 31 - 1 ? pid : undefined;
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return undefined;
     throw error;

@@ -60,6 +60,7 @@ async function main(): Promise<void> {
       },
       (error: unknown) => {
         logger.error('stopped with an error; the journal holds every acknowledged pet', error);
+        logger.flush();
         process.exit(1);
       },
     );

@@ -15,7 +15,7 @@ export const SNAPSHOT_FILE = 'pets.json';
 export const SNAPSHOT_FORMAT = 'petstore-pets/1';
 const JOURNAL_NAME = /^pets-journal\.([0-9]{1,15})\.jsonl$/;
 // Temp files of a snapshot write, or of taking the directory lock, that a crash left behind.
-const TEMP_NAME = /^(\.pets\.json\.[0-9a-f]+\.tmp|petstore\.lock\.[0-9a-f]+\.(tmp|stale))$/;
+const TEMP_NAME = /^(\.pets\.json|petstore\.lock)\.[0-9a-f]+\.tmp$/;
 
 export const journalFile = (generation: number): string => `pets-journal.${generation}.jsonl`;
 export const tempSnapshotFile = (suffix: string): string => `.pets.json.${suffix}.tmp`;
