@@ -5,7 +5,7 @@ import type { RouteSpec } from './routes.js';
 export type Json = Record<string, unknown>;
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid request: a parameter or the body is missing or invalid (the message names it)',
+  400: 'Invalid request: a parameter, a header or the body is missing or invalid (the message names it)',
   401: 'API key missing or invalid',
   404: 'The requested pet does not exist',
   413: 'Request body larger than the configured limit (default 64 KiB)',
@@ -35,6 +35,7 @@ export function openApiDocument(routes: readonly RouteSpec[]): Json {
     info: {
       title: 'Pet Store API',
       version: API_VERSION,
+      license: { name: 'MIT', identifier: 'MIT' },
       description: 'List, add and get pets. Every operation under /v1 but this document requires a bearer API key. HEAD is answered wherever GET is, with the same status and headers and no body.',
     },
     servers: [{ url: BASE_PATH }],

@@ -62,17 +62,17 @@ export const ROUTES: readonly RouteSpec[] = [
   },
   {
     method: 'GET', path: `${BASE_PATH}/openapi.json`, operationId: 'getOpenApi', summary: 'This interface description',
-    auth: false, statuses: [200], handler: serveOpenApi,
+    auth: false, statuses: [200, 400], handler: serveOpenApi,
     doc: { success: { description: 'The interface description', schema: { type: 'object', description: 'This OpenAPI 3.1 document' } } },
   },
   {
     method: 'GET', path: '/healthz', operationId: 'getHealth', summary: 'Liveness', auth: false,
-    statuses: [200], handler: healthz,
+    statuses: [200, 400], handler: healthz,
     doc: { success: { description: 'The process is alive', schema: statusSchema('ok') } },
   },
   {
     method: 'GET', path: '/readyz', operationId: 'getReadiness', summary: 'Readiness: the store is open and writable',
-    auth: false, statuses: [200, 503], handler: readyz,
+    auth: false, statuses: [200, 400, 503], handler: readyz,
     doc: { success: { description: 'The store is open and writable', schema: statusSchema('ready') } },
   },
 ];
