@@ -8,7 +8,7 @@ import { errorCode } from './system-error.js';
  * API keys issued by this service, kept in `keys.json` in the data directory as SHA-256 hashes with
  * a label and creation time. The key itself is shown once, when created, and stored nowhere.
  */
-export const KEY_FILE = 'keys.json';
+const KEY_FILE = 'keys.json';
 
 export interface StoredKey {
   id: string;
@@ -17,7 +17,7 @@ export interface StoredKey {
   sha256: string;
 }
 
-export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
+const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
 
 export const keyFilePath = (dataDir: string): string => join(dataDir, KEY_FILE);
 

@@ -56,7 +56,7 @@ export function errorReply(error: unknown): Reply {
   return { status: http.status, body, headers: http.headers };
 }
 
-export function toHttpError(error: unknown): HttpError {
+function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof ValidationError) return new HttpError(400, 'invalid_request', error.message);
   if (error instanceof JsonSyntaxError) return new HttpError(400, 'invalid_request', `request body is not valid JSON: ${error.message}`);

@@ -30,7 +30,7 @@ export function validateNewPet(body: JsonValue): NewPet {
   }
   const pet: NewPet = { name: validateName(body['name']), categoryId: validateCategoryId(body['categoryId']) };
   const status = body['status'];
-  if (status !== undefined) pet.status = validateStatus(status, 'status');
+  if (status !== undefined) pet.status = validateStatus(status, 'field "status"');
   return pet;
 }
 
