@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { parseJson, JsonSyntaxError, type JsonValue } from '../json.js';
-import { petJson, type Pet } from '../pet.js';
+import { petJson, StoredPet, type Pet } from '../pet.js';
 import { validateCategoryId, validateName, validateStatus, ValidationError } from '../validate.js';
 import { readPetLine } from './pet-line.js';
 import { StoreOpenError } from './store.js';
@@ -166,7 +166,7 @@ function decodeUtf8(bytes: Uint8Array, file: string): string {
   }
 }
 
-function toPet(value: JsonValue, where: () => string): Pet {
+function toPet(value: JsonValue, where: () => string): StoredPet {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new StoreOpenError(`${where()}: not a JSON object`);
   try {
     for (const key of Object.keys(value)) {
@@ -179,9 +179,7 @@ function toPet(value: JsonValue, where: () => string): Pet {
     const name = validateName(value['name']);
     const categoryId = validateCategoryId(value['categoryId']);
     const status = value['status'];
-    return status === undefined
-      ? { id: Number(id), name, categoryId }
-      : { id: Number(id), name, categoryId, status: validateStatus(status, 'field "status"') };
+    return StoredPet.from({ id: Number(id), name, categoryId, status: status === undefined ? undefined : validateStatus(status, 'field "status"') });
   } catch (error) {
     if (error instanceof ValidationError) throw new StoreOpenError(`${where()}: ${error.message}`, { cause: error });
     throw error;

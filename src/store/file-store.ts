@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import type { LockFile } from '../lock-file.js';
-import type { NewPet, Pet } from '../pet.js';
+import { StoredPet, type NewPet, type Pet } from '../pet.js';
 import { errorCode } from '../system-error.js';
 import {
   SNAPSHOT_FILE,
@@ -224,12 +224,7 @@ export class FileStore implements PetStore {
       return;
     }
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
-    const pets = batch.map(({ pet }): Pet => {
-      const id = this.#nextId++;
-      return pet.status === undefined
-        ? { id, name: pet.name, categoryId: pet.categoryId }
-        : { id, name: pet.name, categoryId: pet.categoryId, status: pet.status };
-    });
+    const pets = batch.map(({ pet }) => StoredPet.from({ id: this.#nextId++, name: pet.name, categoryId: pet.categoryId, status: pet.status }));
     const bytes = Buffer.from(journalLines(pets));
     try {
       await this.#journal.write(bytes, this.#journalLength);

@@ -1,22 +1,24 @@
-import { INT64_MAX, INT64_MIN, NAME_MAX_LENGTH, type PetStatus } from '../contract.js';
-import type { Pet } from '../pet.js';
-import { isPetStatus } from '../validate.js';
+import { INT64_MAX, INT64_MIN, NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from '../contract.js';
+import { StoredPet } from '../pet.js';
 
 /**
  * A fast reader for the one line format the store itself writes, `petJson(pet)`:
  * `{"id":1,"name":"Rex","categoryId":7,"status":"sold"}`. Start-up with a million pets must take
  * well under two seconds, and a general JSON parse of that many lines takes longer than that.
- * It reads bytes straight from the file buffer, so names are fresh strings that do not pin the file
- * in memory. Anything not in exactly that form (a name with escapes, a hand-edited line) returns
- * undefined and goes through the strict general parser instead, which also reports what is wrong.
+ * Such a line is exactly the pet's JSON text, so the pet keeps it as its text (a fresh string that
+ * does not pin the file buffer in memory). Anything not in exactly that form (a name with escapes, a
+ * hand-edited line) returns undefined and goes through the strict general parser instead, which also
+ * reports what is wrong.
  */
 const ID = bytes('{"id":');
 const NAME = bytes(',"name":"');
 const CATEGORY = bytes('","categoryId":');
 const STATUS = bytes(',"status":"');
 const END_STATUS = bytes('"}');
+// The status constants themselves, so that a million pets share three strings.
+const STATUS_BY_TEXT = new Map<string, PetStatus>(PET_STATUSES.map((status) => [status, status]));
 
-export function readPetLine(buf: Buffer, start: number, end: number): Pet | undefined {
+export function readPetLine(buf: Buffer, start: number, end: number): StoredPet | undefined {
   let pos = expect(buf, start, ID);
   if (pos < 0) return undefined;
   let id = 0;
@@ -34,7 +36,7 @@ export function readPetLine(buf: Buffer, start: number, end: number): Pet | unde
     if (c === 0x5c || c < 0x20) return undefined; // escapes: left to the general parser
     if (c >= 0x80) ascii = false;
   }
-  const name = buf.toString(ascii ? 'latin1' : 'utf8', nameStart, pos);
+  const nameLength = ascii ? pos - nameStart : buf.toString('utf8', nameStart, pos).length;
   pos = expect(buf, pos, CATEGORY);
   if (pos < 0) return undefined;
   const negative = buf[pos] === 0x2d;
@@ -43,13 +45,10 @@ export function readPetLine(buf: Buffer, start: number, end: number): Pet | unde
   while (pos < end && isDigit(buf[pos] as number)) pos++;
   const digits = pos - digitsStart;
   if (digits === 0 || digits > 19 || (digits > 1 && buf[digitsStart] === 0x30) || (negative && digits === 1 && buf[digitsStart] === 0x30)) return undefined;
-  let categoryId: bigint;
-  if (digits <= 15) {
-    let n = 0;
-    for (let i = digitsStart; i < pos; i++) n = n * 10 + ((buf[i] as number) - 0x30);
-    categoryId = BigInt(negative ? -n : n);
-  } else {
-    categoryId = BigInt(buf.toString('latin1', digitsStart - (negative ? 1 : 0), pos));
+  // Fifteen digits or fewer are always inside int64; only longer ones need an exact comparison.
+  if (digits > 15) {
+    const categoryId = BigInt(buf.toString('latin1', digitsStart - (negative ? 1 : 0), pos));
+    if (categoryId < INT64_MIN || categoryId > INT64_MAX) return undefined;
   }
   let status: PetStatus | undefined;
   if (buf[pos] === 0x7d) {
@@ -59,14 +58,13 @@ export function readPetLine(buf: Buffer, start: number, end: number): Pet | unde
     if (pos < 0) return undefined;
     const statusStart = pos;
     while (pos < end && buf[pos] !== 0x22) pos++;
-    const text = buf.toString('latin1', statusStart, pos);
+    status = STATUS_BY_TEXT.get(buf.toString('latin1', statusStart, pos));
     pos = expect(buf, pos, END_STATUS);
-    if (pos < 0 || !isPetStatus(text)) return undefined;
-    status = text;
+    if (pos < 0 || status === undefined) return undefined;
   }
   // Only a pet that is certainly valid is taken here; anything doubtful goes to the general parser.
-  if (pos !== end || name.length === 0 || name.length > NAME_MAX_LENGTH || categoryId < INT64_MIN || categoryId > INT64_MAX) return undefined;
-  return status === undefined ? { id, name, categoryId } : { id, name, categoryId, status };
+  if (pos !== end || nameLength === 0 || nameLength > NAME_MAX_LENGTH) return undefined;
+  return new StoredPet(id, status, buf.toString(ascii ? 'latin1' : 'utf8', start, end));
 }
 
 function bytes(text: string): Buffer {
