@@ -235,3 +235,45 @@ test('/readyz is 503 once the store is closed; /healthz stays 200', async (t) =>
   assert.equal((await server.request('GET', '/readyz', { auth: false })).status, 503);
   assert.equal((await server.request('GET', '/healthz', { auth: false })).status, 200);
 });
+
+test('request lines are gathered into one write, at most 100 ms later; other lines go out at once, after them', async () => {
+  const { jsonLogger } = await import('#dist/logger.js');
+  const writes: string[] = [];
+  const errors: string[] = [];
+  const logger = jsonLogger('info', { write: (text: string) => writes.push(text) }, { write: (text: string) => errors.push(text) });
+  const entry = { id: 'a', method: 'GET', path: '/v1/pets', status: 200, ms: 0.25 };
+  logger.request(entry);
+  logger.request({ ...entry, id: 'b' });
+  assert.deepEqual(writes, [], 'nothing is written synchronously');
+  await new Promise((r) => setTimeout(r, 150));
+  assert.equal(writes.length, 1, 'two request lines, one write');
+  assert.deepEqual(lines(String(writes[0])).map((l) => l['id']), ['a', 'b']);
+
+  logger.request({ ...entry, id: 'c' });
+  logger.info('stopping', { signal: 'SIGTERM' });
+  assert.equal(writes.length, 2, 'the event is written at once, with what was gathered');
+  assert.deepEqual(lines(String(writes[1])).map((l) => l['id'] ?? l['msg']), ['c', 'stopping']);
+  logger.request({ ...entry, id: 'd' });
+  logger.error('failed', new Error('boom'));
+  assert.deepEqual(lines(String(writes[2])).map((l) => l['id']), ['d'], 'stdout is written before stderr');
+  assert.equal(lines(errors.join(''))[0]?.['msg'], 'failed');
+  await new Promise((r) => setTimeout(r, 150));
+  assert.equal(writes.length, 3, 'no empty write when the timer finds nothing gathered');
+});
+
+test('a request line escapes what a client put in the path, and its time is the ISO time of the request', async () => {
+  const { jsonLogger } = await import('#dist/logger.js');
+  let written = '';
+  const logger = jsonLogger('info', { write: (text: string) => (written += text) }, { write: () => {} });
+  const before = Date.now();
+  for (const path of ['/v1/"quoted"', '/v1/back\\slash', '/v1/ctl\u0001\u007f', '/v1/ünï/\u2028']) logger.request({ id: 'x', method: 'GET', path, status: 404, ms: 1 });
+  logger.flush();
+  const after = Date.now();
+  const parsed = lines(written);
+  assert.deepEqual(parsed.map((l) => l['path']), ['/v1/"quoted"', '/v1/back\\slash', '/v1/ctl\u0001\u007f', '/v1/ünï/\u2028']);
+  for (const l of parsed) {
+    const time = Date.parse(l['time'] as string);
+    assert.match(l['time'] as string, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.ok(time >= before && time <= after, `${l['time'] as string} lies within the test`);
+  }
+});
