@@ -53,7 +53,8 @@ export class AuthLimiter {
  * usually holds a whole /64, so counting single IPv6 addresses would let it rotate past the limit).
  */
 export function clientKey(address: string): string {
-  if (!address.includes(':') || address.startsWith('::ffff:')) return address.replace(/^::ffff:/, '');
+  if (!address.includes(':')) return address; // IPv4, the common case: nothing to rewrite
+  if (address.startsWith('::ffff:')) return address.slice('::ffff:'.length); // IPv4-mapped IPv6
   const bare = address.replace(/%.*$/, '');
   const [head = '', tail] = bare.split('::');
   const left = head === '' ? [] : head.split(':');

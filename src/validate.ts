@@ -12,6 +12,8 @@ export class ValidationError extends Error {
 
 const NEW_PET_FIELDS = new Set(['name', 'categoryId', 'status']);
 const DECIMAL_INTEGER = /^-?[0-9]+$/;
+const LEADING_ZERO = /^-?0[0-9]/;
+const LEADING_ZEROS = /^(-?)0+(?=[0-9])/;
 
 export function isPetStatus(value: unknown): value is PetStatus {
   return (PET_STATUSES as readonly unknown[]).includes(value);
@@ -76,8 +78,8 @@ export function parseLimit(raw: string | undefined): number {
 export function parseInt64(raw: string, what: string): bigint {
   if (!DECIMAL_INTEGER.test(raw)) throw new ValidationError(`${what} must be a decimal integer`);
   // Leading zeros change nothing; beyond 19 digits no value fits in int64 (and BigInt need not see it).
-  const digits = raw.replace(/^(-?)0+(?=[0-9])/, '$1');
-  if (digits.replace('-', '').length > 19) throw new ValidationError(`${what} is outside the int64 range`);
+  const digits = LEADING_ZERO.test(raw) ? raw.replace(LEADING_ZEROS, '$1') : raw;
+  if (digits.length - (digits.startsWith('-') ? 1 : 0) > 19) throw new ValidationError(`${what} is outside the int64 range`);
   const value = BigInt(digits);
   if (value < INT64_MIN || value > INT64_MAX) throw new ValidationError(`${what} is outside the int64 range`);
   return value;

@@ -130,6 +130,12 @@ test('parseInt64 parses decimal int64 values exactly', () => {
   assert.equal(parseInt64('-7', 'petId'), -7n);
   assert.equal(parseInt64('9223372036854775807', 'petId'), INT64_MAX);
   assert.equal(parseInt64('-9223372036854775808', 'petId'), INT64_MIN);
+  // Leading zeros change nothing, however many there are.
+  assert.equal(parseInt64('007', 'petId'), 7n);
+  assert.equal(parseInt64('-0042', 'petId'), -42n);
+  assert.equal(parseInt64('000', 'petId'), 0n);
+  assert.equal(parseInt64(`${'0'.repeat(30)}9223372036854775807`, 'petId'), INT64_MAX);
+  assert.equal(parseInt64(`-${'0'.repeat(30)}9223372036854775808`, 'petId'), INT64_MIN);
 });
 
 test('parseInt64 refuses values outside int64', () => {
