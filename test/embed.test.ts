@@ -8,16 +8,15 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type RequestListener as NodeListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { request, TEST_KEY } from './helpers.js';
 import {
   createPetstore, silentLoggerForTests, StoreUnavailableError,
   type ListPage, type ListQuery, type NewPet, type Pet, type PetStore, type Petstore,
 } from './support.js';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
+const HERE = __dirname;
 const PACKAGE_ROOT = resolve(HERE, '../..');
 
 /** The code of the ```js blocks of the README's "## Embedding" section, in order, and its ```text block. */
@@ -235,4 +234,18 @@ test('close() closes the embedder\'s store, and a store that cannot write gives 
 
 test('createPetstore without a store or a data directory is refused', async () => {
   await assert.rejects(createPetstore({ keys: [TEST_KEY], logger: silentLoggerForTests }), TypeError);
+});
+
+test('the package loads with require() as well as import, with the same named exports', async (t) => {
+  const names = ['createPetstore', 'listen', 'jsonLogger', 'FileStore', 'StoreOpenError', 'StoreUnavailableError', 'PET_STATUSES'];
+  const base = join(HERE, `tmp-load-${randomBytes(6).toString('hex')}`);
+  t.after(() => Promise.all([rm(`${base}.cjs`, { force: true }), rm(`${base}.mjs`, { force: true })]));
+  await writeFile(`${base}.cjs`, `const lib = require('petstore-api');\nconsole.log(JSON.stringify(${JSON.stringify(names)}.map((n) => typeof lib[n])));\n`);
+  await writeFile(`${base}.mjs`, `import * as lib from 'petstore-api';\nconsole.log(JSON.stringify(${JSON.stringify(names)}.map((n) => typeof lib[n])));\n`);
+  const expected = JSON.stringify(['function', 'function', 'function', 'function', 'function', 'function', 'object']);
+  for (const file of [`${base}.cjs`, `${base}.mjs`]) {
+    const { code, stdout, stderr } = await runNode(file, 10_000);
+    assert.equal(code, 0, stderr);
+    assert.equal(stdout.trim(), expected, file);
+  }
 });

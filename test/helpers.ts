@@ -9,11 +9,10 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { listen, silentLoggerForTests, type ListenOptions, type RunningServer } from './support.js';
 
 export const TEST_KEY = 'test-key-0123456789abcdef';
-export const SERVER_JS = resolve(fileURLToPath(import.meta.url), '../../server.js');
+export const SERVER_JS = resolve(__dirname, '../server.js');
 
 export async function tempDir(prefix = 'petstore-test-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
