@@ -3,11 +3,11 @@
  * with the same bearer check (SHA-256 compared in constant time) and the same JSON. The real server's
  * throughput and latency are judged against this. Prints its URL as the server does.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import { makePet } from './pets.js';
 
-const sha256 = (text) => createHash('sha256').update(text).digest();
+const sha256 = (text) => hash('sha256', text, 'buffer');
 const key = (process.env.PETSTORE_API_KEYS ?? '').split(',')[0].trim();
 if (key === '') {
   process.stderr.write('floor: set PETSTORE_API_KEYS\n');

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { hash, randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { LockFile } from './lock-file.js';
@@ -17,7 +17,7 @@ export interface StoredKey {
   sha256: string;
 }
 
-const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
+const hashKey = (key: string): string => hash('sha256', key, 'hex');
 
 export const keyFilePath = (dataDir: string): string => join(dataDir, KEY_FILE);
 
