@@ -43,9 +43,8 @@ export class Router<T> {
   find(method: string, path: string): Match<T> {
     const fixed = this.#static.get(path);
     if (fixed !== undefined) return { path: fixed.pattern, value: fixed.byMethod.get(method), allowed: fixed.allowed, params: {} };
-    const segments = path.split('/');
     for (const entry of this.#dynamic) {
-      const params = matchSegments(entry.segments, segments);
+      const params = matchSegments(entry.segments, path);
       if (params !== undefined) return { path: entry.pattern, value: entry.byMethod.get(method), allowed: entry.allowed, params };
     }
     return { path: undefined, value: undefined, allowed: [], params: {} };
@@ -61,18 +60,26 @@ export class Router<T> {
   }
 }
 
-function matchSegments(pattern: readonly string[], segments: readonly string[]): Record<string, string> | undefined {
-  if (pattern.length !== segments.length) return undefined;
+/**
+ * Matches `path` against a pattern's segments in place: static segments are compared where they
+ * stand and only parameters are cut out, so a request allocates no array of segments.
+ */
+function matchSegments(pattern: readonly string[], path: string): Record<string, string> | undefined {
   const params: Record<string, string> = {};
+  let start = 0;
   for (let i = 0; i < pattern.length; i++) {
+    const last = i === pattern.length - 1;
+    let end = last ? path.length : path.indexOf('/', start);
+    if (end === -1) return undefined; // fewer segments than the pattern
+    if (last && path.indexOf('/', start) !== -1) return undefined; // more segments than the pattern
     const expected = pattern[i] as string;
-    const actual = segments[i] as string;
     if (expected.startsWith(':')) {
-      if (actual === '') return undefined;
-      params[expected.slice(1)] = actual;
-    } else if (expected !== actual) {
+      if (end === start) return undefined;
+      params[expected.slice(1)] = path.slice(start, end);
+    } else if (end - start !== expected.length || !path.startsWith(expected, start)) {
       return undefined;
     }
+    start = end + 1;
   }
   return params;
 }

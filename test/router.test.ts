@@ -44,7 +44,8 @@ test('a method name is matched exactly, not case-insensitively', () => {
 });
 
 test('an unknown path gives an empty match', () => {
-  for (const path of ['/', '', '/v1', '/v2/pets', '/v1/pets/1/extra', '/v1/Pets', '/v1/pets/', '//v1/pets']) {
+  for (const path of ['/', '', '/v1', '/v2/pets', '/v1/pets/1/extra', '/v1/pets/1/', '/v1/Pets', '/v1/pets/', '//v1/pets', '//v1/pets/1',
+    '/v1/pet/1', '/v1/petss/1', '/v1pets/1', 'v1/pets/1', '/v1/pets//1', '/v1//pets/1', '/v1/pets/1//']) {
     assert.deepEqual(petRouter().find('GET', path), { path: undefined, value: undefined, allowed: [], params: {} }, path);
   }
 });
