@@ -20,6 +20,8 @@ export interface Logger {
   request(entry: RequestLogEntry): void;
   info(message: string, fields?: LogFields): void;
   error(message: string, error?: unknown, fields?: LogFields): void;
+  /** Writes out anything gathered; called when the service closes. */
+  flush?(): void;
 }
 
 interface Sink {
@@ -45,6 +47,7 @@ export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout,
   const flush = (): void => {
     clearTimeout(timer);
     timer = undefined;
+    process.off('exit', flush);
     if (pending === '') return;
     const text = pending;
     pending = '';
@@ -57,9 +60,14 @@ export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout,
       if (!showInfo) return;
       pending += `{"time":"${timestamp()}","level":"info","msg":"request","id":${jsonString(entry.id)},"method":${jsonString(entry.method)},` +
         `"path":${jsonString(entry.path)},"status":${entry.status},"ms":${entry.ms}}\n`;
-      if (pending.length >= FLUSH_AT) flush();
-      // Not unref'd: a process that ends on its own still writes its last lines.
-      else timer ??= setTimeout(flush, REQUEST_LINE_DELAY_MS);
+      if (pending.length >= FLUSH_AT) {
+        flush();
+      } else if (timer === undefined) {
+        // Not unref'd, so a process that ends on its own still writes its last lines; and one that
+        // calls process.exit (an embedder after close, an uncaught exception) writes them on 'exit'.
+        timer = setTimeout(flush, REQUEST_LINE_DELAY_MS);
+        process.once('exit', flush);
+      }
     },
     info(message, fields) {
       if (!showInfo) return;

@@ -76,5 +76,12 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
     logger,
     cors: corsPolicy(options.corsOrigin),
   });
-  return { handler, store: opened, close: () => opened.close() };
+  const close = async (): Promise<void> => {
+    try {
+      await opened.close();
+    } finally {
+      logger.flush?.();
+    }
+  };
+  return { handler, store: opened, close };
 }

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { resolve } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { request, SERVER_JS, spawnServerFor, startServer, tempDirFor, type ServerProcess } from './helpers.js';
 
@@ -276,4 +277,25 @@ test('a request line escapes what a client put in the path, and its time is the 
     assert.match(l['time'] as string, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     assert.ok(time >= before && time <= after, `${l['time'] as string} lies within the test`);
   }
+});
+
+test('request lines still gathered are written when the process exits, and when the service closes', async (t) => {
+  // An embedder that calls process.exit right after logging must not lose the last lines.
+  const script = `const { jsonLogger } = require(${JSON.stringify(resolve(SERVER_JS, '..', 'index.js'))});
+const logger = jsonLogger();
+logger.request({ id: 'last-one', method: 'GET', path: '/v1/pets', status: 200, ms: 1 });
+process.exit(0);`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let stdout = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  await new Promise((r) => child.once('close', r));
+  assert.deepEqual(requestLines(stdout).map((l) => l['id']), ['last-one']);
+
+  // createPetstore's close() flushes the logger it was given.
+  const { createPetstore } = await import('#dist/petstore.js');
+  const events: string[] = [];
+  const logger = { request: () => events.push('request'), info: () => {}, error: () => {}, flush: () => events.push('flush') };
+  const petstore = await createPetstore({ dataDir: await temp(t), keys: [KEY], logger });
+  await petstore.close();
+  assert.deepEqual(events, ['flush']);
 });
