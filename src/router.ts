@@ -68,10 +68,10 @@ function matchSegments(pattern: readonly string[], path: string): Record<string,
   const params: Record<string, string> = {};
   let start = 0;
   for (let i = 0; i < pattern.length; i++) {
+    const slash = path.indexOf('/', start);
     const last = i === pattern.length - 1;
-    let end = last ? path.length : path.indexOf('/', start);
-    if (end === -1) return undefined; // fewer segments than the pattern
-    if (last && path.indexOf('/', start) !== -1) return undefined; // more segments than the pattern
+    if (last ? slash !== -1 : slash === -1) return undefined; // more, or fewer, segments than the pattern
+    const end = last ? path.length : slash;
     const expected = pattern[i] as string;
     if (expected.startsWith(':')) {
       if (end === start) return undefined;
