@@ -33,7 +33,7 @@ interface Sink {
 // requests; a write per request, or even per turn of the event loop, cost a fifth of a GET's time.
 // Other lines (start, stop, failures) are rare and are written at once, after what is gathered.
 const FLUSH_AT = 64 * 1024;
-const REQUEST_LINE_DELAY_MS = 100;
+const REQUEST_LINE_DELAY_MS = 10;
 
 /**
  * JSON lines: requests and information on stdout, errors on stderr. The log never receives a key or

@@ -237,7 +237,7 @@ test('/readyz is 503 once the store is closed; /healthz stays 200', async (t) =>
   assert.equal((await server.request('GET', '/healthz', { auth: false })).status, 200);
 });
 
-test('request lines are gathered into one write, at most 100 ms later; other lines go out at once, after them', async () => {
+test('request lines are gathered into one write, at most 10 ms later; other lines go out at once, after them', async () => {
   const { jsonLogger } = await import('#dist/logger.js');
   const writes: string[] = [];
   const errors: string[] = [];
@@ -246,7 +246,7 @@ test('request lines are gathered into one write, at most 100 ms later; other lin
   logger.request(entry);
   logger.request({ ...entry, id: 'b' });
   assert.deepEqual(writes, [], 'nothing is written synchronously');
-  await new Promise((r) => setTimeout(r, 150));
+  await new Promise((r) => setTimeout(r, 60));
   assert.equal(writes.length, 1, 'two request lines, one write');
   assert.deepEqual(lines(String(writes[0])).map((l) => l['id']), ['a', 'b']);
 
@@ -258,7 +258,7 @@ test('request lines are gathered into one write, at most 100 ms later; other lin
   logger.error('failed', new Error('boom'));
   assert.deepEqual(lines(String(writes[2])).map((l) => l['id']), ['d'], 'stdout is written before stderr');
   assert.equal(lines(errors.join(''))[0]?.['msg'], 'failed');
-  await new Promise((r) => setTimeout(r, 150));
+  await new Promise((r) => setTimeout(r, 60));
   assert.equal(writes.length, 3, 'no empty write when the timer finds nothing gathered');
 });
 
