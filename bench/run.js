@@ -7,8 +7,8 @@
  * (bench/floor.js, a bare node:http server with the same auth and JSON), both fresh in every round,
  * rounds alternating server/floor. Every figure is the median over rounds; p99 sits beside it.
  *
- * Environment: BENCH_ROUNDS (3), BENCH_SECONDS per measurement (5), BENCH_WARMUP seconds (1),
- * BENCH_CONNECTIONS (10), BENCH_SPAWNS for cold start (5; 3 in scale mode), BENCH_SCALE_SIZES
+ * Environment: BENCH_ROUNDS (5; 3 in scale mode), BENCH_SECONDS per measurement (5), BENCH_WARMUP seconds (1),
+ * BENCH_CONNECTIONS (10), BENCH_SPAWNS for cold start (11; 3 in scale mode), BENCH_SCALE_SIZES
  * (1000,100000,1000000), BENCH_TMPDIR (os.tmpdir(); fsync figures depend on its filesystem).
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -20,11 +20,11 @@ import {
 import { writeSnapshot } from './pets.js';
 
 const SCALE = process.argv.includes('--scale') || process.env.BENCH_SCALE === '1';
-const ROUNDS = envNumber('BENCH_ROUNDS', 3, 1);
+const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is noisy: more rounds, steadier medians
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 10, 1);
-const SPAWNS = envNumber('BENCH_SPAWNS', SCALE ? 3 : 5, 1);
+const SPAWNS = envNumber('BENCH_SPAWNS', SCALE ? 3 : 11, 1);
 const SIZES = (process.env.BENCH_SCALE_SIZES ?? '1000,100000,1000000').split(',').map(Number);
 const RESULTS = join(ROOT, 'bench/results.md');
 const SEED_PETS = 1000;
