@@ -57,3 +57,14 @@ test('the line reader keeps a line in the store\'s own form as the pet\'s text, 
     assert.equal(readPetLine(buf, 0, buf.length), undefined, line);
   }
 });
+
+test('the line reader counts a name in UTF-16 units from its UTF-8 bytes, as the length limit is checked', () => {
+  const line = (name: string): Buffer => Buffer.from(petJson({ id: 1, name, categoryId: 1n }));
+  const fits = line(`${'é'.repeat(200)}${'x'.repeat(54)}🐈`); // 256 units: 200 two-byte, 54 one-byte, one pair
+  assert.equal(readPetLine(fits, 0, fits.length)?.name, `${'é'.repeat(200)}${'x'.repeat(54)}🐈`);
+  // 257 UTF-16 units (256 characters): left to the general parser, which counts characters.
+  const over = line(`${'x'.repeat(255)}🐈`);
+  assert.equal(readPetLine(over, 0, over.length), undefined);
+  const long = line('名'.repeat(257));
+  assert.equal(readPetLine(long, 0, long.length), undefined);
+});

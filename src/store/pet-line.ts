@@ -27,16 +27,17 @@ export function readPetLine(buf: Buffer, start: number, end: number): StoredPet 
   if (pos === idStart || buf[idStart] === 0x30) return undefined;
   pos = expect(buf, pos, NAME);
   if (pos < 0) return undefined;
-  const nameStart = pos;
   let ascii = true;
+  let nameLength = 0; // in UTF-16 units, counted from the (already validated) UTF-8 bytes
   for (;; pos++) {
     if (pos >= end) return undefined;
     const c = buf[pos] as number;
     if (c === 0x22) break;
     if (c === 0x5c || c < 0x20) return undefined; // escapes: left to the general parser
     if (c >= 0x80) ascii = false;
+    if ((c & 0xc0) !== 0x80) nameLength++; // not a continuation byte: a character begins
+    if (c >= 0xf0) nameLength++; // four bytes: a surrogate pair in UTF-16
   }
-  const nameLength = ascii ? pos - nameStart : buf.toString('utf8', nameStart, pos).length;
   pos = expect(buf, pos, CATEGORY);
   if (pos < 0) return undefined;
   const negative = buf[pos] === 0x2d;
