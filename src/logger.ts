@@ -30,7 +30,8 @@ interface Sink {
 
 // Request lines are gathered and written together: at most REQUEST_LINE_DELAY_MS after the first
 // one, or as soon as FLUSH_AT characters wait. Under load one write(2) then carries hundreds of
-// requests; a write per request, or even per turn of the event loop, cost a fifth of a GET's time.
+// requests. (Before, with a write per event-loop turn and toISOString and JSON.stringify on every
+// line, the log took a fifth of a GET's CPU time: 41 µs against 32 µs with logging off, under wrk.)
 // Other lines (start, stop, failures) are rare and are written at once, after what is gathered.
 const FLUSH_AT = 64 * 1024;
 const REQUEST_LINE_DELAY_MS = 10;
