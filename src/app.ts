@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthLimiter } from './auth-limiter.js';
 import { authenticate } from './authenticate.js';
@@ -10,6 +9,7 @@ import type { Keyring } from './keyring.js';
 import type { Logger } from './logger.js';
 import type { Handler } from './operations.js';
 import { errorReply, isServerFault, send, type Reply } from './respond.js';
+import { newRequestId } from './request-id.js';
 import { Router, type Match } from './router.js';
 import { ROUTES, type RouteSpec } from './routes.js';
 import type { PetStore } from './store/store.js';
@@ -42,7 +42,7 @@ export function createApp(options: AppOptions): RequestListener {
     // process.hrtime, not performance.now: the latter loads all of perf_hooks (9 built-in modules).
     const started = process.hrtime.bigint();
     const clientId = req.headers['x-request-id'];
-    const requestId = acceptableRequestId(clientId) ? clientId : randomUUID();
+    const requestId = acceptableRequestId(clientId) ? clientId : newRequestId();
     const { path, search } = splitTarget(req.url ?? '/');
     const method = req.method ?? '';
     const match = router.find(method, path);
