@@ -2,8 +2,13 @@
  * The floor: the least a node:http server must do to answer the same GET requests as the real one,
  * with the same bearer check (SHA-256 compared in constant time) and the same JSON. The real server's
  * throughput and latency are judged against this. Prints its URL as the server does.
+ *
+ * With --contract-headers it also sends the response headers decisions.md requires (Cache-Control,
+ * X-Content-Type-Options, a new X-Request-Id; on a page of pets Link rel="next"; on a single pet
+ * Deprecation, Sunset and Link): a
+ * reference for what those headers alone cost a bare server, measured beside the floor.
  */
-import { hash, timingSafeEqual } from 'node:crypto';
+import { hash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import { makePet } from './pets.js';
 
@@ -17,9 +22,14 @@ const keyHash = sha256(key);
 const portFlag = process.argv.indexOf('--port');
 const port = portFlag === -1 ? 0 : Number(process.argv[portFlag + 1]);
 const pets = Array.from({ length: 1000 }, (_, i) => makePet(i + 1));
+const contractHeaders = process.argv.includes('--contract-headers');
+const NEXT_PAGE = { link: '</v1/pets?limit=20&after=20>; rel="next"' };
+const DEPRECATED = { deprecation: '@1795564800', sunset: 'Thu, 05 Dec 2030 00:00:00 GMT', link: '</v1/pets>; rel="successor-version"' };
 
-function send(res, status, body) {
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+function send(res, status, body, extra = undefined) {
+  const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+  if (contractHeaders) Object.assign(headers, { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'x-request-id': randomUUID() }, extra);
+  res.writeHead(status, headers);
   res.end(body);
 }
 
@@ -27,10 +37,10 @@ const server = createServer((req, res) => {
   const token = /^Bearer +(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
   if (token === undefined || !timingSafeEqual(sha256(token), keyHash)) return send(res, 401, '{"code":"unauthorized"}');
   const path = req.url.split('?', 1)[0];
-  if (req.method === 'GET' && path === '/v1/pets') return send(res, 200, JSON.stringify(pets.slice(0, 20)));
+  if (req.method === 'GET' && path === '/v1/pets') return send(res, 200, JSON.stringify(pets.slice(0, 20)), NEXT_PAGE);
   const id = /^\/v1\/pets\/([0-9]{1,10})$/.exec(path)?.[1];
   const pet = req.method === 'GET' && id !== undefined ? pets[Number(id) - 1] : undefined;
-  if (pet !== undefined) return send(res, 200, JSON.stringify(pet));
+  if (pet !== undefined) return send(res, 200, JSON.stringify(pet), DEPRECATED);
   send(res, 404, '{"code":"not_found"}');
 });
 server.listen(port, '127.0.0.1', () => {

@@ -5,7 +5,9 @@
  *
  * Main mode: the built server on a temp data dir seeded with 1,000 pets (half "sold"), and the floor
  * (bench/floor.js, a bare node:http server with the same auth and JSON), both fresh in every round,
- * rounds alternating server/floor. Every figure is the median over rounds; p99 sits beside it.
+ * rounds alternating server/floor. Beside them the floor once more with the response headers that
+ * decisions.md requires, for the GETs only: what those headers alone cost. Every figure is the
+ * median over rounds; p99 sits beside it.
  *
  * Environment: BENCH_ROUNDS (5; 3 in scale mode), BENCH_SECONDS per measurement (5), BENCH_WARMUP seconds (1),
  * BENCH_CONNECTIONS (10), BENCH_SPAWNS for cold start (11; 3 in scale mode), BENCH_SCALE_SIZES
@@ -44,15 +46,18 @@ function seededDir(snapshot) {
   return dir;
 }
 
-/** The floor must answer what the server answers, or the comparison means nothing. */
-async function sanity(server, floor) {
+/** The floors must answer what the server answers, or the comparison means nothing. */
+async function sanity(server, floor, headers) {
   const problems = [];
   for (const path of ['/v1/pets?limit=20', '/v1/pets/7']) {
-    const [s, f] = await Promise.all([get(server.origin, path), get(floor.origin, path)]);
+    const [s, f, h] = await Promise.all([get(server.origin, path), get(floor.origin, path), get(headers.origin, path)]);
     if (s.status !== 200 || f.status !== 200 || s.body !== f.body) problems.push(`${path}: server ${s.status} and floor ${f.status} bodies differ`);
     if (s.headers['content-type'] !== 'application/json') problems.push(`${path}: server content-type ${s.headers['content-type']}`);
+    // The same header names, and the same values but for the ones that change with every answer.
+    const shown = (r) => Object.entries(r.headers).filter(([n]) => n !== 'date').map(([n, v]) => (n === 'x-request-id' ? n : `${n}: ${v}`)).sort().join('; ');
+    if (h.body !== s.body || shown(h) !== shown(s)) problems.push(`${path}: the floor with headers sends ${shown(h)}; the server ${shown(s)}`);
   }
-  for (const t of [server, floor]) {
+  for (const t of [server, floor, headers]) {
     for (const headers of [{}, { authorization: 'Bearer wrong-key' }]) {
       const r = await get(t.origin, '/v1/pets', headers);
       if (r.status !== 401) problems.push(`${t.kind} answered ${r.status} without a valid key`);
@@ -103,7 +108,7 @@ async function mainMode() {
   writeSnapshot(seed, SEED_PETS);
   const kinds = ['server', 'floor'];
   const keys = ['list', 'one', 'sold', 'post1', 'post16'];
-  const rounds = Object.fromEntries(keys.map((k) => [k, { server: [], floor: [] }]));
+  const rounds = Object.fromEntries(keys.map((k) => [k, { server: [], floor: [], headers: [] }]));
   const idle = { server: [], floor: [] };
   const peak = { server: [], floor: [] };
   const cold = { server: [], floor: [] };
@@ -118,11 +123,13 @@ async function mainMode() {
       started.push(server);
       const floor = await start('floor');
       started.push(floor);
+      const headers = await start('headers');
+      started.push(headers);
       await sleep(1000);
       idle.server.push(memory(server.pid).rss);
       idle.floor.push(memory(floor.pid).rss);
-      if (r === 0) problems = await sanity(server, floor);
-      const top = { server: 0, floor: 0 };
+      if (r === 0) problems = await sanity(server, floor, headers);
+      const top = { server: 0, floor: 0, headers: 0 };
       const run = async (key, target, workload, connections) => {
         const m = await measure(target, workload, opts(connections));
         rounds[key][target.kind].push(m);
@@ -130,12 +137,12 @@ async function mainMode() {
         progress(`  ${key.padEnd(6)} ${target.kind.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}  rss ${fmt.mb(m.peakRss)} MB`);
       };
       if (WARMUP > 0) {
-        for (const [t, w] of [[server, list], [floor, list], [server, one(SEED_PETS)], [floor, one(SEED_PETS)], [server, sold(100)], [server, create]]) {
+        for (const [t, w] of [[server, list], [floor, list], [headers, list], [server, one(SEED_PETS)], [floor, one(SEED_PETS)], [headers, one(SEED_PETS)], [server, sold(100)], [server, create]]) {
           await measure(t, w, opts(CONNECTIONS, WARMUP));
         }
       }
       // Alternate who goes first, so neither always runs on a warmer (or hotter) machine.
-      const order = r % 2 === 0 ? [server, floor] : [floor, server];
+      const order = r % 2 === 0 ? [server, floor, headers] : [headers, floor, server];
       for (const t of order) await run('list', t, list);
       for (const t of order) await run('one', t, one(SEED_PETS));
       await run('sold', server, sold(100));
@@ -171,12 +178,17 @@ async function mainMode() {
     const v = rounds[key][kind].map((m) => m.rps);
     return v.length === 0 ? '' : ` (${fmt.int(Math.min(...v))}–${fmt.int(Math.max(...v))})`;
   };
-  const errors = (key) => kinds.flatMap((k) => rounds[key][k]).reduce((sum, m) => sum + m.errors, 0);
+  const errors = (key) => Object.values(rounds[key]).flat().reduce((sum, m) => sum + m.errors, 0);
   const loadRow = (label, key, withFloor) => {
     const s = [`${fmt.int(stat(key, 'server', 'rps'))}${range(key, 'server')}`, fmt.ms(stat(key, 'server', 'p50')), fmt.ms(stat(key, 'server', 'p99'))];
     const f = withFloor ? [`${fmt.int(stat(key, 'floor', 'rps'))}${range(key, 'floor')}`, fmt.ms(stat(key, 'floor', 'p50')), fmt.ms(stat(key, 'floor', 'p99'))] : ['', '', ''];
     const ratio = withFloor ? fmt.ratio(stat(key, 'server', 'rps') / stat(key, 'floor', 'rps')) : '';
     return `| ${label} | ${s.join(' | ')} | ${f.join(' | ')} | ${ratio} | ${errors(key)} |`;
+  };
+  const headersRow = (label, key) => {
+    const h = stat(key, 'headers', 'rps');
+    return `| ${label} | ${fmt.int(h)}${range(key, 'headers')} | ${fmt.ms(stat(key, 'headers', 'p50'))} | ${fmt.ms(stat(key, 'headers', 'p99'))} | ` +
+      `${fmt.ratio(h / stat(key, 'floor', 'rps'))} | ${fmt.ratio(stat(key, 'server', 'rps') / h)} |`;
   };
   const plainRow = (label, server, floor, format) => `| ${label} | ${format(server)} | | | ${format(floor)} | | | ${fmt.ratio(server / floor)} | |`;
   const m = machine();
@@ -210,6 +222,17 @@ async function mainMode() {
           `(${fmt.int(traced[16].syncs)} for ${fmt.int(traced[16].creates)}, group commit).`),
     'Errors: responses other than 200 (GET) or 201 (POST), plus socket errors and timeouts, summed over all rounds.',
     'The server runs with its defaults (log level info: one JSON line per request on stdout, drained by the runner); the floor logs nothing.',
+    '',
+    '### What the contract\'s response headers cost',
+    '',
+    'The floor once more, with the headers decisions.md requires on every answer (Cache-Control, X-Content-Type-Options, ' +
+      'a new X-Request-Id from crypto.randomUUID), on a page with more after it (Link rel="next") and on getPet (Deprecation, Sunset, Link); ' +
+      'measured in the same rounds.',
+    '',
+    '| Measure | Floor + headers | p50 ms | p99 ms | It ÷ floor | Server ÷ it |',
+    '|---|--:|--:|--:|--:|--:|',
+    headersRow('GET /v1/pets?limit=20, req/s', 'list'),
+    headersRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, req/s`, 'one'),
     ...(problems.length === 0 ? [] : ['', `**Sanity check failed:** ${problems.join('; ')}`]),
   ].join('\n');
   writeSection(RESULTS, 'main', markdown);
