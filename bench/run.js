@@ -198,7 +198,7 @@ async function mainMode() {
     '## Server vs floor',
     '',
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
-    `${ROUNDS} rounds (fresh server and floor each round, order alternating) × ${SECONDS} s per measurement after ${WARMUP} s warm-up; ` +
+    `${ROUNDS} rounds (fresh server, floor and floor + headers each round, order alternating) × ${SECONDS} s per measurement after ${WARMUP} s warm-up; ` +
       `${CONNECTIONS} keep-alive connections unless stated; autocannon in the runner process on the same machine. ` +
       `Figures are medians over rounds, (min–max) of the rounds beside req/s; latency p50/p99 from every response.`,
     '',
