@@ -262,6 +262,23 @@ test('request lines are gathered into one write, at most 10 ms later; other line
   assert.equal(writes.length, 3, 'no empty write when the timer finds nothing gathered');
 });
 
+test('request lines are written as soon as about 64 KiB wait, counting long paths, before the 10 ms are up', async () => {
+  const { jsonLogger } = await import('#dist/logger.js');
+  const writes: string[] = [];
+  const logger = jsonLogger('info', { write: (text: string) => writes.push(text) }, { write: () => {} });
+  const entry = { id: 'a', method: 'GET', path: '/v1/pets', status: 200, ms: 0.25 };
+  for (let i = 0; i < 100; i++) logger.request(entry);
+  assert.deepEqual(writes, [], '100 short lines wait for the timer');
+  logger.flush();
+  assert.equal(writes.length, 1);
+  const long = { ...entry, path: `/v1/${'x'.repeat(16 * 1024)}` };
+  for (let i = 0; i < 8; i++) logger.request(long);
+  assert.equal(writes.length, 3, 'four 16 KiB paths make one write at once; the next four another');
+  assert.deepEqual([lines(String(writes[1])).length, lines(String(writes[2])).length], [4, 4]);
+  logger.flush();
+  assert.equal(writes.length, 3, 'nothing was left waiting');
+});
+
 test('a request line escapes what a client put in the path, and its time is the ISO time of the request', async () => {
   const { jsonLogger } = await import('#dist/logger.js');
   let written = '';
