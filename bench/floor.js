@@ -3,12 +3,12 @@
  * with the same bearer check (SHA-256 compared in constant time) and the same JSON. The real server's
  * throughput and latency are judged against this. Prints its URL as the server does.
  *
- * With --contract-headers it also sends the response headers decisions.md requires (Cache-Control,
- * X-Content-Type-Options, a new X-Request-Id; on a page of pets Link rel="next"; on a single pet
- * Deprecation, Sunset and Link): a
- * reference for what those headers alone cost a bare server, measured beside the floor.
+ * With --contract-headers it also sends the response headers the service must send: Cache-Control
+ * and X-Content-Type-Options (issue 6), a new X-Request-Id made as the server makes it (issue 5),
+ * Link rel="next" on a page with more, and Deprecation, Sunset and Link on a single pet
+ * (decisions.md). It shows what those headers alone cost a bare server, measured beside the floor.
  */
-import { hash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import { makePet } from './pets.js';
 
@@ -23,13 +23,19 @@ const portFlag = process.argv.indexOf('--port');
 const port = portFlag === -1 ? 0 : Number(process.argv[portFlag + 1]);
 const pets = Array.from({ length: 1000 }, (_, i) => makePet(i + 1));
 const contractHeaders = process.argv.includes('--contract-headers');
-const NEXT_PAGE = { link: '</v1/pets?limit=20&after=20>; rel="next"' };
-const DEPRECATED = { deprecation: '@1795564800', sunset: 'Thu, 05 Dec 2030 00:00:00 GMT', link: '</v1/pets>; rel="successor-version"' };
+// Loaded only then, so the plain floor's cold start stays two files of its own.
+const { newRequestId } = contractHeaders ? await import('../dist/request-id.js') : {};
+const NEXT_PAGE = ['link', '</v1/pets?limit=20&after=20>; rel="next"'];
+const DEPRECATED = ['deprecation', '@1795564800', 'sunset', 'Thu, 05 Dec 2030 00:00:00 GMT', 'link', '</v1/pets>; rel="successor-version"'];
 
-function send(res, status, body, extra = undefined) {
-  const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
-  if (contractHeaders) Object.assign(headers, { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'x-request-id': randomUUID() }, extra);
-  res.writeHead(status, headers);
+function send(res, status, body, extra = []) {
+  const length = Buffer.byteLength(body);
+  if (contractHeaders) {
+    res.writeHead(status, ['content-type', 'application/json', 'cache-control', 'no-store', 'x-content-type-options', 'nosniff',
+      'x-request-id', newRequestId(), ...extra, 'content-length', length]);
+  } else {
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': length });
+  }
   res.end(body);
 }
 

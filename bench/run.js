@@ -5,9 +5,9 @@
  *
  * Main mode: the built server on a temp data dir seeded with 1,000 pets (half "sold"), and the floor
  * (bench/floor.js, a bare node:http server with the same auth and JSON), both fresh in every round,
- * rounds alternating server/floor. Beside them the floor once more with the response headers that
- * decisions.md requires, for the GETs only: what those headers alone cost. Every figure is the
- * median over rounds; p99 sits beside it.
+ * rounds alternating server/floor. Beside them the floor once more with the response headers the
+ * service must send (decisions.md, issues 5 and 6), for the GETs only: what those headers alone
+ * cost. Every figure is the median over rounds; p99 sits beside it.
  *
  * Environment: BENCH_ROUNDS (5; 3 in scale mode), BENCH_SECONDS per measurement (5), BENCH_WARMUP seconds (1),
  * BENCH_CONNECTIONS (10), BENCH_SPAWNS for cold start (11; 3 in scale mode), BENCH_SCALE_SIZES
@@ -223,11 +223,11 @@ async function mainMode() {
     'Errors: responses other than 200 (GET) or 201 (POST), plus socket errors and timeouts, summed over all rounds.',
     'The server runs with its defaults (log level info: one JSON line per request on stdout, drained by the runner); the floor logs nothing.',
     '',
-    '### What the contract\'s response headers cost',
+    '### What the required response headers cost',
     '',
-    'The floor once more, with the headers decisions.md requires on every answer (Cache-Control, X-Content-Type-Options, ' +
-      'a new X-Request-Id from crypto.randomUUID), on a page with more after it (Link rel="next") and on getPet (Deprecation, Sunset, Link); ' +
-      'measured in the same rounds.',
+    'The floor once more, with the headers the service must send: on every answer Cache-Control and X-Content-Type-Options (issue 6) ' +
+      'and a new X-Request-Id made as the server makes it (issue 5); on a page with more after it Link rel="next", and on getPet ' +
+      'Deprecation, Sunset and Link (decisions.md). Measured in the same rounds.',
     '',
     '| Measure | Floor + headers | p50 ms | p99 ms | It ÷ floor | Server ÷ it |',
     '|---|--:|--:|--:|--:|--:|',
