@@ -30,8 +30,9 @@ interface Sink {
 
 // Request lines are gathered and written together: at most REQUEST_LINE_DELAY_MS after the first
 // one, or as soon as about FLUSH_AT characters wait (paths and ids counted, so that long paths
-// cannot pile up). Under load one write(2) then carries hundreds of requests. (Before, with a write per event-loop turn and toISOString and JSON.stringify on every
-// line, the log took a fifth of a GET's CPU time: 41 µs against 32 µs with logging off, under wrk.)
+// cannot pile up). Under load one write(2) then carries hundreds of requests. (Before, with a
+// write per event-loop turn and toISOString and JSON.stringify on every line, the log took a
+// fifth of a GET's CPU time: 41 µs against 32 µs with logging off, under wrk.)
 // The lines are formatted when they are written, all in one loop, not as each request ends: under
 // wrk (GET one pet, 5 alternating rounds) that measured 25.2 µs of CPU per request against 26.1 µs.
 // Other lines (start, stop, failures) are rare and are written at once, after what is gathered.
