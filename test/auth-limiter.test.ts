@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AuthLimiter, clientKey } from '#dist/auth-limiter.js';
+import { AuthLimiter, clientKey } from '#dist/auth/limiter.js';
 
 test('an address is blocked after the limit until its window ends, then starts afresh', () => {
   const limiter = new AuthLimiter(3, 60_000);

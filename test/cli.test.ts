@@ -8,7 +8,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { SETTINGS } from '#dist/config.js';
+import { SETTINGS } from '#dist/cli/config.js';
 import { request, runCli, spawnServerFor, tempDirFor, type ServerProcess } from './helpers.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');

@@ -1,7 +1,7 @@
 /** Unit tests of the strict JSON parser: exact integers, strict strings, no prototype tricks. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { JsonSyntaxError, parseJson, type JsonValue } from '#dist/json.js';
+import { JsonSyntaxError, parseJson, type JsonValue } from '#dist/lib/json.js';
 
 /** Asserts that parsing fails with a JsonSyntaxError (at `position`, when given). */
 function rejects(text: string, position?: number): void {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { LockFile } from '#dist/lock-file.js';
+import { LockFile } from '#dist/lib/lock-file.js';
 import { tempDirFor } from './helpers.js';
 
 const DEAD_PID = 2147483646;

@@ -238,7 +238,7 @@ test('/readyz is 503 once the store is closed; /healthz stays 200', async (t) =>
 });
 
 test('request lines are gathered into one write, at most 10 ms later; other lines go out at once, after them', async () => {
-  const { jsonLogger } = await import('#dist/logger.js');
+  const { jsonLogger } = await import('#dist/lib/logger.js');
   const writes: string[] = [];
   const errors: string[] = [];
   const logger = jsonLogger('info', { write: (text: string) => writes.push(text) }, { write: (text: string) => errors.push(text) });
@@ -263,7 +263,7 @@ test('request lines are gathered into one write, at most 10 ms later; other line
 });
 
 test('request lines are written as soon as about 64 KiB wait, counting long paths, before the 10 ms are up', async () => {
-  const { jsonLogger } = await import('#dist/logger.js');
+  const { jsonLogger } = await import('#dist/lib/logger.js');
   const writes: string[] = [];
   const logger = jsonLogger('info', { write: (text: string) => writes.push(text) }, { write: () => {} });
   const entry = { id: 'a', method: 'GET', path: '/v1/pets', status: 200, ms: 0.25 };
@@ -280,7 +280,7 @@ test('request lines are written as soon as about 64 KiB wait, counting long path
 });
 
 test('a request line escapes what a client put in the path, and its time is the ISO time of the request', async () => {
-  const { jsonLogger } = await import('#dist/logger.js');
+  const { jsonLogger } = await import('#dist/lib/logger.js');
   let written = '';
   const logger = jsonLogger('info', { write: (text: string) => (written += text) }, { write: () => {} });
   const before = Date.now();
@@ -309,7 +309,7 @@ process.exit(0);`;
   assert.deepEqual(requestLines(stdout).map((l) => l['id']), ['last-one']);
 
   // createPetstore's close() flushes the logger it was given.
-  const { createPetstore } = await import('#dist/petstore.js');
+  const { createPetstore } = await import('#dist/service/petstore.js');
   const events: string[] = [];
   const logger = { request: () => events.push('request'), info: () => {}, error: () => {}, flush: () => events.push('flush') };
   const petstore = await createPetstore({ dataDir: await temp(t), keys: [KEY], logger });

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PetIndex } from '#dist/store/pet-index.js';
-import type { Pet } from '#dist/pet.js';
-import type { PetStatus } from '#dist/contract.js';
+import type { Pet } from '#dist/pet/pet.js';
+import type { PetStatus } from '#dist/pet/contract.js';
 
 const STATUSES: readonly PetStatus[] = ['available', 'pending', 'sold'];
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { StoredPet, petJson, petsJson, type Pet } from '#dist/pet.js';
+import { StoredPet, petJson, petsJson, type Pet } from '#dist/pet/pet.js';
 import { readPetLine } from '#dist/store/pet-line.js';
 
 const PETS: Pet[] = [

@@ -1,7 +1,7 @@
 /** Unit tests of the router: data behind `add` and `find`, where `find` always returns a Match. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { METHODS, Router } from '#dist/router.js';
+import { METHODS, Router } from '#dist/http/router.js';
 
 function petRouter(): Router<string> {
   return new Router<string>()

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file-store.js';
 import { StoreUnavailableError } from '#dist/store/store.js';
-import { petJson, type NewPet, type Pet } from '#dist/pet.js';
+import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
 import { TEST_KEY, request, spawnServer, type ServerProcess } from './helpers.js';
 import { Crash, DEAD_PID, TestFileSystem, dataDir, dataFiles, defer, isJournalPath, isTempPath, plain, within, type Call } from './store-support.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file-store.js';
 import { StoreOpenError, StoreUnavailableError } from '#dist/store/store.js';
-import { petJson, type NewPet, type Pet } from '#dist/pet.js';
+import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
 import { startServer } from './helpers.js';
 import {
   TestFileSystem, dataDir, dataFiles, defer, fileBytes, isJournalPath, isTempPath, plain, type Call, type Fault,

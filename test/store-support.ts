@@ -6,8 +6,8 @@
 import { cp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { nodeFileSystem, type FileSystem, type StoreFile } from '#dist/store/file-system.js';
-import type { Pet } from '#dist/pet.js';
+import { nodeFileSystem, type FileSystem, type StoreFile } from '#dist/lib/file-system.js';
+import type { Pet } from '#dist/pet/pet.js';
 import { tempDir } from './helpers.js';
 
 export type Op = 'open' | 'readFile' | 'readdir' | 'mkdir' | 'rename' | 'unlink' | 'syncDir' | 'write' | 'datasync' | 'truncate' | 'close';

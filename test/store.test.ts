@@ -4,8 +4,8 @@ import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '#dist/store/file-store.js';
 import { StoreOpenError, StoreUnavailableError } from '#dist/store/store.js';
-import { petJson, type NewPet, type Pet } from '#dist/pet.js';
-import type { PetStatus } from '#dist/contract.js';
+import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
+import type { PetStatus } from '#dist/pet/contract.js';
 import { DEAD_PID, TestFileSystem, dataDir, dataFiles, defer, isJournalPath, plain } from './store-support.js';
 
 const STATUSES: ReadonlyArray<PetStatus | undefined> = [undefined, 'available', 'pending', 'sold'];

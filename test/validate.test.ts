@@ -1,10 +1,10 @@
 /** Unit tests of the validators: NewPet fields, `limit`, `status` and int64 parsing. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseJson } from '#dist/json.js';
+import { parseJson } from '#dist/lib/json.js';
 import {
   isPetStatus, parseInt64, parseLimit, validateCategoryId, validateName, validateNewPet, validateStatus, ValidationError,
-} from '#dist/validate.js';
+} from '#dist/pet/validate.js';
 
 const INT64_MAX = 9223372036854775807n;
 const INT64_MIN = -9223372036854775808n;

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
-import { parseJson, JsonSyntaxError, type JsonValue } from '../json.js';
-import { petJson, StoredPet, type Pet } from '../pet.js';
-import { validateCategoryId, validateName, validateStatus, ValidationError } from '../validate.js';
+import { parseJson, JsonSyntaxError, type JsonValue } from '../lib/json.js';
+import { petJson, StoredPet, type Pet } from '../pet/pet.js';
+import { validateCategoryId, validateName, validateStatus, ValidationError } from '../pet/validate.js';
 import { readPetLine } from './pet-line.js';
 import { StoreOpenError } from './store.js';
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
-import type { LockFile } from '../lock-file.js';
-import { StoredPet, type NewPet, type Pet } from '../pet.js';
-import { errorCode } from '../system-error.js';
+import type { LockFile } from '../lib/lock-file.js';
+import { StoredPet, type NewPet, type Pet } from '../pet/pet.js';
+import { errorCode } from '../lib/system-error.js';
 import {
   SNAPSHOT_FILE,
   isTempFile,
@@ -14,7 +14,7 @@ import {
   snapshotChunks,
   tempSnapshotFile,
 } from './data-format.js';
-import { nodeFileSystem, type FileSystem, type StoreFile } from './file-system.js';
+import { nodeFileSystem, type FileSystem, type StoreFile } from '../lib/file-system.js';
 import { DirectoryLock } from './lock.js';
 import { PetIndex } from './pet-index.js';
 import { StoreOpenError, StoreUnavailableError, type ListPage, type ListQuery, type PetStore } from './store.js';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { LockFile } from '../lock-file.js';
-import { errorCode } from '../system-error.js';
+import { LockFile } from '../lib/lock-file.js';
+import { errorCode } from '../lib/system-error.js';
 import { StoreOpenError } from './store.js';
 
 const LOCK_FILE = 'petstore.lock';

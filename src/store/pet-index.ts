@@ -1,5 +1,5 @@
-import { PET_STATUSES, type PetStatus } from '../contract.js';
-import type { Pet } from '../pet.js';
+import { PET_STATUSES, type PetStatus } from '../pet/contract.js';
+import type { Pet } from '../pet/pet.js';
 import type { ListPage, ListQuery } from './store.js';
 
 /**

@@ -1,5 +1,5 @@
-import { INT64_MAX, INT64_MIN, NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from '../contract.js';
-import { StoredPet } from '../pet.js';
+import { INT64_MAX, INT64_MIN, NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from '../pet/contract.js';
+import { StoredPet } from '../pet/pet.js';
 
 /**
  * A fast reader for the one line format the store itself writes, `petJson(pet)`:

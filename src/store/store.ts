@@ -1,5 +1,5 @@
-import type { PetStatus } from '../contract.js';
-import type { NewPet, Pet } from '../pet.js';
+import type { PetStatus } from '../pet/contract.js';
+import type { NewPet, Pet } from '../pet/pet.js';
 
 export interface ListQuery {
   /** Exclusive cursor: only pets with a larger id. 0 lists from the start. */

@@ -1,18 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AuthLimiter } from './auth-limiter.js';
+import type { AuthLimiter } from '../auth/limiter.js';
 import { authenticate } from './authenticate.js';
-import { DEPRECATION_HEADERS } from './contract.js';
+import { DEPRECATION_HEADERS } from '../pet/contract.js';
 import { corsHeaders, preflightReply, type CorsPolicy } from './cors.js';
 import { acceptableRequestId, headerCount } from './headers.js';
 import { HttpError } from './http-error.js';
-import type { Keyring } from './keyring.js';
-import type { Logger } from './logger.js';
+import type { Keyring } from '../auth/keyring.js';
+import type { Logger } from '../lib/logger.js';
 import type { Handler } from './operations.js';
 import { errorReply, isServerFault, send, type Reply } from './respond.js';
 import { newRequestId } from './request-id.js';
 import { Router, type Match } from './router.js';
 import { ROUTES, type RouteSpec } from './routes.js';
-import type { PetStore } from './store/store.js';
+import type { PetStore } from '../store/store.js';
 import { splitTarget } from './url.js';
 
 const DEPRECATION_HEADER_PAIRS = Object.entries(DEPRECATION_HEADERS).flat();

@@ -1,7 +1,7 @@
-import { BEARER_TOKEN } from './authenticate.js';
-import { LOG_LEVELS, type LogLevel } from './logger.js';
-import { SERVER_DEFAULTS } from './listen.js';
-import { DEFAULTS } from './petstore.js';
+import { BEARER_TOKEN } from '../auth/keyring.js';
+import { LOG_LEVELS, type LogLevel } from '../lib/logger.js';
+import { SERVER_DEFAULTS } from '../service/listen.js';
+import { DEFAULTS } from '../service/petstore.js';
 
 /** Everything the command line configures. Each setting has a flag and an environment twin; the flag wins. */
 export interface Config {

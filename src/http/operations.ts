@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BASE_PATH } from './contract.js';
+import { BASE_PATH } from '../pet/contract.js';
 import { readJsonBody } from './body.js';
 import { HttpError } from './http-error.js';
-import { petJson, petsJson, type Pet } from './pet.js';
+import { petJson, petsJson, type Pet } from '../pet/pet.js';
 import { json, type Reply } from './respond.js';
-import type { PetStore } from './store/store.js';
+import type { PetStore } from '../store/store.js';
 import { parseQuery, decodeComponent, singleParam } from './url.js';
-import { parseInt64, parseLimit, validateNewPet, validateStatus } from './validate.js';
+import { parseInt64, parseLimit, validateNewPet, validateStatus } from '../pet/validate.js';
 
 /** What a handler may use of its request; it answers with a Reply and never writes to `res` itself. */
 export interface RequestContext {

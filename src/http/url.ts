@@ -1,4 +1,4 @@
-import { ValidationError } from './validate.js';
+import { ValidationError } from '../pet/validate.js';
 
 export interface RequestTarget {
   path: string;

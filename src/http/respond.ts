@@ -1,8 +1,8 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import { HttpError } from './http-error.js';
-import { JsonSyntaxError } from './json.js';
-import { StoreUnavailableError } from './store/store.js';
-import { ValidationError } from './validate.js';
+import { JsonSyntaxError } from '../lib/json.js';
+import { StoreUnavailableError } from '../store/store.js';
+import { ValidationError } from '../pet/validate.js';
 
 /** What a handler answers: the body is already JSON text, so sending cannot fail half-way. */
 export interface Reply {

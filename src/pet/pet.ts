@@ -1,5 +1,5 @@
 import type { PetStatus } from './contract.js';
-import { parseJson, type JsonObject } from './json.js';
+import { parseJson, type JsonObject } from '../lib/json.js';
 
 /** A pet as a client sends it (NewPet). `categoryId` is a bigint so that every int64 stays exact. */
 export interface NewPet {

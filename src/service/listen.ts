@@ -1,10 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { HttpError } from './http-error.js';
-import { clientErrorResponse, errorReply, rawErrorResponse, send } from './respond.js';
-import { errorCode } from './system-error.js';
-import { jsonLogger } from './logger.js';
+import { HttpError } from '../http/http-error.js';
+import { clientErrorResponse, errorReply, rawErrorResponse, send } from '../http/respond.js';
+import { errorCode } from '../lib/system-error.js';
+import { jsonLogger } from '../lib/logger.js';
 import { createPetstore, type Petstore, type PetstoreOptions } from './petstore.js';
 
 export interface ListenOptions extends PetstoreOptions {

@@ -1,6 +1,8 @@
 import { hash, timingSafeEqual } from 'node:crypto';
-import { BEARER_TOKEN } from './authenticate.js';
 import { keyFileVersion, readKeyFile } from './key-file.js';
+
+/** The form of a bearer token (RFC 6750 b64token); a configured key must have it to be usable. */
+export const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 // How often, at most, the key file is checked for changes: a revoked key stops working within this
 // time, without a restart and without a timer that wakes an idle server.

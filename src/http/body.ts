@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError } from './http-error.js';
-import { parseJson, type JsonValue } from './json.js';
-import { errorCode } from './system-error.js';
-import { ValidationError } from './validate.js';
+import { parseJson, type JsonValue } from '../lib/json.js';
+import { errorCode } from '../lib/system-error.js';
+import { ValidationError } from '../pet/validate.js';
 
 const MEDIA_TYPE = /^application\/json[ \t]*(;.*)?$/i;
 const MAX_DEPTH = 16;

@@ -1,5 +1,5 @@
 import { INT64_MAX, INT64_MIN, LIMIT, NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from './contract.js';
-import type { JsonValue } from './json.js';
+import type { JsonValue } from '../lib/json.js';
 import type { NewPet } from './pet.js';
 
 /** Input that is well-formed but not acceptable; the message names the field and what was wrong. */

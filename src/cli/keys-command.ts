@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { keyFilePath, newKey, readKeyFile, updateKeyFile } from './key-file.js';
+import { keyFilePath, newKey, readKeyFile, updateKeyFile } from '../auth/key-file.js';
 import { UsageError } from './config.js';
 
 /** `keys create [--label L] | keys list | keys revoke <id>` on the key file of a data directory. */

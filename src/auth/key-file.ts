@@ -1,8 +1,8 @@
 import { hash, randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { LockFile } from './lock-file.js';
-import { errorCode } from './system-error.js';
+import { LockFile } from '../lib/lock-file.js';
+import { errorCode } from '../lib/system-error.js';
 
 /**
  * API keys issued by this service, kept in `keys.json` in the data directory as SHA-256 hashes with

@@ -1,8 +1,8 @@
-import { API_VERSION, AUTH_REALM, BASE_PATH, DEPRECATION, DEPRECATION_HEADERS, LIMIT, NAME_MAX_LENGTH, PET_STATUSES } from './contract.js';
+import { API_VERSION, AUTH_REALM, BASE_PATH, DEPRECATION, DEPRECATION_HEADERS, LIMIT, NAME_MAX_LENGTH, PET_STATUSES } from '../pet/contract.js';
 import { ERROR_CODES } from './http-error.js';
-import type { RouteSpec } from './routes.js';
+import type { Json, RouteSpec } from './route-spec.js';
 
-export type Json = Record<string, unknown>;
+export type { Json } from './route-spec.js';
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request: a parameter, a header or the body is missing or invalid (the message names it)',

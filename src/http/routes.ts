@@ -1,34 +1,10 @@
-import { BASE_PATH } from './contract.js';
+import { BASE_PATH } from '../pet/contract.js';
 import { openApiDocument, ref, type Json } from './openapi.js';
 import { createPet, getPet, healthz, listPets, readyz, type Handler } from './operations.js';
 import { json } from './respond.js';
-import type { Method } from './router.js';
+import type { RouteSpec } from './route-spec.js';
 
-/**
- * Every route of the service, as data. The router is built from this table and so is the OpenAPI
- * document (`openapi.ts`), so a route cannot exist in one and not the other.
- */
-export interface RouteSpec {
-  method: Method;
-  /** Router pattern: `:name` is a path parameter. */
-  path: string;
-  operationId: string;
-  summary: string;
-  /** Bearer authentication required (all of `/v1` but the interface description). */
-  auth: boolean;
-  deprecated?: boolean;
-  /** Every status this route answers with, documented in OpenAPI. */
-  statuses: readonly number[];
-  /** The rest of its OpenAPI description: parameters and body by component name, the success response. */
-  doc: {
-    parameters?: readonly string[];
-    body?: string;
-    success: { description: string; schema: Json };
-    /** Headers beyond the common ones, by status (component names under `components/headers`). */
-    responseHeaders?: Readonly<Record<number, readonly string[]>>;
-  };
-  handler: Handler;
-}
+export type { RouteSpec } from './route-spec.js';
 
 const statusSchema = (value: string): Json => ({ type: 'object', required: ['status'], properties: { status: { const: value } } });
 

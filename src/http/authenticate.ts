@@ -1,16 +1,13 @@
 import type { IncomingMessage } from 'node:http';
-import { AUTH_REALM } from './contract.js';
-import { clientKey, type AuthLimiter } from './auth-limiter.js';
+import { AUTH_REALM } from '../pet/contract.js';
+import { clientKey, type AuthLimiter } from '../auth/limiter.js';
 import { headerCount } from './headers.js';
 import { HttpError } from './http-error.js';
-import type { Keyring } from './keyring.js';
+import type { Keyring } from '../auth/keyring.js';
 
 const CHALLENGE = { 'www-authenticate': `Bearer realm="${AUTH_REALM}"` };
 // RFC 6750: the scheme name is case-insensitive; the token is matched exactly.
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
-
-/** The form of a bearer token (RFC 6750 b64token); a configured key must have it to be usable. */
-export const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 /**
  * Lets a request through only with an accepted bearer key. An address with too many recent failures

@@ -1,11 +1,11 @@
-import { AuthLimiter } from './auth-limiter.js';
-import { createApp, type RequestListener } from './app.js';
-import { corsPolicy } from './cors.js';
-import { generateFirstKey, keyFilePath } from './key-file.js';
-import { Keyring } from './keyring.js';
-import { jsonLogger, type Logger } from './logger.js';
-import { FileStore } from './store/file-store.js';
-import type { PetStore } from './store/store.js';
+import { AuthLimiter } from '../auth/limiter.js';
+import { createApp, type RequestListener } from '../http/app.js';
+import { corsPolicy } from '../http/cors.js';
+import { generateFirstKey, keyFilePath } from '../auth/key-file.js';
+import { Keyring } from '../auth/keyring.js';
+import { jsonLogger, type Logger } from '../lib/logger.js';
+import { FileStore } from '../store/file-store.js';
+import type { PetStore } from '../store/store.js';
 
 export interface PetstoreOptions {
   /** Directory of the pet data and the key file. Required unless `store` is given. */

@@ -1,0 +1,31 @@
+import type { Handler } from './operations.js';
+import type { Method } from './router.js';
+
+/** A fragment of the OpenAPI document, as plain JSON data. */
+export type Json = Record<string, unknown>;
+
+/**
+ * One route of the service, as data. The router is built from the table in `routes.ts` and so is the
+ * OpenAPI document (`openapi.ts`), so a route cannot exist in one and not the other.
+ */
+export interface RouteSpec {
+  method: Method;
+  /** Router pattern: `:name` is a path parameter. */
+  path: string;
+  operationId: string;
+  summary: string;
+  /** Bearer authentication required (all of `/v1` but the interface description). */
+  auth: boolean;
+  deprecated?: boolean;
+  /** Every status this route answers with, documented in OpenAPI. */
+  statuses: readonly number[];
+  /** The rest of its OpenAPI description: parameters and body by component name, the success response. */
+  doc: {
+    parameters?: readonly string[];
+    body?: string;
+    success: { description: string; schema: Json };
+    /** Headers beyond the common ones, by status (component names under `components/headers`). */
+    responseHeaders?: Readonly<Record<number, readonly string[]>>;
+  };
+  handler: Handler;
+}
