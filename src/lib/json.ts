@@ -11,16 +11,13 @@
  *   error rather than Infinity;
  * - objects have no prototype, a duplicate key is an error, and nesting is bounded.
  */
+import { JsonSyntaxError, readEscape } from './json-escape.js';
+
+export { JsonSyntaxError } from './json-escape.js';
+
 export type JsonValue = null | boolean | string | number | bigint | JsonValue[] | JsonObject;
 export interface JsonObject {
   [key: string]: JsonValue;
-}
-
-export class JsonSyntaxError extends SyntaxError {
-  constructor(message: string, readonly position: number) {
-    super(`${message} at position ${position}`);
-    this.name = 'JsonSyntaxError';
-  }
 }
 
 export interface ParseOptions {
@@ -166,7 +163,7 @@ class Parser {
         return result;
       }
       if (c === 0x5c) {
-        const unit = this.#parseEscape(pos);
+        const unit = readEscape(this.#text, pos);
         pos += unit.length;
         result += unit.value;
         continue;
@@ -193,46 +190,6 @@ class Parser {
     const next = this.#text.charCodeAt(pos + 1);
     if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) return pos + 1;
     return this.#fail('lone surrogate in string', pos);
-  }
-
-  #parseEscape(pos: number): { value: string; length: number } {
-    const c = this.#text.charCodeAt(pos + 1);
-    switch (c) {
-      case 0x22: return { value: '"', length: 2 };
-      case 0x5c: return { value: '\\', length: 2 };
-      case 0x2f: return { value: '/', length: 2 };
-      case 0x62: return { value: '\b', length: 2 };
-      case 0x66: return { value: '\f', length: 2 };
-      case 0x6e: return { value: '\n', length: 2 };
-      case 0x72: return { value: '\r', length: 2 };
-      case 0x74: return { value: '\t', length: 2 };
-      case 0x75: { // u
-        const unit = this.#hex4(pos + 2);
-        if (unit < 0xd800 || unit > 0xdfff) return { value: String.fromCharCode(unit), length: 6 };
-        // A \u escape for a surrogate must be a high one immediately followed by an escaped low one.
-        if (unit <= 0xdbff && this.#text.charCodeAt(pos + 6) === 0x5c && this.#text.charCodeAt(pos + 7) === 0x75) {
-          const low = this.#hex4(pos + 8);
-          if (low >= 0xdc00 && low <= 0xdfff) return { value: String.fromCharCode(unit, low), length: 12 };
-        }
-        return this.#fail('lone surrogate in string', pos);
-      }
-      default:
-        return this.#fail('invalid escape in string', pos);
-    }
-  }
-
-  #hex4(pos: number): number {
-    let value = 0;
-    for (let i = pos; i < pos + 4; i++) {
-      const c = this.#text.charCodeAt(i);
-      let digit: number;
-      if (c >= 0x30 && c <= 0x39) digit = c - 0x30;
-      else if (c >= 0x61 && c <= 0x66) digit = c - 0x57;
-      else if (c >= 0x41 && c <= 0x46) digit = c - 0x37;
-      else return this.#fail('invalid \\u escape', i);
-      value = value * 16 + digit;
-    }
-    return value;
   }
 
   #parseNumber(): number | bigint {
