@@ -2,17 +2,16 @@ import { mkdirSync } from 'node:fs';
 import { keyFilePath, newKey, readKeyFile, updateKeyFile } from '../auth/key-file.js';
 import { UsageError } from './config.js';
 
-/** `keys create [--label L] | keys list | keys revoke <id>` on the key file of a data directory. */
-export function runKeysCommand(dataDir: string, args: readonly string[], label: string | undefined, out: (line: string) => void): void {
+/** `keys create [--label L] | keys list | keys revoke <id>` on the key file of a data directory (`label` only with create). */
+export async function runKeysCommand(dataDir: string, args: readonly string[], label: string | undefined, out: (line: string) => void): Promise<void> {
   const [action, ...rest] = args;
-  if (label !== undefined && action !== 'create') throw new UsageError('--label applies only to "keys create"');
   const path = keyFilePath(dataDir);
   switch (action) {
     case 'create': {
       if (rest.length > 0) throw new UsageError('"keys create" takes no arguments besides --label');
       mkdirSync(dataDir, { recursive: true });
       const { key, record } = newKey(label ?? '');
-      updateKeyFile(path, (keys) => ({ keys: [...(keys ?? []), record], result: undefined }));
+      await updateKeyFile(path, (keys) => ({ keys: [...(keys ?? []), record], result: undefined }));
       out(`created key ${record.id}${record.label === '' ? '' : ` (${record.label})`}; it is shown only this once:`);
       out(key);
       return;
@@ -27,7 +26,7 @@ export function runKeysCommand(dataDir: string, args: readonly string[], label: 
     case 'revoke': {
       const [id, ...extra] = rest;
       if (id === undefined || extra.length > 0) throw new UsageError('usage: keys revoke <id>');
-      const found = updateKeyFile(path, (keys = []) => {
+      const found = await updateKeyFile(path, (keys = []) => {
         const remaining = keys.filter((k) => k.id !== id);
         return remaining.length === keys.length ? { result: false } : { keys: remaining, result: true };
       });

@@ -23,14 +23,15 @@ async function main(args: readonly string[]): Promise<void> {
     return;
   }
   const flags = values as Record<string, string | undefined>;
+  const label = values.label as string | undefined;
+  if (label !== undefined && !(positionals[0] === 'keys' && positionals[1] === 'create')) throw new UsageError('--label applies only to "keys create"');
   if (positionals[0] === 'keys') {
     const dataDir = resolveSetting('dataDir', flags, process.env);
-    runKeysCommand(dataDir, positionals.slice(1), values.label as string | undefined, (line) => process.stdout.write(line + '\n'));
+    await runKeysCommand(dataDir, positionals.slice(1), label, (line) => process.stdout.write(line + '\n'));
     return;
   }
   const config = resolveConfig(flags, process.env);
   if (positionals.length > 0) throw new UsageError(`unknown command "${positionals[0]}"`);
-  if (values.label !== undefined) throw new UsageError('--label applies only to "keys create"');
 
   const logger = jsonLogger(config.logLevel);
   const keys = envKeys(process.env);

@@ -3,13 +3,12 @@ import type { AuthLimiter } from '../auth/limiter.js';
 import { authenticate } from './authenticate.js';
 import { DEPRECATION_HEADERS } from '../pet/contract.js';
 import { corsHeaders, preflightReply, type CorsPolicy } from './cors.js';
-import { acceptableRequestId, headerCount } from './headers.js';
 import { HttpError } from './http-error.js';
 import type { Keyring } from '../auth/keyring.js';
 import type { Logger } from '../lib/logger.js';
 import type { Handler } from './operations.js';
-import { errorReply, isServerFault, send, type Reply } from './respond.js';
-import { newRequestId } from './request-id.js';
+import { errorReply, send, type Reply } from './respond.js';
+import { acceptableRequestId, newRequestId } from './request-id.js';
 import { Router, type Match } from './router.js';
 import { ROUTES, type RouteSpec } from './routes.js';
 import type { PetStore } from '../store/store.js';
@@ -53,8 +52,7 @@ export function createApp(options: AppOptions): RequestListener {
     if (match.value?.deprecated === true) context.push(...DEPRECATION_HEADER_PAIRS);
     if (options.cors !== undefined) context.push(...corsHeaders(options.cors, req));
 
-    const finish = (reply: Reply, error?: unknown): void => {
-      if (error !== undefined && isServerFault(error)) options.logger.error('request failed', error, { id: requestId, method, path: match.path ?? path });
+    const finish = (reply: Reply): void => {
       try {
         send(res, reply, context);
       } catch (sendError) {
@@ -65,7 +63,11 @@ export function createApp(options: AppOptions): RequestListener {
       }
       options.logger.request({ id: requestId, method, path, status: reply.status, ms: Math.round(Number(process.hrtime.bigint() - started) / 1e4) / 100 });
     };
-    const fail = (error: unknown): void => finish(errorReply(error), error);
+    const fail = (error: unknown): void => {
+      const reply = errorReply(error);
+      if (reply.serverFault) options.logger.error('request failed', error, { id: requestId, method, path: match.path ?? path });
+      finish(reply);
+    };
 
     try {
       const reply = dispatch(req, res, method, match, search);
@@ -93,9 +95,6 @@ export function createApp(options: AppOptions): RequestListener {
     if (path === undefined) throw new HttpError(404, 'not_found', 'no such path; the API lives under /v1');
     if (route === undefined) {
       throw new HttpError(405, 'method_not_allowed', `method ${method} is not allowed here; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') });
-    }
-    if (method === 'POST' && headerCount(req, 'content-type') > 1) {
-      throw new HttpError(400, 'invalid_request', 'the Content-Type header is given more than once');
     }
     const handler: Handler = route.handler;
     return handler({ req, res, params, search, store: options.store, bodyLimit: options.bodyLimit });

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { headerCount } from './headers.js';
 import { HttpError } from './http-error.js';
 import { parseJson, type JsonValue } from '../lib/json.js';
 import { errorCode } from '../lib/system-error.js';
@@ -13,6 +14,8 @@ const MAX_DEPTH = 16;
  * that grows past the limit while streaming is a 413 without buffering the rest.
  */
 export async function readJsonBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<JsonValue> {
+  // Node keeps only the first Content-Type: two are ambiguous, so the request is refused.
+  if (headerCount(req, 'content-type') > 1) throw new ValidationError('the Content-Type header is given more than once');
   const type = req.headers['content-type'];
   if (type === undefined || !MEDIA_TYPE.test(type)) {
     throw new HttpError(415, 'unsupported_media_type', 'the request body must be application/json');

@@ -13,10 +13,3 @@ export function headerCount(req: IncomingMessage, lowerCaseName: string): number
   }
   return count;
 }
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** A client's X-Request-Id is echoed only when it is short and plain, so logs and headers stay clean. */
-export function acceptableRequestId(value: unknown): value is string {
-  return typeof value === 'string' && REQUEST_ID.test(value);
-}

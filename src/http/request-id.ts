@@ -1,10 +1,8 @@
 import { randomFillSync } from 'node:crypto';
 
-// Ids are made BATCH at a time: one randomFillSync, the text of all of them written into one buffer
-// and decoded once, each request then taking a 36-character slice of that one flat string.
-// crypto.randomUUID builds every id from some twenty string pieces that Node then flattens for the
-// header: a bare node:http server sending randomUUID() instead of a batch id like this one spent
-// 1.8 and 2.9 µs more CPU per request under wrk in two runs (10 connections; a tenth of its cost).
+// Ids are made BATCH at a time: one randomFillSync, their text decoded once, each request taking a
+// 36-character slice of one flat string. crypto.randomUUID's pieced-together string is measurably
+// dearer per request (bench/results.md, "Why the code is shaped this way").
 const BATCH = 128;
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
 const random = Buffer.alloc(16 * BATCH);
@@ -33,4 +31,11 @@ function refill(): void {
   }
   ids = text.toString('latin1');
   next = 0;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** A client's X-Request-Id is echoed only when it is short and plain, so logs and headers stay clean. */
+export function acceptableRequestId(value: unknown): value is string {
+  return typeof value === 'string' && REQUEST_ID.test(value);
 }

@@ -24,8 +24,8 @@ export function json(status: number, body: string, headers?: Readonly<Record<str
 
 /**
  * Writes a reply with its length, the base headers, the request's own headers (`contextHeaders`,
- * name/value pairs such as the request id) and the reply's. Headers go to Node as one flat array:
- * an object merged from several by spreading cost a fifth of a GET's CPU time in Node's header code.
+ * name/value pairs such as the request id) and the reply's. Headers go to Node as one flat array,
+ * which its header code handles much faster than an object merged from several.
  */
 export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly string[]): void {
   if (reply.status === 204) {
@@ -48,12 +48,13 @@ export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly
 
 /**
  * The one place where an error becomes a response. Known errors keep their status and say what was
- * wrong; anything else is a 500 whose message reveals nothing (the caller logs the real error).
+ * wrong; anything else is a 500 whose message reveals nothing. `serverFault` tells the caller to log
+ * the real error: the client did not cause it.
  */
-export function errorReply(error: unknown): Reply {
+export function errorReply(error: unknown): Reply & { serverFault: boolean } {
   const http = toHttpError(error);
   const body = JSON.stringify({ code: http.code, message: http.message, status: http.status });
-  return { status: http.status, body, headers: http.headers };
+  return { status: http.status, body, headers: http.headers, serverFault: http.status >= 500 };
 }
 
 function toHttpError(error: unknown): HttpError {
@@ -82,9 +83,4 @@ export function rawErrorResponse(error: HttpError): string {
   const headers = Object.entries({ ...BASE_HEADERS, ...reply.headers }).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   const reason = STATUS_CODES[reply.status] ?? '';
   return `HTTP/1.1 ${reply.status} ${reason}\r\n${headers}content-length: ${Buffer.byteLength(reply.body)}\r\nconnection: close\r\n\r\n${reply.body}`;
-}
-
-/** True for errors the client did not cause and the operator should see. */
-export function isServerFault(error: unknown): boolean {
-  return toHttpError(error).status >= 500;
 }
