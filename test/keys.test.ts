@@ -4,10 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { updateKeyFile } from '#dist/auth/key-file.js';
 import { request, runCli, spawnServerFor, tempDirFor } from './helpers.js';
+import { TestFileSystem } from './store-support.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -110,6 +112,29 @@ test('the key file stores only SHA-256 hashes of the keys', async (t) => {
     const content = await readFile(join(dir, name), 'utf8');
     assert.ok(!content.includes(a.key) && !content.includes(b.key), `${name} holds no key`);
   }
+});
+
+test('the key file is readable by its owner only (0600), also with umask 000', async (t) => {
+  const dir = await temp(t);
+  const previous = process.umask(0);
+  try {
+    await createKey(dir, 'private');
+  } finally {
+    process.umask(previous);
+  }
+  assert.equal((await stat(join(dir, 'keys.json'))).mode & 0o777, 0o600);
+});
+
+test('the key file is replaced durably: temp file written, fdatasync\'ed, closed, renamed, then the directory synced', async (t) => {
+  const dir = await temp(t);
+  const fs = new TestFileSystem();
+  const path = join(dir, 'keys.json');
+  const record = { id: 'k1', label: 'one', created: new Date(0).toISOString(), sha256: sha256('key') };
+  await updateKeyFile(path, () => ({ keys: [record], result: undefined }), fs);
+  const steps = fs.done.map((c) => `${c.op} ${c.path === dir ? '<dir>' : c.path.replace(/\.keys\.json\.[0-9a-f]{12}\.tmp$/, '<temp>').replace(dir + '/', '')}`);
+  assert.deepEqual(steps, ['open <temp>', 'write <temp>', 'datasync <temp>', 'close <temp>', 'rename <temp>', 'syncDir <dir>']);
+  assert.deepEqual(JSON.parse(await readFile(path, 'utf8')), { keys: [record] });
+  assert.deepEqual((await readdir(dir)).sort(), ['keys.json'], 'no temp file and no lock left');
 });
 
 test('keys revoke with an unknown id exits non-zero and changes nothing', async (t) => {

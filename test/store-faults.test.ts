@@ -146,6 +146,49 @@ for (const { step, fault, at } of COMPACTION_STEPS) {
   });
 }
 
+test('a failed rotation is not tried again until as much again has been written (back-off on a full disk)', async (t) => {
+  const dir = await dataDir(t);
+  const fs = new TestFileSystem();
+  const isRotation = (c: Call): boolean => c.op === 'open' && c.flags === 'wx' && isJournalPath(c.path) && !c.path.endsWith('.1.jsonl');
+  let attempts = 0;
+  fs.hook = (call) => {
+    if (!isRotation(call)) return undefined;
+    attempts++;
+    return attempts === 1 ? { code: 'ENOSPC' } : undefined;
+  };
+  const store = await FileStore.open(dir, { fileSystem: fs, compactAfterBytes: 400, onBackgroundError: () => {} });
+  defer(t, () => store.close());
+  let i = 0;
+  while (attempts === 0 && i < 100) await store.create(newPet(i++));
+  assert.equal(attempts, 1, 'the journal outgrew its bound and a rotation was tried');
+  // Each pet line is about 50 bytes: 6 more stay well below another 400 bytes, 10 more go past it.
+  for (let n = 0; n < 6; n++) await store.create(newPet(i++));
+  assert.equal(attempts, 1, 'no new attempt after every commit while the disk is full');
+  for (let n = 0; n < 10; n++) await store.create(newPet(i++));
+  assert.equal(attempts, 2, 'tried again once as much again was written');
+});
+
+test('a journal cut back on a full disk stays not ready until a write succeeds, and is ready again by itself once space returns', async (t) => {
+  // Truncating needs no free block, so a cut-back alone proves nothing: readiness must wait for a write.
+  const dir = await dataDir(t);
+  const { fs, failing } = failingJournal('write', { code: 'ENOSPC' });
+  const store = await FileStore.open(dir, { fileSystem: fs });
+  defer(t, () => store.close());
+  await store.create(newPet(1));
+  failing.on = true;
+  await assert.rejects(store.create(newPet(2)), StoreUnavailableError);
+  const failedWrites = (): number => fs.log.filter((entry) => /^write pets-journal\.1\.jsonl !ENOSPC$/.test(entry)).length;
+  const firstFailures = failedWrites();
+  for (let waited = 0; failedWrites() === firstFailures && waited < 3000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(failedWrites() > firstFailures, 'a recovery was attempted in the background');
+  assert.ok(fs.log.some((entry) => entry === 'truncate pets-journal.1.jsonl'), 'the cut-back itself succeeded');
+  assert.equal(store.ready, false, 'not ready while every write still fails');
+  failing.on = false;
+  for (let waited = 0; !store.ready && waited < 3000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(store.ready, true, 'ready again within 3 s of the disk taking writes');
+  assert.equal((await store.create(newPet(3))).id, 3, 'the refused create used up id 2: ids are never reused');
+});
+
 const CLOSE_FAULTS: ReadonlyArray<{ step: string; fault: Fault; at: (call: Call) => boolean }> = [
   { step: 'writing the temp snapshot', fault: { code: 'ENOSPC', partial: true }, at: (c) => c.op === 'write' && isTempPath(c.path) },
   { step: 'fdatasync of the temp snapshot', fault: { code: 'EIO' }, at: (c) => c.op === 'datasync' && isTempPath(c.path) },

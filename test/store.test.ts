@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '#dist/store/file-store.js';
@@ -44,6 +44,19 @@ test('open creates a missing data directory with an empty journal, takes the loc
   assert.deepEqual(await dataFiles(dir), ['pets-journal.1.jsonl']);
   assert.equal(await readFile(join(dir, 'petstore.lock'), 'utf8'), `${process.pid}\n`);
   await store.close();
+});
+
+test('the journal and the snapshot are readable by their owner only (0600), also with umask 000', async (t) => {
+  const dir = await dataDir(t);
+  const previous = process.umask(0);
+  defer(t, () => process.umask(previous));
+  const store = await FileStore.open(dir, { compactAfterBytes: 1 });
+  defer(t, () => store.close());
+  for (let i = 0; i < 5; i++) await store.create(newPet(i));
+  for (const name of await dataFiles(dir)) assert.equal((await stat(join(dir, name))).mode & 0o777, 0o600, name);
+  await store.close();
+  assert.deepEqual(await dataFiles(dir), ['pets.json']);
+  assert.equal((await stat(join(dir, 'pets.json'))).mode & 0o777, 0o600);
 });
 
 test('create assigns ids 1, 2, 3… and keeps name, status and int64 categoryIds exactly', async (t) => {

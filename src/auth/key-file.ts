@@ -1,8 +1,10 @@
 import { hash, randomBytes, randomUUID } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import { LockFile } from '../lib/lock-file.js';
-import { errorCode } from '../lib/system-error.js';
+import { replaceFile } from '../lib/replace-file.js';
+import { errorCode, reportToStderr } from '../lib/system-error.js';
 
 /**
  * API keys issued by this service, kept in `keys.json` in the data directory as SHA-256 hashes with
@@ -58,40 +60,21 @@ export function keyFileVersion(path: string): string {
 
 /**
  * Read-modify-write of the key file under an exclusive lock, so that two `keys create` run at the
- * same moment both keep their key. `change` returns the new list, or undefined to leave the file as is.
+ * same moment both keep their key. `change` returns the new list, or undefined to leave the file as
+ * is. The file is replaced atomically and durably, as the store replaces its snapshot.
  */
-export function updateKeyFile<T>(path: string, change: (keys: StoredKey[] | undefined) => { keys?: StoredKey[]; result: T }): T {
-  const lock = LockFile.acquire(`${path}.lock`, 5000);
+export async function updateKeyFile<T>(
+  path: string,
+  change: (keys: StoredKey[] | undefined) => { keys?: StoredKey[]; result: T },
+  fs: FileSystem = nodeFileSystem,
+): Promise<T> {
+  const lock = await LockFile.acquire(`${path}.lock`, 5000);
   try {
     const { keys, result } = change(readKeyFile(path));
-    if (keys !== undefined) writeKeyFile(path, keys);
+    if (keys !== undefined) await replaceFile(fs, path, [JSON.stringify({ keys }, null, 2) + '\n'], reportToStderr);
     return result;
   } finally {
     lock.release();
-  }
-}
-
-/** Replaces the key file atomically and durably (temp file, fsync, rename, fsync of the directory). */
-function writeKeyFile(path: string, keys: readonly StoredKey[]): void {
-  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  const fd = openSync(temp, 'wx', 0o600);
-  try {
-    writeSync(fd, JSON.stringify({ keys }, null, 2) + '\n');
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    renameSync(temp, path);
-  } catch (error) {
-    unlinkSync(temp);
-    throw error;
-  }
-  const dir = openSync(dirname(path), 'r');
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
   }
 }
 
@@ -106,7 +89,7 @@ export function newKey(label: string): { key: string; record: StoredKey } {
  * With no key configured anywhere, the first start generates one and keeps only its hash. Returns
  * the key to show once, or undefined when a key file already exists.
  */
-export function generateFirstKey(dataDir: string): string | undefined {
+export function generateFirstKey(dataDir: string): Promise<string | undefined> {
   return updateKeyFile(keyFilePath(dataDir), (existing) => {
     if (existing !== undefined) return { result: undefined };
     const { key, record } = newKey('generated at first start');

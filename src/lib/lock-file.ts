@@ -32,13 +32,13 @@ export class LockFile {
   }
 
   /** Waits up to `timeoutMs` for a lock held by another process (for short critical sections). */
-  static acquire(path: string, timeoutMs: number): LockFile {
+  static async acquire(path: string, timeoutMs: number): Promise<LockFile> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const lock = LockFile.tryAcquire(path);
       if (lock instanceof LockFile) return lock;
       if (Date.now() >= deadline) throw new Error(`${path} is held by process ${lock.owner}`);
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10); // a synchronous 10 ms pause
+      await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
 

@@ -28,7 +28,7 @@ export interface PetstoreOptions {
   onKeyGenerated?: (key: string) => void;
 }
 
-export interface Petstore {
+export interface PetstoreService {
   /** A standard `(req, res)` listener; given `next`, unknown paths are passed on instead of a 404. */
   handler: RequestListener;
   store: PetStore;
@@ -36,13 +36,16 @@ export interface Petstore {
   close(): Promise<void>;
 }
 
+/** @deprecated The old name of PetstoreService, one letter away from the storage interface PetStore; kept for 1.x. */
+export type Petstore = PetstoreService;
+
 export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30 } as const;
 
 /**
  * Creates the service: opens the store, loads the keys, returns the request listener. No key, no
  * entry: with no key configured every request under /v1 is refused (fail closed).
  */
-export async function createPetstore(options: PetstoreOptions): Promise<Petstore> {
+export async function createPetstore(options: PetstoreOptions): Promise<PetstoreService> {
   const logger = options.logger ?? jsonLogger();
   let store = options.store;
   if (store === undefined) {
@@ -56,7 +59,7 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
   try {
     // After the store is open: its directory lock keeps two first starts from generating two keys.
     if (options.dataDir !== undefined && options.onKeyGenerated !== undefined && (options.keys ?? []).length === 0) {
-      const generated = generateFirstKey(options.dataDir);
+      const generated = await generateFirstKey(options.dataDir);
       if (generated !== undefined) options.onKeyGenerated(generated);
     }
     keyring = new Keyring({

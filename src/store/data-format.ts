@@ -18,7 +18,6 @@ const JOURNAL_NAME = /^pets-journal\.([0-9]{1,15})\.jsonl$/;
 const TEMP_NAME = /^(\.pets\.json|petstore\.lock)\.[0-9a-f]+\.tmp$/;
 
 export const journalFile = (generation: number): string => `pets-journal.${generation}.jsonl`;
-export const tempSnapshotFile = (suffix: string): string => `.pets.json.${suffix}.tmp`;
 export const isTempFile = (name: string): boolean => TEMP_NAME.test(name);
 
 export function journalGeneration(name: string): number | undefined {

@@ -1,0 +1,96 @@
+import { join } from 'node:path';
+import type { FileSystem } from '../lib/file-system.js';
+import { replaceFile } from '../lib/replace-file.js';
+import { SNAPSHOT_FILE, journalFile, snapshotChunks } from './data-format.js';
+import type { Journal } from './journal.js';
+import type { PetIndex } from './pet-index.js';
+
+export interface CompactionOptions {
+  /** Journal bytes past which a new snapshot is written (the bound in force is at least the snapshot's size). */
+  compactAfter: number;
+  snapshotBytes: number;
+  /** Generations older than the journal's current one, still on disk. */
+  oldGenerations: number[];
+  report: (error: unknown) => void;
+}
+
+/**
+ * Keeps the journals short: when the current one outgrows its bound, the journal is rotated and a
+ * snapshot of every pet is written in the background; the journals it covers are then removed.
+ * Replay skips journal lines the snapshot already holds, so a crash at any step loses nothing.
+ */
+export class Compaction {
+  readonly #fs: FileSystem;
+  readonly #dir: string;
+  readonly #journal: Journal;
+  readonly #index: PetIndex;
+  readonly #compactAfter: number;
+  readonly #report: (error: unknown) => void;
+  #snapshotBytes: number;
+  #oldGenerations: number[];
+  /** Journal length past which the next compaction starts. */
+  #compactAt: number;
+  #running: Promise<void> | undefined;
+
+  constructor(fs: FileSystem, dir: string, journal: Journal, index: PetIndex, options: CompactionOptions) {
+    this.#fs = fs;
+    this.#dir = dir;
+    this.#journal = journal;
+    this.#index = index;
+    this.#compactAfter = options.compactAfter;
+    this.#snapshotBytes = options.snapshotBytes;
+    this.#oldGenerations = options.oldGenerations;
+    this.#report = options.report;
+    this.#compactAt = this.#bound();
+  }
+
+  /** The background snapshot under way, if any. */
+  get running(): Promise<void> | undefined {
+    return this.#running;
+  }
+
+  /** Runs between commits: starts a compaction when the journal has outgrown its bound. */
+  async afterCommit(): Promise<void> {
+    if (this.#running !== undefined || this.#journal.length <= this.#compactAt) return;
+    try {
+      this.#oldGenerations.push(await this.#journal.rotate(this.#report));
+    } catch (error) {
+      this.#report(error);
+      // Go on with the current journal; try again only after as much again has been written, so a
+      // full disk is not asked to create a file after every commit.
+      this.#compactAt = this.#journal.length + this.#bound();
+      return;
+    }
+    const covered = [...this.#oldGenerations];
+    this.#running = this.#writeSnapshot()
+      .then(() => this.#removeJournals(covered))
+      .catch(this.#report)
+      .finally(() => {
+        this.#running = undefined;
+      });
+  }
+
+  /** At close, once no commit runs: one snapshot of every pet, and no journal left. */
+  async finish(): Promise<void> {
+    if (this.#journal.length > 0 || this.#oldGenerations.length > 0) await this.#writeSnapshot();
+    await this.#journal.close();
+    await this.#removeJournals([...this.#oldGenerations, this.#journal.generation]);
+  }
+
+  /** Journal bytes that may accumulate after a snapshot: at least its own size, so rewriting it is O(1) per create. */
+  #bound(): number {
+    return Math.max(this.#compactAfter, this.#snapshotBytes);
+  }
+
+  async #writeSnapshot(): Promise<void> {
+    const chunks = snapshotChunks(this.#index.all, this.#index.size);
+    this.#snapshotBytes = await replaceFile(this.#fs, join(this.#dir, SNAPSHOT_FILE), chunks, this.#report);
+    this.#compactAt = this.#bound();
+  }
+
+  async #removeJournals(generations: readonly number[]): Promise<void> {
+    for (const generation of generations) await this.#fs.unlink(join(this.#dir, journalFile(generation)));
+    this.#oldGenerations = this.#oldGenerations.filter((g) => !generations.includes(g));
+    await this.#fs.syncDir(this.#dir);
+  }
+}
