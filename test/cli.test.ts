@@ -9,7 +9,7 @@ import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { SETTINGS } from '#dist/cli/config.js';
-import { request, runCli, spawnServerFor, tempDirFor, type ServerProcess } from './helpers.js';
+import { request, runCli, spawnServerFor, stopProcess, tempDirFor, waitFor, within } from './helpers.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -17,29 +17,7 @@ const temp = (t: TestContext): Promise<string> => tempDirFor(t, 'petstore-cli-')
 
 const serve = spawnServerFor;
 
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-async function waitFor(check: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** Stops the server with a signal and returns its exit code, once all its output has been read. */
-async function stop(server: ServerProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-  const closed = new Promise<void>((r) => server.child.once('close', () => r()));
-  server.child.kill(signal);
-  await within(closed, 5000, `exit after ${signal}`);
-  return server.child.exitCode;
-}
+const stop = stopProcess;
 
 /** Every file under a directory with its content, to search for what must not be there. */
 async function filesOf(dir: string): Promise<Array<{ name: string; text: string }>> {

@@ -13,7 +13,7 @@ import { test, type TestContext } from 'node:test';
 import { request, TEST_KEY } from './helpers.js';
 import {
   createPetstore, silentLoggerForTests, StoreUnavailableError,
-  type ListPage, type ListQuery, type NewPet, type Pet, type PetStore, type Petstore,
+  type ListPage, type ListQuery, type NewPet, type Pet, type PetStore, type PetstoreService, type Petstore,
 } from './support.js';
 
 const HERE = __dirname;
@@ -107,8 +107,12 @@ class MemoryStore implements PetStore {
   }
 }
 
+// The service's old type name still compiles for embedders of 1.0 (a deprecated alias).
+const oldName: (service: PetstoreService) => Petstore = (service) => service;
+void oldName;
+
 /** The embedder's server: the pet store first, then its own handler for everything else. */
-async function embed(t: TestContext, petstore: Petstore, own?: NodeListener): Promise<string> {
+async function embed(t: TestContext, petstore: PetstoreService, own?: NodeListener): Promise<string> {
   const server: Server = createServer((req, res) => {
     if (own === undefined) petstore.handler(req, res);
     else petstore.handler(req, res, () => own(req, res));

@@ -187,6 +187,36 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 
   }));
 }
 
+/** `promise`, or a rejection naming `what` after `ms`, so that a test that waits for a point is bounded. */
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Polls `check` every 20 ms until it holds; fails naming `what` after `ms`. */
+export async function waitFor(check: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Stops a spawned server with a signal and returns its exit code, once all its output has been read. */
+export async function stopProcess(server: ServerProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  const closed = new Promise<void>((r) => server.child.once('close', () => r()));
+  server.child.kill(signal);
+  await within(closed, 5000, `exit after ${signal}`);
+  return server.child.exitCode;
+}
+
 /** spawnServer(), and the process is killed when the test `t` ends, whatever happens. */
 export async function spawnServerFor(t: TestContext, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
   const server = await spawnServer(args, env);

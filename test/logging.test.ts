@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { request, SERVER_JS, spawnServerFor, startServer, tempDirFor, type ServerProcess } from './helpers.js';
+import { request, SERVER_JS, spawnServerFor, startServer, stopProcess, tempDirFor, type ServerProcess } from './helpers.js';
 
 const KEY = 'logging-key-0123456789abcdef';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -19,15 +19,7 @@ async function serve(t: TestContext, args: string[] = [], env: NodeJS.ProcessEnv
   return spawnServerFor(t, ['--data-dir', await temp(t), ...args], { PETSTORE_API_KEYS: KEY, ...env });
 }
 
-/** SIGTERM, then the exit code, once all output has been read. */
-async function stop(server: ServerProcess): Promise<number | null> {
-  const closed = new Promise<void>((r) => server.child.once('close', () => r()));
-  server.child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([closed, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no exit in 5 s')), 5000)))]);
-  clearTimeout(timer);
-  return server.child.exitCode;
-}
+const stop = (server: ServerProcess): Promise<number | null> => stopProcess(server);
 
 type LogLine = Record<string, unknown>;
 
@@ -237,8 +229,9 @@ test('/readyz is 503 once the store is closed; /healthz stays 200', async (t) =>
   assert.equal((await server.request('GET', '/healthz', { auth: false })).status, 200);
 });
 
-test('request lines are gathered into one write, at most 10 ms later; other lines go out at once, after them', async () => {
+test('request lines are gathered into one write, at most 10 ms later; other lines go out at once, after them', async (t) => {
   const { jsonLogger } = await import('#dist/lib/logger.js');
+  t.mock.timers.enable({ apis: ['setTimeout'] });
   const writes: string[] = [];
   const errors: string[] = [];
   const logger = jsonLogger('info', { write: (text: string) => writes.push(text) }, { write: (text: string) => errors.push(text) });
@@ -246,8 +239,10 @@ test('request lines are gathered into one write, at most 10 ms later; other line
   logger.request(entry);
   logger.request({ ...entry, id: 'b' });
   assert.deepEqual(writes, [], 'nothing is written synchronously');
-  await new Promise((r) => setTimeout(r, 60));
-  assert.equal(writes.length, 1, 'two request lines, one write');
+  t.mock.timers.tick(9);
+  assert.deepEqual(writes, [], 'nothing is written before 10 ms');
+  t.mock.timers.tick(1);
+  assert.equal(writes.length, 1, 'two request lines, one write, at 10 ms');
   assert.deepEqual(lines(String(writes[0])).map((l) => l['id']), ['a', 'b']);
 
   logger.request({ ...entry, id: 'c' });
@@ -258,7 +253,7 @@ test('request lines are gathered into one write, at most 10 ms later; other line
   logger.error('failed', new Error('boom'));
   assert.deepEqual(lines(String(writes[2])).map((l) => l['id']), ['d'], 'stdout is written before stderr');
   assert.equal(lines(errors.join(''))[0]?.['msg'], 'failed');
-  await new Promise((r) => setTimeout(r, 60));
+  t.mock.timers.tick(60);
   assert.equal(writes.length, 3, 'no empty write when the timer finds nothing gathered');
 });
 

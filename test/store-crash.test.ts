@@ -5,8 +5,8 @@ import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file-store.js';
 import { StoreUnavailableError } from '#dist/store/store.js';
 import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
-import { TEST_KEY, request, spawnServer, type ServerProcess } from './helpers.js';
-import { Crash, DEAD_PID, TestFileSystem, dataDir, dataFiles, defer, isJournalPath, isTempPath, plain, within, type Call } from './store-support.js';
+import { TEST_KEY, request, spawnServer, within, type ServerProcess } from './helpers.js';
+import { Crash, DEAD_PID, TestFileSystem, dataDir, dataFiles, defer, isJournalPath, isTempPath, plain, type Call } from './store-support.js';
 
 function newPet(i: number): NewPet {
   const pet = { name: `pet ${i} ${'·'.repeat(i % 5)}`, categoryId: BigInt(i) * 7919n - 50_000n };

@@ -218,16 +218,3 @@ export async function dataDir(t: TestContext): Promise<string> {
   defer(t, () => rm(dir, { recursive: true, force: true }));
   return dir;
 }
-
-/** `promise`, or a rejection naming `what` after `ms`, so that a test that waits for a point is bounded. */
-export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`waited ${ms} ms for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

@@ -65,6 +65,6 @@ export class Keyring {
 }
 
 function digest(key: string): Buffer {
-  // One-shot hashing (Node 20.12+): no Hash object per request, 0.7 µs instead of 1.2 µs.
+  // One-shot hashing (Node 20.12+): no Hash object per request.
   return hash('sha256', key, 'buffer');
 }

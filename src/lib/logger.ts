@@ -28,14 +28,10 @@ interface Sink {
   write(text: string): unknown;
 }
 
-// Request lines are gathered and written together: at most REQUEST_LINE_DELAY_MS after the first
-// one, or as soon as about FLUSH_AT characters wait (paths and ids counted, so that long paths
-// cannot pile up). Under load one write(2) then carries hundreds of requests. (Before, with a
-// write per event-loop turn and toISOString and JSON.stringify on every line, the log took a
-// fifth of a GET's CPU time: 41 µs against 32 µs with logging off, under wrk.)
-// The lines are formatted when they are written, all in one loop, not as each request ends: under
-// wrk (GET one pet, 5 alternating rounds) that measured 25.2 µs of CPU per request against 26.1 µs.
-// Other lines (start, stop, failures) are rare and are written at once, after what is gathered.
+// Request lines are gathered and written together, formatted at the write: at most
+// REQUEST_LINE_DELAY_MS after the first, or once about FLUSH_AT characters wait (paths and ids
+// counted, so long paths cannot pile up). A write per request was a large share of a GET's CPU
+// (figures in bench/results.md, "Why the code is shaped this way"). Other lines are rare and go out at once.
 const FLUSH_AT = 64 * 1024;
 const LINE_CHARACTERS = 120; // a request line without its id and path
 const REQUEST_LINE_DELAY_MS = 10;
