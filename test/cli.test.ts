@@ -66,6 +66,32 @@ test('an unknown flag exits 2 and names the flag', async (t) => {
   assert.doesNotMatch(stdout, /listening/);
 });
 
+test('an unknown flag\'s message names it plainly, without Node\'s advice and unbalanced quote', async () => {
+  for (const flag of ['--bogus-flag', '-x']) {
+    const { code, stderr } = await runCli([flag]);
+    assert.equal(code, 2);
+    assert.equal(stderr, `error: unknown option ${flag}\nRun with --help to see every option.\n`);
+  }
+});
+
+test('--version prints the package version; -h is --help', async () => {
+  const version = await runCli(['--version']);
+  assert.equal(version.code, 0);
+  const pkg = JSON.parse(await readFile(join(__dirname, '../../package.json'), 'utf8')) as { version: string };
+  assert.equal(version.stdout, `${pkg.version}\n`);
+  const short = await runCli(['-h']);
+  assert.equal(short.code, 0);
+  assert.equal(short.stdout, (await runCli(['--help'])).stdout);
+  assert.match(short.stdout, /-h, --help/);
+  assert.match(short.stdout, /--version/);
+});
+
+test('under npm start, a stray value says to put -- before the flags', async () => {
+  const { code, stderr } = await runCli(['9000'], { npm_lifecycle_event: 'start' });
+  assert.equal(code, 2);
+  assert.match(stderr, /unknown command "9000"; to pass flags through npm start, put -- before them: npm start -- --port 9000/);
+});
+
 test('an unknown command exits 2 and names it', async (t) => {
   const dir = await temp(t);
   const { code, stderr } = await runCli(['--data-dir', dir, 'frobnicate'], { PETSTORE_API_KEYS: 'k' });

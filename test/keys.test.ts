@@ -142,10 +142,18 @@ test('keys revoke with an unknown id exits non-zero and changes nothing', async 
   const a = await createKey(dir, 'keep me');
   const before = await readFile(join(dir, 'keys.json'), 'utf8');
   const { code, stderr } = await runCli(['keys', 'revoke', 'no-such-id', '--data-dir', dir]);
-  assert.notEqual(code, 0);
+  assert.equal(code, 1, 'not found, not a usage error (2)');
   assert.match(stderr, /no-such-id/);
   assert.equal(await readFile(join(dir, 'keys.json'), 'utf8'), before);
   assert.ok((await runCli(['keys', 'list', '--data-dir', dir])).stdout.includes(a.id));
+});
+
+test('keys revoke in a directory without a key file exits 1 saying so, and creates nothing', async (t) => {
+  const dir = join(await temp(t), 'absent');
+  const { code, stderr } = await runCli(['keys', 'revoke', 'abc', '--data-dir', dir]);
+  assert.equal(code, 1);
+  assert.match(stderr, /^error: no key with id abc: there is no key file /);
+  await assert.rejects(readdir(dir), { code: 'ENOENT' });
 });
 
 test('keys revoke removes the key from the list', async (t) => {

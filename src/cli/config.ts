@@ -1,7 +1,11 @@
 import { BEARER_TOKEN } from '../auth/keyring.js';
 import { LOG_LEVELS, type LogLevel } from '../lib/logger.js';
 import { SERVER_DEFAULTS } from '../service/listen.js';
+import { createMount, parsePublicUrls } from '../http/mount.js';
 import { DEFAULTS } from '../service/petstore.js';
+import { UsageError } from './errors.js';
+
+export { UsageError } from './errors.js';
 
 /** Everything the command line configures. Each setting has a flag and an environment twin; the flag wins. */
 export interface Config {
@@ -10,6 +14,8 @@ export interface Config {
   dataDir: string;
   bodyLimit: number;
   corsOrigin: string | undefined;
+  basePath: string | undefined;
+  publicUrls: string[] | undefined;
   logLevel: LogLevel;
   authFailureLimit: number;
   maxConnections: number;
@@ -18,14 +24,6 @@ export interface Config {
   keepAliveTimeout: number;
   maxHeaderSize: number;
   shutdownTimeout: number;
-}
-
-/** A bad flag or environment value: the command line exits 2 with this message. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
 }
 
 interface Setting<K extends keyof Config> {
@@ -47,6 +45,16 @@ const text = (raw: string, source: string): string => {
   return raw;
 };
 
+/** The same check an embedder gets as a TypeError, as a usage error naming the flag or variable. */
+const embedderCheck = <T>(check: (raw: string) => T) => (raw: string, source: string): T => {
+  try {
+    return check(raw);
+  } catch (error) {
+    if (error instanceof TypeError) throw new UsageError(`${source}: ${error.message}`);
+    throw error;
+  }
+};
+
 const setting = <K extends keyof Config>(s: Setting<K>): Setting<K> => s;
 
 export const SETTINGS = [
@@ -55,6 +63,8 @@ export const SETTINGS = [
   setting({ key: 'dataDir', flag: 'data-dir', env: 'PETSTORE_DATA_DIR', default: './data', help: 'directory of pets.json, its journal and keys.json; created if missing', parse: text }),
   setting({ key: 'bodyLimit', flag: 'body-limit', env: 'PETSTORE_BODY_LIMIT', default: DEFAULTS.bodyLimit, help: 'largest request body in bytes (413 beyond)', parse: integer(1, 64 * 1024 * 1024) }),
   setting({ key: 'corsOrigin', flag: 'cors-origin', env: 'PETSTORE_CORS_ORIGIN', default: undefined, help: 'allowed browser origins, * or a comma-separated list (default: CORS off)', parse: text }),
+  setting({ key: 'basePath', flag: 'base-path', env: 'PETSTORE_BASE_PATH', default: undefined, help: 'mount prefix such as /api: every path, Location and Link then starts with it', parse: embedderCheck((raw) => createMount(raw).root) }),
+  setting({ key: 'publicUrls', flag: 'public-url', env: 'PETSTORE_PUBLIC_URL', default: undefined, help: 'base URL(s) ending in /v1, comma-separated, listed as servers in /v1/openapi.json', parse: embedderCheck(parsePublicUrls) }),
   setting({
     key: 'logLevel', flag: 'log-level', env: 'PETSTORE_LOG_LEVEL', default: 'info', help: `${LOG_LEVELS.join(' | ')}; info logs one line per request`,
     parse: (raw, source) => {
@@ -115,7 +125,8 @@ export function helpText(): string {
     '',
     'Options (a flag wins over its environment variable):',
     ...rows,
-    `${'  --help'.padEnd(32)}show this help`,
+    `${'  -h, --help'.padEnd(32)}show this help`,
+    `${'  --version'.padEnd(32)}print the version`,
     '',
     'Environment only:',
     '  PETSTORE_API_KEYS               comma-separated API keys accepted besides keys.json',

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { keyFilePath, newKey, readKeyFile, updateKeyFile } from '../auth/key-file.js';
-import { UsageError } from './config.js';
+import { CommandError, UsageError } from './errors.js';
 
 /** `keys create [--label L] | keys list | keys revoke <id>` on the key file of a data directory (`label` only with create). */
 export async function runKeysCommand(dataDir: string, args: readonly string[], label: string | undefined, out: (line: string) => void): Promise<void> {
@@ -26,11 +26,12 @@ export async function runKeysCommand(dataDir: string, args: readonly string[], l
     case 'revoke': {
       const [id, ...extra] = rest;
       if (id === undefined || extra.length > 0) throw new UsageError('usage: keys revoke <id>');
+      if (readKeyFile(path) === undefined) throw new CommandError(`no key with id ${id}: there is no key file ${path}`);
       const found = await updateKeyFile(path, (keys = []) => {
         const remaining = keys.filter((k) => k.id !== id);
         return remaining.length === keys.length ? { result: false } : { keys: remaining, result: true };
       });
-      if (!found) throw new UsageError(`no key with id ${id} in ${path}`);
+      if (!found) throw new CommandError(`no key with id ${id} in ${path}`);
       out(`revoked key ${id}`);
       return;
     }

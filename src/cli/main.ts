@@ -2,28 +2,27 @@
  * The command line: `node dist/server.js [options]` serves the API; `keys …` manages API keys.
  * A thin wrapper over `listen()`: it reads flags and environment, prints, and handles signals.
  */
-import { parseArgs } from 'node:util';
-import { envKeys, helpText, resolveConfig, resolveSetting, SETTINGS, UsageError } from './config.js';
+import { packageVersion, parseCommandLine, unknownCommand } from './args.js';
+import { envKeys, helpText, resolveConfig, resolveSetting } from './config.js';
+import { CommandError, UsageError } from './errors.js';
 import { keyFilePath, readKeyFile } from '../auth/key-file.js';
 import { runKeysCommand } from './keys-command.js';
 import { listen } from '../service/listen.js';
 import { jsonLogger } from '../lib/logger.js';
 import { StoreOpenError } from '../store/store.js';
 
-const options = {
-  help: { type: 'boolean' },
-  label: { type: 'string' },
-  ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'string' }])),
-} as const;
-
 async function main(args: readonly string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
-  if (values.help === true) {
+  const { values, positionals } = parseCommandLine(args);
+  if (values['help'] === true) {
     process.stdout.write(helpText());
     return;
   }
+  if (values['version'] === true) {
+    process.stdout.write(`${packageVersion()}\n`);
+    return;
+  }
   const flags = values as Record<string, string | undefined>;
-  const label = values.label as string | undefined;
+  const label = values['label'] as string | undefined;
   if (label !== undefined && !(positionals[0] === 'keys' && positionals[1] === 'create')) throw new UsageError('--label applies only to "keys create"');
   if (positionals[0] === 'keys') {
     const dataDir = resolveSetting('dataDir', flags, process.env);
@@ -31,7 +30,7 @@ async function main(args: readonly string[]): Promise<void> {
     return;
   }
   const config = resolveConfig(flags, process.env);
-  if (positionals.length > 0) throw new UsageError(`unknown command "${positionals[0]}"`);
+  if (positionals[0] !== undefined) throw unknownCommand(positionals[0], process.env);
 
   const logger = jsonLogger(config.logLevel);
   const keys = envKeys(process.env);
@@ -46,7 +45,7 @@ async function main(args: readonly string[]): Promise<void> {
       );
     },
   });
-  logger.info('listening', { url: `${running.url}/v1`, dataDir: config.dataDir, pid: process.pid });
+  logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, dataDir: config.dataDir, pid: process.pid });
   if (keys.length === 0 && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
     logger.error(`no API key is configured: every request under /v1 is refused until one is created with "keys create"`);
   }
@@ -75,6 +74,10 @@ function exitWithError(error: unknown): void {
   if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
     process.stderr.write(`error: ${error.message}\nRun with --help to see every option.\n`);
     process.exit(2);
+  }
+  if (error instanceof CommandError) {
+    process.stderr.write(`error: ${error.message}\n`);
+    process.exit(1);
   }
   const known = error instanceof StoreOpenError || (error instanceof Error && 'code' in error && typeof error.code === 'string');
   process.stderr.write(`cannot start: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthLimiter } from '../auth/limiter.js';
 import { authenticate } from './authenticate.js';
-import { DEPRECATION_HEADERS } from '../pet/contract.js';
+import { deprecationHeaders } from '../pet/contract.js';
 import { corsHeaders, preflightReply, type CorsPolicy } from './cors.js';
 import { HttpError } from './http-error.js';
 import type { Keyring } from '../auth/keyring.js';
@@ -9,12 +9,11 @@ import type { Logger } from '../lib/logger.js';
 import type { Handler } from './operations.js';
 import { errorReply, send, type Reply } from './respond.js';
 import { acceptableRequestId, newRequestId } from './request-id.js';
+import type { Mount } from './mount.js';
 import { Router, type Match } from './router.js';
 import { ROUTES, type RouteSpec } from './routes.js';
 import type { PetStore } from '../store/store.js';
 import { splitTarget } from './url.js';
-
-const DEPRECATION_HEADER_PAIRS = Object.entries(DEPRECATION_HEADERS).flat();
 
 export interface AppOptions {
   store: PetStore;
@@ -23,6 +22,7 @@ export interface AppOptions {
   bodyLimit: number;
   logger: Logger;
   cors: CorsPolicy | undefined;
+  mount: Mount;
 }
 
 /** A standard request listener; with `next`, requests for paths it does not serve go on to `next`. */
@@ -33,9 +33,12 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse, next?:
  * reply. Every outcome, answer or error, leaves through `finish`, which sends and logs it.
  */
 export function createApp(options: AppOptions): RequestListener {
+  const { mount } = options;
   const router = new Router<RouteSpec>();
-  for (const route of ROUTES) router.add(route.method, route.path, route);
-  const publicPaths = new Set(ROUTES.filter((r) => !r.auth).map((r) => r.path));
+  for (const route of ROUTES) router.add(route.method, mount.root + route.path, route);
+  const publicPaths = new Set(ROUTES.filter((r) => !r.auth).map((r) => mount.root + r.path));
+  const deprecationPairs = Object.entries(deprecationHeaders(mount.base)).flat();
+  const noSuchPath = `no such path; see ${mount.base}/openapi.json for the paths this service serves`;
 
   return function petstore(req, res, next) {
     // process.hrtime, not performance.now: the latter loads all of perf_hooks (9 built-in modules).
@@ -49,7 +52,7 @@ export function createApp(options: AppOptions): RequestListener {
 
     // Headers every response of this request carries, whatever the outcome, as name/value pairs.
     const context: string[] = ['x-request-id', requestId];
-    if (match.value?.deprecated === true) context.push(...DEPRECATION_HEADER_PAIRS);
+    if (match.value?.deprecated === true) context.push(...deprecationPairs);
     if (options.cors !== undefined) context.push(...corsHeaders(options.cors, req));
 
     const finish = (reply: Reply): void => {
@@ -92,11 +95,11 @@ export function createApp(options: AppOptions): RequestListener {
     // a key. Paths that are public (the interface description, health) answer a wrong method without one.
     const needsKey = route?.auth ?? (path === undefined || !publicPaths.has(path));
     if (needsKey) authenticate(req, options.keyring, options.limiter);
-    if (path === undefined) throw new HttpError(404, 'not_found', 'no such path; the API lives under /v1');
+    if (path === undefined) throw new HttpError(404, 'not_found', noSuchPath);
     if (route === undefined) {
       throw new HttpError(405, 'method_not_allowed', `method ${method} is not allowed here; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') });
     }
     const handler: Handler = route.handler;
-    return handler({ req, res, params, search, store: options.store, bodyLimit: options.bodyLimit });
+    return handler({ req, res, params, search, store: options.store, bodyLimit: options.bodyLimit, mount });
   }
 }

@@ -1,4 +1,5 @@
-import { API_VERSION, AUTH_REALM, BASE_PATH, DEPRECATION, DEPRECATION_HEADERS, LIMIT, NAME_MAX_LENGTH, PET_STATUSES } from '../pet/contract.js';
+import { API_VERSION, AUTH_REALM, BASE_PATH, DEPRECATION, deprecationHeaders, LIMIT, NAME_MAX_LENGTH, PET_STATUSES } from '../pet/contract.js';
+import type { Mount } from './mount.js';
 import { ERROR_CODES } from './http-error.js';
 import type { Json, RouteSpec } from './route-spec.js';
 
@@ -22,13 +23,17 @@ const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` }
  * The OpenAPI 3.1 description of exactly what the server does, generated from the route table and
  * the contract constants that the handlers and validators use.
  */
-export function openApiDocument(routes: readonly RouteSpec[]): Json {
+export function openApiDocument(routes: readonly RouteSpec[], mount: Mount): Json {
   const paths: Record<string, Json> = {};
+  // Paths outside /v1 (health) are relative to the mount root, not to the API's base.
+  const rootServers = mount.publicUrls.length === 0
+    ? [{ url: `${mount.root}/` }]
+    : mount.publicUrls.map((url) => ({ url: `${url.slice(0, -BASE_PATH.length)}/` }));
   for (const route of routes) {
     const inV1 = route.path.startsWith(`${BASE_PATH}/`);
     const key = (inV1 ? route.path.slice(BASE_PATH.length) : route.path).replace(/:(\w+)/g, '{$1}');
-    const item = (paths[key] ??= inV1 ? {} : { servers: [{ url: '/' }] });
-    item[route.method.toLowerCase()] = operation(route);
+    const item = (paths[key] ??= inV1 ? {} : { servers: rootServers });
+    item[route.method.toLowerCase()] = operation(route, mount);
   }
   return {
     openapi: '3.1.0',
@@ -38,18 +43,18 @@ export function openApiDocument(routes: readonly RouteSpec[]): Json {
       license: { name: 'MIT', identifier: 'MIT' },
       description: 'List, add and get pets. Every operation under /v1 but this document requires a bearer API key. HEAD is answered wherever GET is, with the same status and headers and no body.',
     },
-    servers: [{ url: BASE_PATH }],
+    servers: mount.publicUrls.length === 0 ? [{ url: mount.base }] : mount.publicUrls.map((url) => ({ url })),
     security: [{ bearerAuth: [] }],
     paths,
-    components: { securitySchemes, schemas, headers, parameters },
+    components: { securitySchemes, schemas, headers: headers(mount), parameters },
   };
 }
 
-function operation(route: RouteSpec): Json {
+function operation(route: RouteSpec, mount: Mount): Json {
   const op: Json = { operationId: route.operationId, summary: route.summary };
   if (route.deprecated === true) {
     op['deprecated'] = true;
-    op['description'] = `Deprecated; removed on ${DEPRECATION.sunset.toUTCString()}. Use ${DEPRECATION.successor} with the status filter.`;
+    op['description'] = `Deprecated; removed on ${DEPRECATION.sunset.toUTCString()}. Use ${mount.base}/pets with the status filter.`;
   }
   if (!route.auth) op['security'] = [];
   const { parameters = [], body } = route.doc;
@@ -141,15 +146,15 @@ const parameters = {
   petId: { name: 'petId', in: 'path', required: true, schema: int64 },
 };
 
-const headers = {
+const headers = (mount: Mount): Json => ({
   'X-Request-Id': { description: 'The request id: the client\'s X-Request-Id when valid, otherwise generated', schema: { type: 'string' } },
   'Cache-Control': { schema: { type: 'string', const: 'no-store' } },
   'X-Content-Type-Options': { schema: { type: 'string', const: 'nosniff' } },
-  Deprecation: { description: 'RFC 9745: when getPet was deprecated', schema: { type: 'string', const: DEPRECATION_HEADERS['deprecation'] } },
-  Sunset: { description: 'RFC 8594: when getPet will be removed', schema: { type: 'string', const: DEPRECATION_HEADERS['sunset'] } },
-  SuccessorLink: { description: 'RFC 8288: the successor of getPet', schema: { type: 'string', const: DEPRECATION_HEADERS['link'] } },
+  Deprecation: { description: 'RFC 9745: when getPet was deprecated', schema: { type: 'string', const: deprecationHeaders()['deprecation'] } },
+  Sunset: { description: 'RFC 8594: when getPet will be removed', schema: { type: 'string', const: deprecationHeaders()['sunset'] } },
+  SuccessorLink: { description: 'RFC 8288: the successor of getPet', schema: { type: 'string', const: deprecationHeaders(mount.base)['link'] } },
   Link: { description: 'RFC 8288 rel="next": the next page, present only when more pets match', schema: { type: 'string' } },
-  Location: { description: 'The new pet: /v1/pets/{id}', schema: { type: 'string' } },
+  Location: { description: `The new pet: ${mount.base}/pets/{id}`, schema: { type: 'string' } },
   'WWW-Authenticate': { schema: { type: 'string', const: `Bearer realm="${AUTH_REALM}"` } },
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
-};
+});

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BASE_PATH } from '../pet/contract.js';
 import { readJsonBody } from './body.js';
 import { HttpError } from './http-error.js';
 import { petJson, petsJson, type Pet } from '../pet/pet.js';
+import type { Mount } from './mount.js';
 import { json, type Reply } from './respond.js';
 import type { PetStore } from '../store/store.js';
 import { parseQuery, decodeComponent, singleParam } from './url.js';
@@ -16,6 +16,7 @@ export interface RequestContext {
   search: string;
   store: PetStore;
   bodyLimit: number;
+  mount: Mount;
 }
 
 export type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;
@@ -33,22 +34,23 @@ export const listPets: Handler = (ctx) => {
   // Store ids are safe integers: a cursor below 1 starts at the beginning, one above the range is past the end.
   const cursor = after < 0n ? 0 : after > MAX_SAFE ? Number.MAX_SAFE_INTEGER : Number(after);
   const page = ctx.store.list({ after: cursor, limit, status });
-  if (page instanceof Promise) return page.then((p) => listReply(p.pets, p.more, limit, status));
-  return listReply(page.pets, page.more, limit, status);
+  const base = ctx.mount.base;
+  if (page instanceof Promise) return page.then((p) => listReply(p.pets, p.more, limit, status, base));
+  return listReply(page.pets, page.more, limit, status, base);
 };
 
-function listReply(pets: readonly Pet[], more: boolean, limit: number, status: string | undefined): Reply {
+function listReply(pets: readonly Pet[], more: boolean, limit: number, status: string | undefined, base: string): Reply {
   const last = pets.at(-1);
   if (!more || last === undefined) return json(200, petsJson(pets));
   const filter = status === undefined ? '' : `&status=${status}`;
-  return json(200, petsJson(pets), { link: `<${BASE_PATH}/pets?limit=${limit}${filter}&after=${last.id}>; rel="next"` });
+  return json(200, petsJson(pets), { link: `<${base}/pets?limit=${limit}${filter}&after=${last.id}>; rel="next"` });
 }
 
 /** createPet: a validated NewPet, stored durably, answered 201 with the Pet and its Location. */
 export const createPet: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req, ctx.res, ctx.bodyLimit);
   const pet = await ctx.store.create(validateNewPet(body));
-  return json(201, petJson(pet), { location: `${BASE_PATH}/pets/${pet.id}` });
+  return json(201, petJson(pet), { location: `${ctx.mount.base}/pets/${pet.id}` });
 };
 
 /** getPet (deprecated): 200, 404 for a valid int64 without a pet, 400 for anything else. */

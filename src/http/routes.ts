@@ -1,6 +1,7 @@
 import { BASE_PATH } from '../pet/contract.js';
 import { openApiDocument, ref, type Json } from './openapi.js';
 import { createPet, getPet, healthz, listPets, readyz, type Handler } from './operations.js';
+import type { Mount } from './mount.js';
 import { json } from './respond.js';
 import type { RouteSpec } from './route-spec.js';
 
@@ -8,9 +9,13 @@ export type { RouteSpec } from './route-spec.js';
 
 const statusSchema = (value: string): Json => ({ type: 'object', required: ['status'], properties: { status: { const: value } } });
 
-// Built on first request, from the same table it describes.
-let openApiJson: string | undefined;
-const serveOpenApi: Handler = () => json(200, (openApiJson ??= JSON.stringify(openApiDocument(ROUTES))));
+// Built on first request for each mount, from the same table it describes.
+const openApiJson = new WeakMap<Mount, string>();
+const serveOpenApi: Handler = (ctx) => {
+  let text = openApiJson.get(ctx.mount);
+  if (text === undefined) openApiJson.set(ctx.mount, (text = JSON.stringify(openApiDocument(ROUTES, ctx.mount))));
+  return json(200, text);
+};
 
 export const ROUTES: readonly RouteSpec[] = [
   {

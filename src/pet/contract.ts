@@ -19,13 +19,15 @@ export const DEPRECATION = {
   /** The day this service first shipped, already marking getPet deprecated: 2026-11-25T00:00:00Z. */
   since: new Date('2026-11-25T00:00:00Z'),
   sunset: new Date('2030-12-05T00:00:00Z'),
-  successor: `${BASE_PATH}/pets`,
 } as const;
 
-export const DEPRECATION_HEADERS: Readonly<Record<string, string>> = {
-  deprecation: `@${DEPRECATION.since.getTime() / 1000}`,
-  sunset: DEPRECATION.sunset.toUTCString(),
-  link: `<${DEPRECATION.successor}>; rel="successor-version"`,
-};
+/** The headers of every getPet response; `base` is where the API is mounted (`/v1` unless prefixed). */
+export function deprecationHeaders(base: string = BASE_PATH): Readonly<Record<string, string>> {
+  return {
+    deprecation: `@${DEPRECATION.since.getTime() / 1000}`,
+    sunset: DEPRECATION.sunset.toUTCString(),
+    link: `<${base}/pets>; rel="successor-version"`,
+  };
+}
 
 export const AUTH_REALM = 'petstore';

@@ -1,6 +1,7 @@
 import { AuthLimiter } from '../auth/limiter.js';
 import { createApp, type RequestListener } from '../http/app.js';
 import { corsPolicy } from '../http/cors.js';
+import { createMount } from '../http/mount.js';
 import { generateFirstKey, keyFilePath } from '../auth/key-file.js';
 import { Keyring } from '../auth/keyring.js';
 import { jsonLogger, type Logger } from '../lib/logger.js';
@@ -20,6 +21,13 @@ export interface PetstoreOptions {
   authFailureLimit?: number;
   /** Allowed browser origins (`*` or a comma-separated list); CORS is off when absent. */
   corsOrigin?: string | undefined;
+  /**
+   * Mount prefix such as `/api`: every route then lives under it (`/api/v1/pets`, `/api/healthz`), and
+   * `Location`, `Link` and the OpenAPI `servers` say so. The handler matches `req.url` with the prefix.
+   */
+  basePath?: string | undefined;
+  /** Absolute base URLs ending in /v1 (production, staging) for the OpenAPI `servers` list. */
+  publicUrls?: readonly string[] | undefined;
   logger?: Logger;
   /**
    * Called with a newly generated key when no key is configured anywhere (no `keys`, no key file in
@@ -47,6 +55,8 @@ export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30 } as const;
  */
 export async function createPetstore(options: PetstoreOptions): Promise<PetstoreService> {
   const logger = options.logger ?? jsonLogger();
+  const mount = createMount(options.basePath, options.publicUrls);
+  if (options.store !== undefined) checkStore(options.store);
   let store = options.store;
   if (store === undefined) {
     if (options.dataDir === undefined) throw new TypeError('createPetstore needs a dataDir or a store');
@@ -78,6 +88,7 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
     bodyLimit: options.bodyLimit ?? DEFAULTS.bodyLimit,
     logger,
     cors: corsPolicy(options.corsOrigin),
+    mount,
   });
   const close = async (): Promise<void> => {
     try {
@@ -87,4 +98,12 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
     }
   };
   return { handler, store: opened, close };
+}
+
+/** An embedder's store must have the whole interface; a plain object would fail on the first request. */
+function checkStore(store: unknown): void {
+  const candidate = (typeof store === 'object' && store !== null ? store : {}) as Record<string, unknown>;
+  const missing = ['list', 'get', 'create', 'close'].filter((name) => typeof candidate[name] !== 'function');
+  if (!('ready' in candidate)) missing.push('ready');
+  if (missing.length > 0) throw new TypeError(`options.store does not implement the PetStore interface: missing ${missing.join(', ')}`);
 }

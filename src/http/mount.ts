@@ -1,0 +1,42 @@
+import { BASE_PATH } from '../pet/contract.js';
+
+/** Where the service is reachable: its own paths, and the addresses the OpenAPI document names. */
+export interface Mount {
+  /** The mount prefix: '' or a path such as '/api'. Every route, `/healthz` included, lives under it. */
+  root: string;
+  /** The API's base path: root + '/v1'. `Location` and `Link` headers are built on it. */
+  base: string;
+  /** Absolute base URLs (each ending in /v1) listed as OpenAPI `servers`; empty: the relative `base`. */
+  publicUrls: readonly string[];
+}
+
+const PREFIX = /^(\/[A-Za-z0-9._~!$&'()*+,;=:@-]+)+$/;
+
+/** Checks an embedder's `basePath` and `publicUrls`; a TypeError says what is wrong. */
+export function createMount(basePath = '', publicUrls: readonly string[] = []): Mount {
+  if (basePath !== '' && !PREFIX.test(basePath)) {
+    throw new TypeError(`basePath must be empty or a path like "/api": segments after "/", no trailing "/", no "?", "#" or "%"; got ${JSON.stringify(basePath)}`);
+  }
+  for (const url of publicUrls) checkPublicUrl(url);
+  return { root: basePath, base: basePath + BASE_PATH, publicUrls: [...publicUrls] };
+}
+
+/** `PETSTORE_PUBLIC_URL`: one base URL or a comma-separated list (production, staging). */
+export function parsePublicUrls(text: string): string[] {
+  const urls = text.split(',').map((u) => u.trim()).filter((u) => u !== '');
+  for (const url of urls) checkPublicUrl(url);
+  return urls;
+}
+
+function checkPublicUrl(url: string): void {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+  }
+  // The contract: both base addresses end with the version segment /v1.
+  const ok = parsed !== undefined && (parsed.protocol === 'https:' || parsed.protocol === 'http:')
+    && parsed.search === '' && parsed.hash === '' && parsed.pathname.endsWith(BASE_PATH) && url.endsWith(BASE_PATH);
+  if (!ok) throw new TypeError(`a public URL must be an absolute http(s) URL ending in ${BASE_PATH}, such as https://api.example.com${BASE_PATH}; got ${JSON.stringify(url)}`);
+}

@@ -1,0 +1,95 @@
+/**
+ * Where the service is mounted: a `basePath` prefix for every route and header, `publicUrls` for the
+ * OpenAPI `servers`, and what an unknown path says.
+ */
+import assert from 'node:assert/strict';
+import { test, type TestContext } from 'node:test';
+import { createPetstore, silentLoggerForTests } from './support.js';
+import { runCli, spawnServerFor, startServer, tempDirFor, TEST_KEY, type TestServer } from './helpers.js';
+
+type Json = Record<string, unknown>;
+
+async function serve(t: TestContext, options: Parameters<typeof startServer>[0]): Promise<TestServer> {
+  const server = await startServer(options);
+  t.after(() => server.close());
+  return server;
+}
+
+const post = { headers: [['content-type', 'application/json']] as Array<[string, string]>, body: '{"name":"Rex","categoryId":1}' };
+
+test('mounted at /api, every route lives under it and Location, Link and the deprecation Link say so', async (t) => {
+  const server = await serve(t, { basePath: '/api' });
+  const created = await server.request('POST', '/api/v1/pets', post);
+  assert.equal(created.status, 201);
+  assert.equal(created.headers.location, '/api/v1/pets/1');
+  await server.request('POST', '/api/v1/pets', post);
+  const page = await server.request('GET', '/api/v1/pets?limit=1');
+  assert.equal(page.headers.link, '</api/v1/pets?limit=1&after=1>; rel="next"');
+  const one = await server.request('GET', '/api/v1/pets/1');
+  assert.equal(one.status, 200);
+  assert.equal(one.headers.link, '</api/v1/pets>; rel="successor-version"');
+  assert.equal((await server.request('GET', '/api/healthz', { auth: false })).status, 200);
+  assert.equal((await server.request('GET', '/api/readyz', { auth: false })).status, 200);
+  // Without the prefix nothing is served.
+  const bare = await server.request('GET', '/v1/pets');
+  assert.equal(bare.status, 404);
+  assert.equal((bare.json as Json)['message'], 'no such path; see /api/v1/openapi.json for the paths this service serves');
+});
+
+test('mounted at /api, the OpenAPI document names /api/v1 as its server and the successor link with the prefix', async (t) => {
+  const server = await serve(t, { basePath: '/api' });
+  const doc = (await server.request('GET', '/api/v1/openapi.json', { auth: false })).json as Json;
+  assert.deepEqual(doc['servers'], [{ url: '/api/v1' }]);
+  const paths = doc['paths'] as Record<string, Json>;
+  assert.deepEqual(paths['/healthz']?.['servers'], [{ url: '/api/' }]);
+  const headers = (doc['components'] as Json)['headers'] as Record<string, Json>;
+  assert.deepEqual(headers['SuccessorLink']?.['schema'], { type: 'string', const: '</api/v1/pets>; rel="successor-version"' });
+});
+
+test('public URLs become the OpenAPI servers, production and staging, and health paths sit at their roots', async (t) => {
+  const urls = ['https://api.example.com/v1', 'https://staging.example.com/petstore/v1'];
+  const server = await serve(t, { publicUrls: urls });
+  const doc = (await server.request('GET', '/v1/openapi.json', { auth: false })).json as Json;
+  assert.deepEqual(doc['servers'], urls.map((url) => ({ url })));
+  const paths = doc['paths'] as Record<string, Json>;
+  assert.deepEqual(paths['/readyz']?.['servers'], [{ url: 'https://api.example.com/' }, { url: 'https://staging.example.com/petstore/' }]);
+});
+
+test('without a mount the document and the answers are as before: servers /v1, health at /', async (t) => {
+  const server = await serve(t, {});
+  const doc = (await server.request('GET', '/v1/openapi.json', { auth: false })).json as Json;
+  assert.deepEqual(doc['servers'], [{ url: '/v1' }]);
+  assert.deepEqual((doc['paths'] as Record<string, Json>)['/healthz']?.['servers'], [{ url: '/' }]);
+  const unknown = await server.request('GET', '/v1/pets/');
+  assert.equal(unknown.status, 404);
+  assert.equal((unknown.json as Json)['message'], 'no such path; see /v1/openapi.json for the paths this service serves');
+});
+
+test('a bad basePath or public URL is refused at creation with a TypeError', async (t) => {
+  const dataDir = await tempDirFor(t);
+  for (const basePath of ['api', '/api/', '/a?b', '/a%20b', '/']) {
+    await assert.rejects(createPetstore({ dataDir, keys: [TEST_KEY], logger: silentLoggerForTests, basePath }), TypeError, basePath);
+  }
+  for (const url of ['/v1', 'ftp://x/v1', 'https://x/api', 'https://x/v1/', 'https://x/v1?a=1']) {
+    await assert.rejects(createPetstore({ dataDir, keys: [TEST_KEY], logger: silentLoggerForTests, publicUrls: [url] }), TypeError, url);
+  }
+});
+
+test('a store that lacks the interface is refused at creation with a TypeError naming what is missing', async () => {
+  await assert.rejects(createPetstore({ store: {} as never, keys: [TEST_KEY], logger: silentLoggerForTests }), {
+    name: 'TypeError', message: 'options.store does not implement the PetStore interface: missing list, get, create, close, ready',
+  });
+  const almost = { list: () => ({ pets: [], more: false }), get: () => undefined, create: () => Promise.reject(new Error('no')), ready: true };
+  await assert.rejects(createPetstore({ store: almost as never, keys: [TEST_KEY], logger: silentLoggerForTests }), /missing close$/);
+});
+
+test('--base-path and --public-url configure the server from the command line; bad values exit 2', async (t) => {
+  const dir = await tempDirFor(t);
+  const server = await spawnServerFor(t, ['--data-dir', dir, '--base-path', '/api', '--public-url', 'https://api.example.com/v1'], { PETSTORE_API_KEYS: TEST_KEY });
+  assert.match(server.url, /\/api$/, 'the listening line names the mounted URL');
+  const res = await fetch(`${server.url}/v1/openapi.json`);
+  assert.deepEqual(((await res.json()) as Json)['servers'], [{ url: 'https://api.example.com/v1' }]);
+  const bad = await runCli(['--data-dir', dir, '--public-url', 'https://api.example.com/'], { PETSTORE_API_KEYS: TEST_KEY });
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--public-url: a public URL must be an absolute http\(s\) URL ending in \/v1/);
+});
