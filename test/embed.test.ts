@@ -1,77 +1,21 @@
 /**
- * The package as a library: the README's example runs as written, and `createPetstore` serves an
- * embedder's own store behind the embedder's own node:http server, passing on what it does not serve.
+ * The package as a library: `createPetstore` serves an embedder's own store behind the embedder's own
+ * node:http server, passing on what it does not serve. (The guide's examples run in docs-examples.test.ts.)
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { createServer, type RequestListener as NodeListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { request, TEST_KEY } from './helpers.js';
+import { request, runNode, TEST_KEY } from './helpers.js';
 import {
   createPetstore, silentLoggerForTests, StoreUnavailableError,
   type ListPage, type ListQuery, type NewPet, type Pet, type PetStore, type PetstoreService, type Petstore,
 } from './support.js';
 
 const HERE = __dirname;
-const PACKAGE_ROOT = resolve(HERE, '../..');
-
-/** The code of the ```js blocks of the README's "## Embedding" section, in order, and its ```text block. */
-async function readmeExample(): Promise<{ code: string; output: string | undefined }> {
-  const readme = await readFile(join(PACKAGE_ROOT, 'README.md'), 'utf8');
-  const start = readme.search(/^## Embedding[ \t]*$/m);
-  assert.notEqual(start, -1, 'README.md has an "## Embedding" section');
-  const rest = readme.slice(start + 1);
-  const end = rest.search(/^## /m);
-  const section = end === -1 ? rest : rest.slice(0, end);
-  const blocks = [...section.matchAll(/^```(\w*)[ \t]*\n([\s\S]*?)^```[ \t]*$/gm)];
-  const code = blocks.filter((b) => b[1] === 'js' || b[1] === 'javascript').map((b) => b[2]).join('\n');
-  assert.ok(code.trim() !== '', 'the section has a ```js example');
-  return { code, output: blocks.find((b) => b[1] === 'text')?.[2] };
-}
-
-function runNode(file: string, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [file], { cwd: PACKAGE_ROOT, env: { PATH: process.env['PATH'] }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  return new Promise((r) => child.on('close', (code, signal) => {
-    clearTimeout(timer);
-    r({ code, signal, stdout, stderr });
-  }));
-}
-
-test('the README embedding example runs as written, imports petstore-api and prints what it documents', async (t) => {
-  const { code, output } = await readmeExample();
-  assert.match(code, /from 'petstore-api'/, 'the example imports the package by name');
-  assert.match(code, /createPetstore\(/);
-  assert.match(code, /\.handler\(req, res, /, 'the example mounts the handler with next');
-  assert.match(code, /store:/, 'the example supplies its own store');
-  for (const method of ['list', 'get', 'create', 'close']) assert.match(code, new RegExp(`\\b${method}\\(`), `its store has ${method}()`);
-  assert.match(code, /\bready\b/);
-
-  // Inside the package folder, so that `petstore-api` resolves to this package (self-reference).
-  const file = join(HERE, `tmp-embed-${randomBytes(6).toString('hex')}.mjs`);
-  await writeFile(file, code);
-  t.after(() => rm(file, { force: true }));
-  const run = await runNode(file, 10_000);
-  assert.equal(run.signal, null, `the example exits by itself\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
-  assert.equal(run.code, 0, run.stderr);
-  assert.equal(run.stderr, '');
-
-  const printed = run.stdout.split('\n').filter((l) => l !== '' && !l.startsWith('{'));
-  assert.ok(printed.some((l) => /^POST \/v1\/pets -> 201 /.test(l)), run.stdout);
-  assert.ok(printed.some((l) => /^GET \/v1\/pets -> 200 \[\{"id":1,/.test(l)), run.stdout);
-  assert.ok(printed.some((l) => /^GET \/v1\/pets without a key -> 401 /.test(l)), run.stdout);
-  assert.ok(printed.some((l) => /^GET \/about -> 200 served by my own app$/.test(l)), run.stdout);
-  assert.ok(output !== undefined, 'the section shows what the example prints');
-  assert.deepEqual(printed, output.split('\n').filter((l) => l !== ''), 'the README shows exactly what the example prints');
-});
 
 /** A PetStore of the embedder's own, in memory; `async` answers through promises, as a database would. */
 class MemoryStore implements PetStore {

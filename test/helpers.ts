@@ -226,3 +226,20 @@ export async function spawnServerFor(t: TestContext, args: string[], env: NodeJS
   });
   return server;
 }
+
+/**
+ * Runs `node file` from the package root with nothing of this process's environment but PATH, killed
+ * after `timeoutMs`. A file inside the package folder imports `petstore-api` as an embedder would.
+ */
+export function runNode(file: string, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [file], { cwd: resolve(__dirname, '../..'), env: { PATH: process.env['PATH'] }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((r) => child.on('close', (code, signal) => {
+    clearTimeout(timer);
+    r({ code, signal, stdout, stderr });
+  }));
+}
