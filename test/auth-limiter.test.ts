@@ -15,6 +15,14 @@ test('an address is blocked after the limit until its window ends, then starts a
   assert.equal(limiter.blockedFor('a', 61_001), 0, 'one new failure does not block again');
 });
 
+test('Retry-After rounds up: a block with half a second left says 1, never 0', () => {
+  const limiter = new AuthLimiter(1, 60_000);
+  limiter.recordFailure('a', 0);
+  assert.equal(limiter.blockedFor('a', 59_500), 1);
+  assert.equal(limiter.blockedFor('a', 59_999), 1);
+  assert.equal(limiter.blockedFor('a', 1), 60);
+});
+
 test('a full table forgets unblocked addresses before blocked ones', () => {
   const limiter = new AuthLimiter(2, 60_000, 3);
   limiter.recordFailure('blocked', 0);

@@ -261,6 +261,16 @@ test('an idle keep-alive connection does not hold up a graceful stop', async (t)
   assert.ok(Date.now() - started < 3000, `stopped in ${Date.now() - started} ms`);
 });
 
+test('a corrupt keys.json refuses the start, even when PETSTORE_API_KEYS holds keys', async (t) => {
+  // Starting on the environment's keys alone would silently drop every key the file was meant to hold.
+  const dir = await temp(t);
+  await writeFile(join(dir, 'keys.json'), '{"keys": [', { mode: 0o600 });
+  const { code, stdout, stderr } = await runCli(['--port', '0', '--data-dir', dir], { PETSTORE_API_KEYS: 'env-key-1' });
+  assert.equal(code, 1);
+  assert.match(stderr, /^cannot start: .*keys\.json is not valid JSON/);
+  assert.doesNotMatch(stdout, /listening/);
+});
+
 test('a data directory that is a regular file stops the start with a message naming it', async (t) => {
   const dir = await temp(t);
   const file = join(dir, 'not-a-directory');

@@ -464,6 +464,20 @@ describe('createPet', () => {
     assert.match(raw, /"code":"payload_too_large"/);
   });
 
+  test('a chunked body of exactly the limit is read; one byte more is a 413', async (t) => {
+    const server = await fresh(t);
+    const pet = '{"name":"Rex","categoryId":1}';
+    const chunked = (size: number): string => {
+      const body = pet + ' '.repeat(size - pet.length);
+      return `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\n` +
+        `Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    };
+    assert.match(await rawRequest(server.url, chunked(BODY_LIMIT)), /^HTTP\/1\.1 201 /);
+    const over = await rawRequest(server.url, chunked(BODY_LIMIT + 1));
+    assert.match(over, /^HTTP\/1\.1 413 /);
+    assert.match(over, /"code":"payload_too_large"/);
+  });
+
   test('a chunked body that grows over 64 KiB is refused with 413', async (t) => {
     const server = await fresh(t);
     const chunk = ' '.repeat(BODY_LIMIT);
@@ -737,6 +751,13 @@ describe('every response', () => {
       assert.equal(res.headers['x-powered-by'], undefined, name);
       assert.equal(res.headers['server'], undefined, name);
     }
+  });
+
+  test('an X-Request-Id of 128 characters is echoed; one of 129 is replaced by a generated id', async () => {
+    const longest = 'a'.repeat(128);
+    assert.equal((await server.request('GET', '/v1/pets', { headers: [['x-request-id', longest]] })).headers['x-request-id'], longest);
+    const tooLong = (await server.request('GET', '/v1/pets', { headers: [['x-request-id', `${longest}b`]] })).headers['x-request-id'];
+    assert.match(String(tooLong), /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 
   test('echoes a plain X-Request-Id sent by the client', async () => {
