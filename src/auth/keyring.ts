@@ -40,12 +40,20 @@ export class Keyring {
    * with every stored digest without stopping early, so the time taken says nothing about the keys.
    */
   accepts(key: string, now = Date.now()): boolean {
+    return this.identify(key, now) !== undefined;
+  }
+
+  /**
+   * The accepted key's identity, or undefined: its SHA-256 digest in base64url, what the key file
+   * keeps of it anyway. Things scoped to one API key (idempotency keys) are filed under it.
+   */
+  identify(key: string, now = Date.now()): string | undefined {
     this.#reload(now, false);
     const presented = digest(key);
     let found = false;
     for (const stored of this.#fixed) found = timingSafeEqual(stored, presented) || found;
     for (const stored of this.#fromFile) found = timingSafeEqual(stored, presented) || found;
-    return found;
+    return found ? presented.toString('base64url') : undefined;
   }
 
   #reload(now: number, strict: boolean): void {

@@ -94,12 +94,12 @@ export function createApp(options: AppOptions): RequestListener {
     // Authentication comes first, also for unknown paths and wrong methods: nothing is revealed without
     // a key. Paths that are public (the interface description, health) answer a wrong method without one.
     const needsKey = route?.auth ?? (path === undefined || !publicPaths.has(path));
-    if (needsKey) authenticate(req, options.keyring, options.limiter);
+    const scope = needsKey ? authenticate(req, options.keyring, options.limiter) : undefined;
     if (path === undefined) throw new HttpError(404, 'not_found', noSuchPath);
     if (route === undefined) {
       throw new HttpError(405, 'method_not_allowed', `method ${method} is not allowed here; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') });
     }
     const handler: Handler = route.handler;
-    return handler({ req, res, params, search, store: options.store, bodyLimit: options.bodyLimit, mount });
+    return handler({ req, res, params, search, store: options.store, bodyLimit: options.bodyLimit, mount, scope });
   }
 }

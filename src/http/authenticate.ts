@@ -10,10 +10,10 @@ const CHALLENGE = { 'www-authenticate': `Bearer realm="${AUTH_REALM}"` };
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 
 /**
- * Lets a request through only with an accepted bearer key. An address with too many recent failures
+ * Lets a request through only with an accepted bearer key, and returns that key's identity. An address with too many recent failures
  * is refused (429) before its key is even looked at.
  */
-export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: AuthLimiter): void {
+export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: AuthLimiter): string {
   const address = clientKey(req.socket.remoteAddress ?? 'unknown');
   const now = Date.now();
   const wait = limiter.blockedFor(address, now);
@@ -25,10 +25,12 @@ export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: Au
   if (headerCount(req, 'authorization') > 1) throw new HttpError(400, 'invalid_request', 'the Authorization header is given more than once');
   const token = BEARER.exec(header)?.[1];
   if (token === undefined) throw new HttpError(401, 'unauthorized', 'the Authorization header is not a bearer API key', CHALLENGE);
-  if (!keyring.accepts(token, now)) {
+  const scope = keyring.identify(token, now);
+  if (scope === undefined) {
     // Only a presented key that is wrong counts as a guess: a browser's keyless request for
     // /favicon.ico behind the same proxy must not lock out the clients that have a key.
     limiter.recordFailure(address, now);
     throw new HttpError(401, 'unauthorized', 'invalid API key', CHALLENGE);
   }
+  return scope;
 }

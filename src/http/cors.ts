@@ -12,8 +12,8 @@ export function corsPolicy(setting: string | undefined): CorsPolicy | undefined 
   return { origins: setting.split(',').map((o) => o.trim()).filter((o) => o !== '') };
 }
 
-// Headers a browser script may read: pagination, the created pet, the deprecation notice.
-const EXPOSED = 'Link, Location, Deprecation, Sunset, Retry-After, X-Request-Id';
+// Headers a browser script may read: pagination, the created pet, the deprecation notice, a replay.
+const EXPOSED = 'Link, Location, Deprecation, Sunset, Retry-After, X-Request-Id, Idempotent-Replayed';
 
 function allowedOrigin(policy: CorsPolicy, req: IncomingMessage): string | undefined {
   const origin = req.headers.origin;
@@ -38,7 +38,7 @@ export function preflightReply(policy: CorsPolicy, req: IncomingMessage, allowed
     body: '',
     headers: {
       'access-control-allow-methods': allowed.join(', '),
-      'access-control-allow-headers': 'Authorization, Content-Type, X-Request-Id',
+      'access-control-allow-headers': 'Authorization, Content-Type, X-Request-Id, Idempotency-Key',
       'access-control-max-age': '600',
     },
   };

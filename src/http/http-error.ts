@@ -12,6 +12,8 @@ export const ERROR_CODES = [
   'headers_too_large',
   'internal_error',
   'unavailable',
+  'request_in_progress',
+  'idempotency_key_reused',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

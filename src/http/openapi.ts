@@ -9,8 +9,10 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request: a parameter, a header or the body is missing or invalid (the message names it)',
   401: 'API key missing or invalid',
   404: 'The requested pet does not exist',
+  409: 'A create with the same Idempotency-Key is still being processed; retry after Retry-After seconds',
   413: 'Request body larger than the configured limit (default 64 KiB)',
   415: 'Request body is not application/json',
+  422: 'The Idempotency-Key was already used, within its window, for a different pet',
   429: 'Too many failed authentications from this address; retry after Retry-After seconds',
   500: 'Unexpected server failure; the message reveals nothing',
   503: 'Storage cannot accept writes right now, or the store is not ready',
@@ -144,6 +146,15 @@ const parameters = {
     description: 'Cursor: only pets with an id greater than this (from the Link rel="next" header)', schema: int64,
   },
   petId: { name: 'petId', in: 'path', required: true, schema: int64 },
+  idempotencyKey: {
+    name: 'Idempotency-Key', in: 'header', required: false,
+    description: 'Makes a retried create safe (draft-ietf-httpapi-idempotency-key-header): an RFC 8941 String ("…") or the key bare, '
+      + '1–255 visible ASCII characters (a space only inside quotes). Scoped to the API key; remembered for a window (24 hours by default) '
+      + 'after a successful create. The same key with the same pet (name, categoryId digits, status) gets the first 201 again with '
+      + 'Idempotent-Replayed: true and stores nothing; with another pet, 422; while the first is still being committed, 409. '
+      + 'Only a 201 is remembered.',
+    schema: { type: 'string', minLength: 1, maxLength: 257 },
+  },
 };
 
 const headers = (mount: Mount): Json => ({
@@ -157,4 +168,5 @@ const headers = (mount: Mount): Json => ({
   Location: { description: `The new pet: ${mount.base}/pets/{id}`, schema: { type: 'string' } },
   'WWW-Authenticate': { schema: { type: 'string', const: `Bearer realm="${AUTH_REALM}"` } },
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
+  'Idempotent-Replayed': { description: 'Present on a replayed create: the answer of the first request with this Idempotency-Key', schema: { type: 'string', const: 'true' } },
 });

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readJsonBody } from './body.js';
 import { HttpError } from './http-error.js';
+import { idempotencyKey } from './idempotency-key.js';
 import { petJson, petsJson, type Pet } from '../pet/pet.js';
 import type { Mount } from './mount.js';
 import { json, type Reply } from './respond.js';
@@ -17,6 +18,8 @@ export interface RequestContext {
   store: PetStore;
   bodyLimit: number;
   mount: Mount;
+  /** The identity of the request's API key; undefined on public routes. */
+  scope: string | undefined;
 }
 
 export type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;
@@ -46,12 +49,26 @@ function listReply(pets: readonly Pet[], more: boolean, limit: number, status: s
   return json(200, petsJson(pets), { link: `<${base}/pets?limit=${limit}${filter}&after=${last.id}>; rel="next"` });
 }
 
-/** createPet: a validated NewPet, stored durably, answered 201 with the Pet and its Location. */
+/**
+ * createPet: a validated NewPet, stored durably, answered 201 with the Pet and its Location. With an
+ * Idempotency-Key, a retry of a create that succeeded gets the same answer and stores nothing.
+ */
 export const createPet: Handler = async (ctx) => {
+  const key = idempotencyKey(ctx.req);
   const body = await readJsonBody(ctx.req, ctx.res, ctx.bodyLimit);
-  const pet = await ctx.store.create(validateNewPet(body));
-  return json(201, petJson(pet), { location: `${ctx.mount.base}/pets/${pet.id}` });
+  const pet = validateNewPet(body);
+  if (key === undefined) return created(await ctx.store.create(pet), ctx.mount);
+  if (ctx.store.createOnce === undefined || ctx.scope === undefined) {
+    throw new HttpError(400, 'invalid_request', 'the Idempotency-Key header is not supported by this server\'s store');
+  }
+  const result = await ctx.store.createOnce(pet, { scope: ctx.scope, key });
+  return created(result.pet, ctx.mount, result.replayed);
 };
+
+function created(pet: Pet, mount: Mount, replayed = false): Reply {
+  const location = `${mount.base}/pets/${pet.id}`;
+  return json(201, petJson(pet), replayed ? { location, 'idempotent-replayed': 'true' } : { location });
+}
 
 /** getPet (deprecated): 200, 404 for a valid int64 without a pet, 400 for anything else. */
 export const getPet: Handler = (ctx) => {

@@ -1,7 +1,7 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import { HttpError } from './http-error.js';
 import { JsonSyntaxError } from '../lib/json.js';
-import { StoreUnavailableError } from '../store/store.js';
+import { IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError } from '../store/store.js';
 import { ValidationError } from '../pet/validate.js';
 
 /** What a handler answers: the body is already JSON text, so sending cannot fail half-way. */
@@ -61,6 +61,8 @@ function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof ValidationError) return new HttpError(400, 'invalid_request', error.message);
   if (error instanceof JsonSyntaxError) return new HttpError(400, 'invalid_request', `request body is not valid JSON: ${error.message}`);
+  if (error instanceof IdempotencyKeyReusedError) return new HttpError(422, 'idempotency_key_reused', error.message);
+  if (error instanceof RequestInProgressError) return new HttpError(409, 'request_in_progress', error.message, { 'retry-after': '1' });
   if (error instanceof StoreUnavailableError) return new HttpError(503, 'unavailable', 'the pet could not be made durable and is not acknowledged; try again later', { 'retry-after': '1' });
   return new HttpError(500, 'internal_error', 'the server failed to handle the request');
 }

@@ -29,11 +29,12 @@ export const ROUTES: readonly RouteSpec[] = [
   },
   {
     method: 'POST', path: `${BASE_PATH}/pets`, operationId: 'createPet', summary: 'Add a pet', auth: true,
-    statuses: [201, 400, 401, 413, 415, 429, 500, 503], handler: createPet,
+    statuses: [201, 400, 401, 409, 413, 415, 422, 429, 500, 503], handler: createPet,
     doc: {
+      parameters: ['idempotencyKey'],
       body: 'NewPet',
-      success: { description: 'The created pet, with its assigned id', schema: ref('Pet') },
-      responseHeaders: { 201: ['Location'], 503: ['Retry-After'] },
+      success: { description: 'The created pet, with its assigned id; a replay of an earlier create with the same Idempotency-Key carries Idempotent-Replayed: true', schema: ref('Pet') },
+      responseHeaders: { 201: ['Location', 'Idempotent-Replayed'], 409: ['Retry-After'], 503: ['Retry-After'] },
     },
   },
   {

@@ -26,6 +26,8 @@ export interface PetstoreOptions {
    * `Location`, `Link` and the OpenAPI `servers` say so. The handler matches `req.url` with the prefix.
    */
   basePath?: string | undefined;
+  /** Seconds an Idempotency-Key is remembered after its create (default 86400, 24 hours). */
+  idempotencyWindow?: number | undefined;
   /** Absolute base URLs ending in /v1 (production, staging) for the OpenAPI `servers` list. */
   publicUrls?: readonly string[] | undefined;
   logger?: Logger;
@@ -47,7 +49,7 @@ export interface PetstoreService {
 /** @deprecated The old name of PetstoreService, one letter away from the storage interface PetStore; kept for 1.x. */
 export type Petstore = PetstoreService;
 
-export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30 } as const;
+export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30, idempotencyWindow: 24 * 60 * 60 } as const;
 
 /**
  * Creates the service: opens the store, loads the keys, returns the request listener. No key, no
@@ -61,6 +63,7 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
   if (store === undefined) {
     if (options.dataDir === undefined) throw new TypeError('createPetstore needs a dataDir or a store');
     store = await FileStore.open(options.dataDir, {
+      idempotencyWindowMs: (options.idempotencyWindow ?? DEFAULTS.idempotencyWindow) * 1000,
       onBackgroundError: (error) => logger.error('background compaction failed; the journal still holds every pet', error),
     });
   }

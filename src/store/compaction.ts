@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { FileSystem } from '../lib/file-system.js';
 import { replaceFile } from '../lib/replace-file.js';
 import { SNAPSHOT_FILE, journalFile, snapshotChunks } from './data-format.js';
+import type { IdempotencyIndex } from './idempotency.js';
 import type { Journal } from './journal.js';
 import type { PetIndex } from './pet-index.js';
 
@@ -11,6 +12,8 @@ export interface CompactionOptions {
   snapshotBytes: number;
   /** Generations older than the journal's current one, still on disk. */
   oldGenerations: number[];
+  /** Keys within their window are written into the snapshot with their pets; older ones are dropped. */
+  idempotency: IdempotencyIndex;
   report: (error: unknown) => void;
 }
 
@@ -26,6 +29,7 @@ export class Compaction {
   readonly #index: PetIndex;
   readonly #compactAfter: number;
   readonly #report: (error: unknown) => void;
+  readonly #idempotency: IdempotencyIndex;
   #snapshotBytes: number;
   #oldGenerations: number[];
   /** Journal length past which the next compaction starts. */
@@ -41,6 +45,7 @@ export class Compaction {
     this.#snapshotBytes = options.snapshotBytes;
     this.#oldGenerations = options.oldGenerations;
     this.#report = options.report;
+    this.#idempotency = options.idempotency;
     this.#compactAt = this.#bound();
   }
 
@@ -83,7 +88,9 @@ export class Compaction {
   }
 
   async #writeSnapshot(): Promise<void> {
-    const chunks = snapshotChunks(this.#index.all, this.#index.size);
+    const now = Date.now();
+    this.#idempotency.sweep(now);
+    const chunks = snapshotChunks(this.#index.all, this.#index.size, (id) => this.#idempotency.recordOf(id, now));
     this.#snapshotBytes = await replaceFile(this.#fs, join(this.#dir, SNAPSHOT_FILE), chunks, this.#report);
     this.#compactAt = this.#bound();
   }

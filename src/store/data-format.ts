@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { parseJson, JsonSyntaxError, type JsonValue } from '../lib/json.js';
 import { petJson, StoredPet, type Pet } from '../pet/pet.js';
 import { validateCategoryId, validateName, validateStatus, ValidationError } from '../pet/validate.js';
+import { isIdempotencyRecord, type IdempotencyRecord } from './idempotency.js';
 import { readPetLine } from './pet-line.js';
 import { StoreOpenError } from './store.js';
 
@@ -9,7 +10,9 @@ import { StoreOpenError } from './store.js';
  * The files of a data directory, all readable JSON:
  * - `pets.json`, the snapshot: `{"format":"petstore-pets/1","pets":[` then one Pet per line `]}`;
  * - `pets-journal.<n>.jsonl`, journals: one Pet per line, appended by each commit after the snapshot.
- * A pet's line is exactly what the API returns for it, with int64 `categoryId` digits kept exactly.
+ * A pet's line is exactly what the API returns for it, with int64 `categoryId` digits kept exactly;
+ * a pet created with an Idempotency-Key carries one more member, `"idempotency":{scope,key,at}`,
+ * while the key is within its window.
  */
 export const SNAPSHOT_FILE = 'pets.json';
 export const SNAPSHOT_FORMAT = 'petstore-pets/1';
@@ -27,14 +30,25 @@ export function journalGeneration(name: string): number | undefined {
 
 const PETS_PER_CHUNK = 4096;
 
+/** Where a parser puts the idempotency records it meets, with the id of their pet. */
+export type RecordSink = Array<{ id: number; record: IdempotencyRecord }>;
+
+/** A pet's line in a journal or snapshot: its JSON, and the idempotency record it was created with, if any. */
+export function petLine(pet: Pet, record: IdempotencyRecord | undefined): string {
+  const text = petJson(pet);
+  if (record === undefined) return text;
+  return `${text.slice(0, -1)},"idempotency":{"scope":${JSON.stringify(record.scope)},"key":${JSON.stringify(record.key)},"at":${record.at}}}`;
+}
+
 /** The snapshot text of `pets[0..count)`, in chunks so that writing a large one never blocks for long. */
-export function* snapshotChunks(pets: readonly Pet[], count: number): Generator<string> {
+export function* snapshotChunks(pets: readonly Pet[], count: number, recordOf: (id: number) => IdempotencyRecord | undefined): Generator<string> {
   yield `{"format":"${SNAPSHOT_FORMAT}","pets":[\n`;
   for (let start = 0; start < count; start += PETS_PER_CHUNK) {
     const end = Math.min(start + PETS_PER_CHUNK, count);
     let chunk = '';
     for (let i = start; i < end; i++) {
-      chunk += petJson(pets[i] as Pet);
+      const pet = pets[i] as Pet;
+      chunk += petLine(pet, recordOf(pet.id));
       chunk += i + 1 < count ? ',\n' : '\n';
     }
     yield chunk;
@@ -42,9 +56,9 @@ export function* snapshotChunks(pets: readonly Pet[], count: number): Generator<
   yield ']}\n';
 }
 
-export function journalLines(pets: readonly Pet[]): string {
+export function journalLines(pets: readonly Pet[], records: ReadonlyArray<IdempotencyRecord | undefined>): string {
   let text = '';
-  for (const pet of pets) text += petJson(pet) + '\n';
+  for (const [i, pet] of pets.entries()) text += petLine(pet, records[i]) + '\n';
   return text;
 }
 
@@ -53,16 +67,23 @@ export function journalLines(pets: readonly Pet[]): string {
  * The layout the store writes (one pet per line) is read line by line with the fast reader; a file
  * laid out differently (edited by hand) is still accepted through the general parser.
  */
-export function parseSnapshot(bytes: Buffer, file: string): Pet[] {
+export function parseSnapshot(bytes: Buffer, file: string, records: RecordSink = []): Pet[] {
   checkUtf8(bytes, file);
-  return readSnapshotLines(bytes, file) ?? parseSnapshotDocument(decodeUtf8(bytes, file), file);
+  const found: RecordSink = [];
+  let pets = readSnapshotLines(bytes, file, found);
+  if (pets === undefined) {
+    found.length = 0; // the line reader gave up part-way: the general parser reads it all again
+    pets = parseSnapshotDocument(decodeUtf8(bytes, file), file, found);
+  }
+  for (const entry of found) records.push(entry);
+  return pets;
 }
 
 const SNAPSHOT_HEAD = Buffer.from(`{"format":"${SNAPSHOT_FORMAT}","pets":[\n`);
 const SNAPSHOT_TAIL = Buffer.from(']}');
 
 /** The snapshot in the store's own layout, or undefined when it is laid out in any other way. */
-function readSnapshotLines(bytes: Buffer, file: string): Pet[] | undefined {
+function readSnapshotLines(bytes: Buffer, file: string, records: RecordSink): Pet[] | undefined {
   if (!bytes.subarray(0, SNAPSHOT_HEAD.length).equals(SNAPSHOT_HEAD)) return undefined;
   const pets: Pet[] = [];
   let pos = SNAPSHOT_HEAD.length;
@@ -78,7 +99,7 @@ function readSnapshotLines(bytes: Buffer, file: string): Pet[] | undefined {
     const comma = bytes[lineEnd - 1] === 0x2c;
     const contentEnd = comma ? lineEnd - 1 : lineEnd;
     if (!comma && bytes.subarray(lineEnd + 1, lineEnd + 1 + SNAPSHOT_TAIL.length).compare(SNAPSHOT_TAIL) !== 0) return undefined;
-    const pet = readPetLine(bytes, pos, contentEnd) ?? parseLineIfPet(bytes.toString('utf8', pos, contentEnd));
+    const pet = readPetLine(bytes, pos, contentEnd) ?? parseLineIfPet(bytes.toString('utf8', pos, contentEnd), records);
     // Not one pet on this line: laid out by hand, so the general parser reads the whole file.
     if (pet === undefined) return undefined;
     pets.push(pet);
@@ -86,7 +107,7 @@ function readSnapshotLines(bytes: Buffer, file: string): Pet[] | undefined {
   }
 }
 
-function parseSnapshotDocument(text: string, file: string): Pet[] {
+function parseSnapshotDocument(text: string, file: string, records: RecordSink): Pet[] {
   let document: JsonValue;
   try {
     document = parseJson(text);
@@ -99,7 +120,7 @@ function parseSnapshotDocument(text: string, file: string): Pet[] {
   }
   const list = document['pets'];
   if (!Array.isArray(list)) throw new StoreOpenError(`${file} has no "pets" array`);
-  return checkOrder(list.map((value, i) => toPet(value, () => `${file}, pet #${i + 1}`)), file);
+  return checkOrder(list.map((value, i) => toPet(value, () => `${file}, pet #${i + 1}`, records)), file);
 }
 
 function checkOrder(pets: Pet[], file: string): Pet[] {
@@ -118,7 +139,7 @@ export interface JournalContents {
 }
 
 /** Parses a journal. Only an unterminated final line is forgiven: it is a write that was never acknowledged. */
-export function parseJournal(bytes: Buffer, file: string): JournalContents {
+export function parseJournal(bytes: Buffer, file: string, records: RecordSink = []): JournalContents {
   const end = bytes.lastIndexOf(0x0a) + 1;
   checkUtf8(bytes.subarray(0, end), file);
   const pets: Pet[] = [];
@@ -126,22 +147,22 @@ export function parseJournal(bytes: Buffer, file: string): JournalContents {
   while (pos < end) {
     const lineEnd = bytes.indexOf(0x0a, pos);
     const line = pets.length + 1;
-    pets.push(readPetLine(bytes, pos, lineEnd) ?? parseLine(bytes.toString('utf8', pos, lineEnd), () => `${file}, line ${line}`));
+    pets.push(readPetLine(bytes, pos, lineEnd) ?? parseLine(bytes.toString('utf8', pos, lineEnd), () => `${file}, line ${line}`, records));
     pos = lineEnd + 1;
   }
   return { pets, completeLength: end };
 }
 
-function parseLineIfPet(text: string): Pet | undefined {
+function parseLineIfPet(text: string, records: RecordSink): Pet | undefined {
   try {
-    return parseLine(text, () => '');
+    return parseLine(text, () => '', records);
   } catch (error) {
     if (error instanceof StoreOpenError) return undefined;
     throw error;
   }
 }
 
-function parseLine(text: string, where: () => string): Pet {
+function parseLine(text: string, where: () => string, records: RecordSink): Pet {
   let value: JsonValue;
   try {
     value = parseJson(text);
@@ -149,7 +170,7 @@ function parseLine(text: string, where: () => string): Pet {
     if (error instanceof JsonSyntaxError) throw new StoreOpenError(`${where()} is not valid JSON: ${error.message}`, { cause: error });
     throw error;
   }
-  return toPet(value, where);
+  return toPet(value, where, records);
 }
 
 function checkUtf8(bytes: Buffer, file: string): void {
@@ -165,11 +186,11 @@ function decodeUtf8(bytes: Uint8Array, file: string): string {
   }
 }
 
-function toPet(value: JsonValue, where: () => string): StoredPet {
+function toPet(value: JsonValue, where: () => string, records: RecordSink): StoredPet {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new StoreOpenError(`${where()}: not a JSON object`);
   try {
     for (const key of Object.keys(value)) {
-      if (key !== 'id' && key !== 'name' && key !== 'categoryId' && key !== 'status') throw new ValidationError(`unknown field "${key}"`);
+      if (key !== 'id' && key !== 'name' && key !== 'categoryId' && key !== 'status' && key !== 'idempotency') throw new ValidationError(`unknown field "${key}"`);
     }
     const id = value['id'];
     if (typeof id !== 'bigint' || id < 1n || id > BigInt(Number.MAX_SAFE_INTEGER)) {
@@ -178,6 +199,11 @@ function toPet(value: JsonValue, where: () => string): StoredPet {
     const name = validateName(value['name']);
     const categoryId = validateCategoryId(value['categoryId']);
     const status = value['status'];
+    const record = value['idempotency'];
+    if (record !== undefined) {
+      if (!isIdempotencyRecord(record)) throw new ValidationError('field "idempotency" must be {"scope", "key", "at"}');
+      records.push({ id: Number(id), record: { scope: record.scope, key: record.key, at: Number(record.at) } });
+    }
     return StoredPet.from({ id: Number(id), name, categoryId, status: status === undefined ? undefined : validateStatus(status, 'field "status"') });
   } catch (error) {
     if (error instanceof ValidationError) throw new StoreOpenError(`${where()}: ${error.message}`, { cause: error });

@@ -9,7 +9,10 @@ import { Journal } from './journal.js';
 import { loadDirectory, openStep } from './load.js';
 import { DirectoryLock } from './lock.js';
 import type { PetIndex } from './pet-index.js';
-import { StoreUnavailableError, type ListPage, type ListQuery, type PetStore } from './store.js';
+import { IdempotencyIndex, type IdempotencyRecord } from './idempotency.js';
+import {
+  IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type PetStore,
+} from './store.js';
 
 export interface FileStoreOptions {
   /** The file operations to use; tests pass one that records calls or injects faults. */
@@ -21,15 +24,20 @@ export interface FileStoreOptions {
   compactAfterBytes?: number;
   /** Told about a failure that no request is waiting on (a background compaction); default: a process warning on stderr. */
   onBackgroundError?: (error: unknown) => void;
+  /** How long an idempotency key is remembered, in milliseconds (default 24 hours). */
+  idempotencyWindowMs?: number;
 }
 
 interface PendingCreate {
   pet: NewPet;
+  /** The idempotency key it was made with, stored in its line. */
+  record: IdempotencyRecord | undefined;
   resolve: (pet: Pet) => void;
   reject: (error: Error) => void;
 }
 
 const DEFAULT_COMPACT_AFTER = 4 * 1024 * 1024;
+export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 // How often a failed journal is tried again while no create arrives, so that readiness comes back by itself.
 const RECOVERY_INTERVAL_MS = 1000;
 
@@ -47,14 +55,18 @@ export class FileStore implements PetStore {
   readonly #journal: Journal;
   readonly #compaction: Compaction;
   readonly #report: (error: unknown) => void;
+  readonly #idempotency: IdempotencyIndex;
   #nextId: number;
   #queue: PendingCreate[] = [];
   #committing: Promise<void> | undefined;
   #recoveryTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
-  private constructor(lock: LockFile, index: PetIndex, journal: Journal, compaction: Compaction, report: (error: unknown) => void) {
+  private constructor(
+    lock: LockFile, index: PetIndex, journal: Journal, compaction: Compaction, idempotency: IdempotencyIndex, report: (error: unknown) => void,
+  ) {
     this.#lock = lock;
+    this.#idempotency = idempotency;
     this.#index = index;
     this.#journal = journal;
     this.#compaction = compaction;
@@ -75,15 +87,16 @@ export class FileStore implements PetStore {
     });
     const lock = DirectoryLock.acquire(dir);
     try {
-      const { index, snapshotBytes, generations, journalLength } = await loadDirectory(fs, dir);
+      const idempotency = new IdempotencyIndex(options.idempotencyWindowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS);
+      const { index, snapshotBytes, generations, journalLength } = await loadDirectory(fs, dir, idempotency);
       const newest = generations.at(-1);
       const journal = newest === undefined
         ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, 1, report))
         : await openStep(`cannot open the journal of generation ${newest} in ${dir} for writing`, () => Journal.reopen(fs, dir, newest, journalLength));
       const compaction = new Compaction(fs, dir, journal, index, {
-        compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER, snapshotBytes, oldGenerations: generations.slice(0, -1), report,
+        compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER, snapshotBytes, oldGenerations: generations.slice(0, -1), idempotency, report,
       });
-      return new FileStore(lock, index, journal, compaction, report);
+      return new FileStore(lock, index, journal, compaction, idempotency, report);
     } catch (error) {
       lock.release();
       throw error;
@@ -108,9 +121,29 @@ export class FileStore implements PetStore {
   }
 
   create(pet: NewPet): Promise<Pet> {
+    return this.#enqueue(pet, undefined);
+  }
+
+  /** See PetStore.createOnce: the key is checked here, and stored in the pet's own journal line. */
+  createOnce(pet: NewPet, { scope, key }: IdempotencyKey): Promise<{ pet: Pet; replayed: boolean }> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closing'));
+    const now = Date.now();
+    const id = this.#idempotency.lookup(scope, key, now);
+    const first = id === undefined ? undefined : this.#index.get(id);
+    if (first !== undefined) {
+      return samePet(first, pet) ? Promise.resolve({ pet: first, replayed: true }) : Promise.reject(new IdempotencyKeyReusedError());
+    }
+    if (!this.#idempotency.begin(scope, key)) return Promise.reject(new RequestInProgressError());
+    return this.#enqueue(pet, { scope, key, at: now }).then((stored) => ({ pet: stored, replayed: false }));
+  }
+
+  #enqueue(pet: NewPet, record: IdempotencyRecord | undefined): Promise<Pet> {
+    if (this.#closed) {
+      if (record !== undefined) this.#idempotency.end(record, undefined);
+      return Promise.reject(new StoreUnavailableError('the store is closing'));
+    }
     return new Promise((resolve, reject) => {
-      this.#queue.push({ pet, resolve, reject });
+      this.#queue.push({ pet, record, resolve, reject });
       this.#committing ??= this.#commitLoop();
     });
   }
@@ -133,24 +166,34 @@ export class FileStore implements PetStore {
   async #commit(batch: PendingCreate[]): Promise<void> {
     const failure = this.#journal.failure;
     if (failure !== undefined) {
-      for (const p of batch) p.reject(new StoreUnavailableError('storage is failing; the pet was not stored', { cause: failure }));
+      this.#refuse(batch, new StoreUnavailableError('storage is failing; the pet was not stored', { cause: failure }));
       this.#scheduleRecovery();
       return;
     }
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
     const pets = batch.map(({ pet }) => StoredPet.from({ id: this.#nextId++, name: pet.name, categoryId: pet.categoryId, status: pet.status }));
     try {
-      await this.#journal.append(Buffer.from(journalLines(pets)));
+      await this.#journal.append(Buffer.from(journalLines(pets, batch.map((p) => p.record))));
     } catch (error) {
-      for (const p of batch) p.reject(new StoreUnavailableError('the pet could not be written durably', { cause: error }));
+      this.#refuse(batch, new StoreUnavailableError('the pet could not be written durably', { cause: error }));
       this.#scheduleRecovery();
       return;
     }
     for (const [i, pet] of pets.entries()) {
       this.#index.append(pet);
-      batch[i]?.resolve(pet);
+      const pending = batch[i] as PendingCreate;
+      if (pending.record !== undefined) this.#idempotency.end(pending.record, pet.id);
+      pending.resolve(pet);
     }
     await this.#compaction.afterCommit();
+  }
+
+  /** Refuses a batch: only a stored create is remembered, so each key may be used again. */
+  #refuse(batch: readonly PendingCreate[], error: StoreUnavailableError): void {
+    for (const p of batch) {
+      if (p.record !== undefined) this.#idempotency.end(p.record, undefined);
+      p.reject(error);
+    }
   }
 
   /** While the journal is failed and no create arrives, try it again now and then (never during a commit). */
@@ -189,4 +232,9 @@ export class FileStore implements PetStore {
       this.#lock.release();
     }
   }
+}
+
+/** The same pet, as the client meant it: name, the exact categoryId digits and status. */
+function samePet(stored: Pet, pet: NewPet): boolean {
+  return stored.name === pet.name && stored.categoryId === pet.categoryId && stored.status === pet.status;
 }

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import type { FileSystem } from '../lib/file-system.js';
 import { errorCode } from '../lib/system-error.js';
-import { SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration, parseJournal, parseSnapshot } from './data-format.js';
+import { SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration, parseJournal, parseSnapshot, type RecordSink } from './data-format.js';
+import type { IdempotencyIndex } from './idempotency.js';
 import { PetIndex } from './pet-index.js';
 import { StoreOpenError } from './store.js';
 
@@ -19,7 +20,8 @@ export interface LoadedDirectory {
  * Reads a data directory into an index: removes temp files a crash left, loads the snapshot, replays
  * the journals in order. Refuses with a StoreOpenError naming the file when the data cannot be used.
  */
-export async function loadDirectory(fs: FileSystem, dir: string): Promise<LoadedDirectory> {
+export async function loadDirectory(fs: FileSystem, dir: string, idempotency: IdempotencyIndex): Promise<LoadedDirectory> {
+  const records: RecordSink = [];
   const names = await openStep(`cannot list data directory ${dir}`, () => fs.readdir(dir));
   for (const name of names.filter(isTempFile)) {
     await openStep(`cannot remove the leftover temp file ${join(dir, name)}`, () => fs.unlink(join(dir, name)));
@@ -28,7 +30,7 @@ export async function loadDirectory(fs: FileSystem, dir: string): Promise<Loaded
   const index = new PetIndex();
   const snapshotPath = join(dir, SNAPSHOT_FILE);
   const snapshot = await readIfExists(fs, snapshotPath);
-  if (snapshot !== undefined) for (const pet of parseSnapshot(snapshot, snapshotPath)) index.append(pet);
+  if (snapshot !== undefined) for (const pet of parseSnapshot(snapshot, snapshotPath, records)) index.append(pet);
 
   const generations = names.map(journalGeneration).filter((g): g is number => g !== undefined).sort((a, b) => a - b);
   let journalLength = 0;
@@ -36,7 +38,7 @@ export async function loadDirectory(fs: FileSystem, dir: string): Promise<Loaded
   for (const [i, generation] of generations.entries()) {
     const path = join(dir, journalFile(generation));
     const bytes = await openStep(`cannot read ${path}`, () => fs.readFile(path));
-    const { pets, completeLength } = parseJournal(bytes, path);
+    const { pets, completeLength } = parseJournal(bytes, path, records);
     if (completeLength < bytes.length && i < generations.length - 1) {
       throw new StoreOpenError(`${path} ends in an incomplete line but is not the newest journal`);
     }
@@ -49,6 +51,9 @@ export async function loadDirectory(fs: FileSystem, dir: string): Promise<Loaded
     }
     journalLength = completeLength;
   }
+  // Keys past their window are not loaded: they would only be dropped at the next compaction.
+  const now = Date.now();
+  for (const { id, record } of records) idempotency.restore(record, id, now);
   return { index, snapshotBytes: snapshot?.length ?? 0, generations, journalLength };
 }
 

@@ -27,10 +27,40 @@ export interface PetStore {
   list(query: ListQuery): ListPage | Promise<ListPage>;
   get(id: number): Pet | undefined | Promise<Pet | undefined>;
   create(pet: NewPet): Promise<Pet>;
+  /**
+   * Optional: `create` once per idempotency key and API key within the store's window. A repeat with
+   * the same pet resolves to the first pet with `replayed: true` and stores nothing; with another pet
+   * it rejects with IdempotencyKeyReusedError; while the first is being committed, with
+   * RequestInProgressError. The key is stored with the pet, under the same fsync. Without this
+   * method a request with an Idempotency-Key is refused (400).
+   */
+  createOnce?(pet: NewPet, key: IdempotencyKey): Promise<{ pet: Pet; replayed: boolean }>;
   /** Open and able to accept writes (for `/readyz`). */
   readonly ready: boolean;
   /** Finishes pending writes, leaves the data durable and releases it. */
   close(): Promise<void>;
+}
+
+/** An idempotency key as a create presents it: the API key's identity (`scope`) and the key. */
+export interface IdempotencyKey {
+  scope: string;
+  key: string;
+}
+
+/** The idempotency key was already used, within its window, for a different pet (422). */
+export class IdempotencyKeyReusedError extends Error {
+  constructor() {
+    super('this Idempotency-Key was already used for a different pet; use a new key for a new pet');
+    this.name = 'IdempotencyKeyReusedError';
+  }
+}
+
+/** A create with the same idempotency key is still being committed (409). */
+export class RequestInProgressError extends Error {
+  constructor() {
+    super('a request with this Idempotency-Key is still being processed; retry it shortly');
+    this.name = 'RequestInProgressError';
+  }
 }
 
 /** The store cannot accept or keep a write right now (disk full, I/O error, closing). */
