@@ -7,12 +7,19 @@ import { StoreOpenError } from './store.js';
 
 /**
  * The files of a data directory, all readable JSON:
- * - `pets.json`, the snapshot: `{"format":"petstore-pets/1","pets":[` then one Pet per line `]}`;
+ * - `pets.json`, the snapshot: `{"format":"petstore-pets/2","journal":G,"pets":[` then one Pet per
+ *   line `]}`. It holds every pet of the journals before generation G, and journals G, G+1, … up to
+ *   the newest must all be there: that makes a copy that lost a journal recognisable (see
+ *   test/copy-while-running.test.ts). Format 1 (no "journal") is still read.
  * - `pets-journal.<n>.jsonl`, journals: one Pet per line, appended by each commit after the snapshot.
+ *   They carry no header: their format is the directory's, named by pets.json, which every
+ *   directory this version writes holds. A new journal line format must bump the snapshot format.
  * A pet's line is exactly what the API returns for it, with int64 `categoryId` digits kept exactly.
  */
 export const SNAPSHOT_FILE = 'pets.json';
-export const SNAPSHOT_FORMAT = 'petstore-pets/1';
+const FORMAT_NAME = 'petstore-pets';
+const FORMAT_VERSION = 2;
+export const SNAPSHOT_FORMAT = `${FORMAT_NAME}/${FORMAT_VERSION}`;
 const JOURNAL_NAME = /^pets-journal\.([0-9]{1,15})\.jsonl$/;
 // Temp files of a snapshot write, or of taking the directory lock, that a crash left behind.
 const TEMP_NAME = /^(\.pets\.json|petstore\.lock)\.[0-9a-f]+\.tmp$/;
@@ -27,9 +34,12 @@ export function journalGeneration(name: string): number | undefined {
 
 const PETS_PER_CHUNK = 4096;
 
-/** The snapshot text of `pets[0..count)`, in chunks so that writing a large one never blocks for long. */
-export function* snapshotChunks(pets: readonly Pet[], count: number): Generator<string> {
-  yield `{"format":"${SNAPSHOT_FORMAT}","pets":[\n`;
+/**
+ * The snapshot text of `pets[0..count)`, covering the journals before `journal`, in chunks so that
+ * writing a large one never blocks for long.
+ */
+export function* snapshotChunks(pets: readonly Pet[], count: number, journal: number): Generator<string> {
+  yield `{"format":"${SNAPSHOT_FORMAT}","journal":${journal},"pets":[\n`;
   for (let start = 0; start < count; start += PETS_PER_CHUNK) {
     const end = Math.min(start + PETS_PER_CHUNK, count);
     let chunk = '';
@@ -48,31 +58,54 @@ export function journalLines(pets: readonly Pet[]): string {
   return text;
 }
 
+export interface Snapshot {
+  pets: Pet[];
+  /** The first journal generation the snapshot does not cover; undefined for format 1, which does not say. */
+  journal: number | undefined;
+}
+
 /**
  * Parses and checks a whole snapshot; anything unexpected is a StoreOpenError naming the file.
  * The layout the store writes (one pet per line) is read line by line with the fast reader; a file
  * laid out differently (edited by hand) is still accepted through the general parser.
  */
-export function parseSnapshot(bytes: Buffer, file: string): Pet[] {
+export function parseSnapshot(bytes: Buffer, file: string): Snapshot {
   checkUtf8(bytes, file);
+  // Said first, so that a newer file that this version cannot parse gets the one useful answer.
+  const named = /^\s*\{\s*"format"\s*:\s*"([^"]{0,64})"/.exec(bytes.toString('latin1', 0, 100));
+  if (named !== null) checkFormat(named[1], file);
   return readSnapshotLines(bytes, file) ?? parseSnapshotDocument(decodeUtf8(bytes, file), file);
 }
 
-const SNAPSHOT_HEAD = Buffer.from(`{"format":"${SNAPSHOT_FORMAT}","pets":[\n`);
+/** Refuses a format this version does not read, and says so plainly when a newer version wrote it. */
+function checkFormat(format: unknown, file: string): 1 | 2 {
+  const version = typeof format === 'string' && format.startsWith(`${FORMAT_NAME}/`) ? format.slice(FORMAT_NAME.length + 1) : '';
+  if (version === '1' || version === '2') return Number(version) as 1 | 2;
+  if (/^[1-9][0-9]{0,8}$/.test(version) && Number(version) > FORMAT_VERSION) {
+    throw new StoreOpenError(`${file} was written by a newer version of the server (format ${String(format)}); upgrade the server to use this data`);
+  }
+  throw new StoreOpenError(`${file} is not a pet store snapshot (expected "format": "${SNAPSHOT_FORMAT}")`);
+}
+
+// The first line in the store's own layout, of format 2 and of format 1.
+const HEAD = /^\{"format":"petstore-pets\/(?:2","journal":([1-9][0-9]{0,14})|1"),"pets":\[$/;
 const SNAPSHOT_TAIL = Buffer.from(']}');
 
 /** The snapshot in the store's own layout, or undefined when it is laid out in any other way. */
-function readSnapshotLines(bytes: Buffer, file: string): Pet[] | undefined {
-  if (!bytes.subarray(0, SNAPSHOT_HEAD.length).equals(SNAPSHOT_HEAD)) return undefined;
+function readSnapshotLines(bytes: Buffer, file: string): Snapshot | undefined {
+  const headEnd = bytes.indexOf(0x0a);
+  const head = headEnd === -1 ? null : HEAD.exec(bytes.toString('latin1', 0, Math.min(headEnd, 100)));
+  if (head === null) return undefined;
+  const journal = head[1] === undefined ? undefined : Number(head[1]);
   const pets: Pet[] = [];
-  let pos = SNAPSHOT_HEAD.length;
+  let pos = headEnd + 1;
   for (;;) {
     let lineEnd = bytes.indexOf(0x0a, pos);
     if (lineEnd === -1) lineEnd = bytes.length;
     if (bytes.subarray(pos, lineEnd).equals(SNAPSHOT_TAIL)) {
       const rest = bytes.length - lineEnd;
       const lastHadComma = pets.length > 0 && bytes[pos - 2] === 0x2c;
-      return rest <= 1 && !lastHadComma ? checkOrder(pets, file) : undefined;
+      return rest <= 1 && !lastHadComma ? { pets: checkOrder(pets, file), journal } : undefined;
     }
     if (lineEnd === bytes.length) return undefined;
     const comma = bytes[lineEnd - 1] === 0x2c;
@@ -86,7 +119,7 @@ function readSnapshotLines(bytes: Buffer, file: string): Pet[] | undefined {
   }
 }
 
-function parseSnapshotDocument(text: string, file: string): Pet[] {
+function parseSnapshotDocument(text: string, file: string): Snapshot {
   let document: JsonValue;
   try {
     document = parseJson(text);
@@ -94,12 +127,18 @@ function parseSnapshotDocument(text: string, file: string): Pet[] {
     if (error instanceof JsonSyntaxError) throw new StoreOpenError(`${file} is not valid JSON: ${error.message}`, { cause: error });
     throw error;
   }
-  if (document === null || typeof document !== 'object' || Array.isArray(document) || document['format'] !== SNAPSHOT_FORMAT) {
+  if (document === null || typeof document !== 'object' || Array.isArray(document)) {
     throw new StoreOpenError(`${file} is not a pet store snapshot (expected "format": "${SNAPSHOT_FORMAT}")`);
+  }
+  const version = checkFormat(document['format'], file);
+  const journal = document['journal'];
+  if (version === 2 && (typeof journal !== 'bigint' || journal < 1n || journal > BigInt(Number.MAX_SAFE_INTEGER))) {
+    throw new StoreOpenError(`${file} has no "journal" generation (a positive integer)`);
   }
   const list = document['pets'];
   if (!Array.isArray(list)) throw new StoreOpenError(`${file} has no "pets" array`);
-  return checkOrder(list.map((value, i) => toPet(value, () => `${file}, pet #${i + 1}`)), file);
+  const pets = checkOrder(list.map((value, i) => toPet(value, () => `${file}, pet #${i + 1}`)), file);
+  return { pets, journal: version === 2 ? Number(journal) : undefined };
 }
 
 function checkOrder(pets: Pet[], file: string): Pet[] {

@@ -75,14 +75,18 @@ export class FileStore implements PetStore {
     });
     const lock = DirectoryLock.acquire(dir);
     try {
-      const { index, snapshotBytes, generations, journalLength } = await loadDirectory(fs, dir);
+      const { index, snapshotBytes, snapshotJournal, generations, journalLength } = await loadDirectory(fs, dir);
       const newest = generations.at(-1);
-      const journal = newest === undefined
-        ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, 1, report))
+      // Without a snapshot of format 2 (a new directory, or one of format 1), a new journal is started and
+      // the snapshot naming it written before any create: from then on pets.json names every journal needed.
+      const upgrade = snapshotJournal === undefined || newest === undefined;
+      const journal = upgrade
+        ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, (newest ?? 0) + 1, report))
         : await openStep(`cannot open the journal of generation ${newest} in ${dir} for writing`, () => Journal.reopen(fs, dir, newest, journalLength));
       const compaction = new Compaction(fs, dir, journal, index, {
-        compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER, snapshotBytes, oldGenerations: generations.slice(0, -1), report,
+        compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER, snapshotBytes, oldGenerations: upgrade ? generations : generations.slice(0, -1), report,
       });
+      if (upgrade) await openStep(`cannot write ${dir}/pets.json`, () => compaction.compactNow());
       return new FileStore(lock, index, journal, compaction, report);
     } catch (error) {
       lock.release();
@@ -169,8 +173,8 @@ export class FileStore implements PetStore {
   }
 
   /**
-   * Waits for pending creates, then leaves one compacted snapshot and no journal, and releases the
-   * directory. When the disk is failing the journals stay as they are: they hold every acknowledged pet.
+   * Waits for pending creates, then leaves one compacted snapshot and the empty journal it names, and
+   * releases the directory. When the disk is failing the journals stay as they are: they hold every acknowledged pet.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
