@@ -177,13 +177,13 @@ export async function dataFiles(dir: string): Promise<string[]> {
 
 /**
  * Asserts that `dir` holds what a stopped store leaves: pets.json and the empty journal it names,
- * nothing else besides the lock file. Returns the generation of that journal.
+ * nothing else besides the lock file and `besides`. Returns the generation of that journal.
  */
-export async function assertStopped(dir: string): Promise<number> {
+export async function assertStopped(dir: string, besides: readonly string[] = []): Promise<number> {
   const head = /^\{"format":"petstore-pets\/2","journal":([1-9][0-9]*),"pets":\[\n/.exec(await readFile(join(dir, 'pets.json'), 'utf8'));
   assert.ok(head !== null, 'pets.json of format 2 names its journal');
   const journal = `pets-journal.${head[1]}.jsonl`;
-  assert.deepEqual(await dataFiles(dir), [journal, 'pets.json']);
+  assert.deepEqual(await dataFiles(dir), [...besides, journal, 'pets.json'].sort());
   assert.equal((await stat(join(dir, journal))).size, 0, `${journal} is empty`);
   return Number(head[1]);
 }

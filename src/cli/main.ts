@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { envKeys, helpText, resolveConfig, resolveSetting, SETTINGS, UsageError } from './config.js';
-import { keyFilePath, readKeyFile } from '../auth/key-file.js';
+import { KeyFileError, keyFilePath, readKeyFile } from '../auth/key-file.js';
 import { runKeysCommand } from './keys-command.js';
 import { listen } from '../service/listen.js';
 import { jsonLogger } from '../lib/logger.js';
@@ -76,7 +76,7 @@ function exitWithError(error: unknown): void {
     process.stderr.write(`error: ${error.message}\nRun with --help to see every option.\n`);
     process.exit(2);
   }
-  const known = error instanceof StoreOpenError || (error instanceof Error && 'code' in error && typeof error.code === 'string');
+  const known = error instanceof StoreOpenError || error instanceof KeyFileError || (error instanceof Error && 'code' in error && typeof error.code === 'string');
   process.stderr.write(`cannot start: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);
   process.exit(1);
 }
