@@ -1,11 +1,13 @@
 /**
- * The command line: `node dist/server.js [options]` serves the API; `keys …` manages API keys.
+ * The command line: `node dist/server.js [options]` serves the API; `keys …` manages API keys;
+ * `backup <dest>` copies the data directory.
  * A thin wrapper over `listen()`: it reads flags and environment, prints, and handles signals.
  */
 import { packageVersion, parseCommandLine, unknownCommand } from './args.js';
+import { BackupRefused, runBackupCommand } from './backup-command.js';
 import { envKeys, helpText, resolveConfig, resolveSetting } from './config.js';
 import { CommandError, UsageError } from './errors.js';
-import { keyFilePath, readKeyFile } from '../auth/key-file.js';
+import { KeyFileError, keyFilePath, readKeyFile } from '../auth/key-file.js';
 import { runKeysCommand } from './keys-command.js';
 import { listen } from '../service/listen.js';
 import { jsonLogger } from '../lib/logger.js';
@@ -24,9 +26,14 @@ async function main(args: readonly string[]): Promise<void> {
   const flags = values as Record<string, string | undefined>;
   const label = values['label'] as string | undefined;
   if (label !== undefined && !(positionals[0] === 'keys' && positionals[1] === 'create')) throw new UsageError('--label applies only to "keys create"');
+  const print = (line: string): void => void process.stdout.write(line + '\n');
   if (positionals[0] === 'keys') {
+    await runKeysCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), label, print);
+    return;
+  }
+  if (positionals[0] === 'backup') {
     const dataDir = resolveSetting('dataDir', flags, process.env);
-    await runKeysCommand(dataDir, positionals.slice(1), label, (line) => process.stdout.write(line + '\n'));
+    await runBackupCommand(dataDir, positionals.slice(1), print).catch((error: unknown) => exitWithError(error, 'backup failed'));
     return;
   }
   const config = resolveConfig(flags, process.env);
@@ -70,7 +77,7 @@ export function runCommandLine(args: readonly string[]): void {
   main(args).catch(exitWithError);
 }
 
-function exitWithError(error: unknown): void {
+function exitWithError(error: unknown, what = 'cannot start'): void {
   if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
     process.stderr.write(`error: ${error.message}\nRun with --help to see every option.\n`);
     process.exit(2);
@@ -79,7 +86,8 @@ function exitWithError(error: unknown): void {
     process.stderr.write(`error: ${error.message}\n`);
     process.exit(1);
   }
-  const known = error instanceof StoreOpenError || (error instanceof Error && 'code' in error && typeof error.code === 'string');
-  process.stderr.write(`cannot start: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);
+  const known = error instanceof StoreOpenError || error instanceof KeyFileError || error instanceof BackupRefused
+    || (error instanceof Error && 'code' in error && typeof error.code === 'string');
+  process.stderr.write(`${what}: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);
   process.exit(1);
 }

@@ -4,7 +4,7 @@ import type { LockFile } from '../lib/lock-file.js';
 import { reportToStderr } from '../lib/system-error.js';
 import { StoredPet, type NewPet, type Pet } from '../pet/pet.js';
 import { Compaction } from './compaction.js';
-import { journalLines } from './data-format.js';
+import { journalLines } from './data-lines.js';
 import { Journal } from './journal.js';
 import { loadDirectory, openStep } from './load.js';
 import { DirectoryLock } from './lock.js';
@@ -87,15 +87,23 @@ export class FileStore implements PetStore {
     });
     const lock = DirectoryLock.acquire(dir);
     try {
+      const { index, snapshotBytes, snapshotJournal, generations, journalLength, records } = await loadDirectory(fs, dir);
       const idempotency = new IdempotencyIndex(options.idempotencyWindowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS);
-      const { index, snapshotBytes, generations, journalLength } = await loadDirectory(fs, dir, idempotency);
+      // Keys past their window are not loaded: they would only be dropped at the next compaction.
+      const now = Date.now();
+      for (const { id, record } of records) idempotency.restore(record, id, now);
       const newest = generations.at(-1);
-      const journal = newest === undefined
-        ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, 1, report))
+      // Without a snapshot of format 2 (a new directory, or one of format 1), a new journal is started and
+      // the snapshot naming it written before any create: from then on pets.json names every journal needed.
+      const upgrade = snapshotJournal === undefined || newest === undefined;
+      const journal = upgrade
+        ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, (newest ?? 0) + 1, report))
         : await openStep(`cannot open the journal of generation ${newest} in ${dir} for writing`, () => Journal.reopen(fs, dir, newest, journalLength));
       const compaction = new Compaction(fs, dir, journal, index, {
-        compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER, snapshotBytes, oldGenerations: generations.slice(0, -1), idempotency, report,
+        compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER, snapshotBytes,
+        oldGenerations: upgrade ? generations : generations.slice(0, -1), idempotency, report,
       });
+      if (upgrade) await openStep(`cannot write ${dir}/pets.json`, () => compaction.compactNow());
       return new FileStore(lock, index, journal, compaction, idempotency, report);
     } catch (error) {
       lock.release();
@@ -212,8 +220,8 @@ export class FileStore implements PetStore {
   }
 
   /**
-   * Waits for pending creates, then leaves one compacted snapshot and no journal, and releases the
-   * directory. When the disk is failing the journals stay as they are: they hold every acknowledged pet.
+   * Waits for pending creates, then leaves one compacted snapshot and the empty journal it names, and
+   * releases the directory. When the disk is failing the journals stay as they are: they hold every acknowledged pet.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
