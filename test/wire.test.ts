@@ -1,7 +1,7 @@
 /**
- * Correctness on the wire: pipelined requests are answered in request order, and an error about a
- * later malformed request comes after every response already owed. Raw bytes over loopback; every
- * wait is bounded.
+ * Correctness on the wire: pipelined requests are answered in request order, an error about a later
+ * malformed request comes after every response already owed, and the request line and Host header
+ * are checked (RFC 9112 §2.3, §3.2). Raw bytes over loopback; every wait is bounded.
  */
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -93,5 +93,71 @@ describe('pipelined requests', () => {
   test('a refused create whose unread chunked body turns out malformed gets exactly one answer', async () => {
     const talk = await converse(server.url, `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${AUTH}Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nZZ\r\n`);
     assert.deepEqual(statuses(talk), [415]);
+  });
+});
+
+describe('request line and Host', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(() => server.close());
+
+  const get = (hostLines: string, version = 'HTTP/1.1'): Promise<Conversation> =>
+    converse(server.url, `GET /v1/pets ${version}\r\n${hostLines}${AUTH}Connection: close\r\n\r\n`);
+
+  for (const [label, lines] of [
+    ['two Host headers', 'Host: a\r\nHost: b\r\n'],
+    ['Host: a b', 'Host: a b\r\n'],
+    ['Host: x/y', 'Host: x/y\r\n'],
+    ['Host: @evil', 'Host: @evil\r\n'],
+    ['an empty Host', 'Host: \r\n'],
+    ['Host: a:b (port not digits)', 'Host: a:b\r\n'],
+    ['Host: [zz] (not IPv6)', 'Host: [zz]\r\n'],
+  ] as const) {
+    test(`${label} is a 400 invalid_request naming Host`, async () => {
+      const talk = await get(lines);
+      assert.deepEqual(statuses(talk), [400]);
+      const body = JSON.parse(talk.answers[0]?.body.toString('utf8') ?? '') as { code: string; message: string };
+      assert.equal(body.code, 'invalid_request');
+      assert.match(body.message, /Host/);
+      assert.deepEqual(talk.answers[0]?.headers['content-type'], ['application/json']);
+    });
+  }
+
+  for (const host of ['example.com', 'example.com:8080', '127.0.0.1:1', '[::1]:8080', '[2001:db8::1]', 'a_b~c.-x', 'xn--bcher-kva.example', 'x%41y']) {
+    test(`Host: ${host} is accepted`, async () => {
+      assert.deepEqual(statuses(await get(`Host: ${host}\r\n`)), [200]);
+    });
+  }
+
+  test('HTTP/1.0 without Host is still accepted', async () => {
+    assert.deepEqual(statuses(await get('', 'HTTP/1.0')), [200]);
+  });
+
+  for (const version of ['HTTP/2.0', 'HTTP/1.2', 'HTTP/3.0', 'HTTP/0.9']) {
+    test(`a create with ${version} is a 505 http_version_not_supported and stores nothing`, async () => {
+      const before = (await server.request('GET', '/v1/pets?limit=100')).text;
+      const talk = await converse(server.url, `POST /v1/pets ${version}\r\nHost: x\r\n${AUTH}Content-Type: application/json\r\nContent-Length: ${PET.length}\r\nConnection: close\r\n\r\n${PET}`);
+      assert.deepEqual(statuses(talk), [505]);
+      assert.equal(errorCode(talk.answers[0]), 'http_version_not_supported');
+      assert.equal((await server.request('GET', '/v1/pets?limit=100')).text, before);
+    });
+  }
+
+  for (const codings of [['gzip, chunked'], ['gzip', 'chunked'], ['deflate,chunked']]) {
+    test(`Transfer-Encoding ${codings.join(' + ')} is a 415 unsupported_media_type and stores nothing`, async () => {
+      const before = (await server.request('GET', '/v1/pets?limit=100')).text;
+      const te = codings.map((c) => `Transfer-Encoding: ${c}\r\n`).join('');
+      const talk = await converse(server.url, `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${AUTH}Content-Type: application/json\r\n${te}Connection: close\r\n\r\n${PET.length.toString(16)}\r\n${PET}\r\n0\r\n\r\n`);
+      assert.deepEqual(statuses(talk), [415]);
+      assert.equal(errorCode(talk.answers[0]), 'unsupported_media_type');
+      assert.equal((await server.request('GET', '/v1/pets?limit=100')).text, before);
+    });
+  }
+
+  test('Transfer-Encoding: chunked alone still creates', async () => {
+    const talk = await converse(server.url, `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${AUTH}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${PET.length.toString(16)}\r\n${PET}\r\n0\r\n\r\n`);
+    assert.deepEqual(statuses(talk), [201]);
   });
 });

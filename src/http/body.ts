@@ -13,6 +13,11 @@ const MAX_DEPTH = 16;
  * that grows past the limit while streaming is a 413 without buffering the rest.
  */
 export async function readJsonBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<JsonValue> {
+  // Node's parser accepts codings before a final `chunked` and ignores them; this service decodes none.
+  const transfer = req.headers['transfer-encoding'];
+  if (transfer !== undefined && transfer.split(',').some((coding) => coding.trim().toLowerCase() !== 'chunked')) {
+    throw new HttpError(415, 'unsupported_media_type', `Transfer-Encoding ${transfer} is not supported; send the body with chunked alone`);
+  }
   const type = req.headers['content-type'];
   if (type === undefined || !MEDIA_TYPE.test(type)) {
     throw new HttpError(415, 'unsupported_media_type', 'the request body must be application/json');

@@ -8,6 +8,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Connections } from './connections.js';
 import { HttpError } from './http-error.js';
+import { versionNotSupported } from './request-line.js';
 import { clientErrorResponse, errorReply, rawErrorResponse, send } from './respond.js';
 import { errorCode } from '../lib/system-error.js';
 
@@ -20,7 +21,7 @@ export function refuseExpectation(_req: IncomingMessage, res: ServerResponse): v
 
 /**
  * Requests Node's parser refuses still get an Error body, with Node's own status kept (431, 408,
- * 400), after every response owed for the requests before it.
+ * 400; 505 for a version it cannot parse), after every response owed for the requests before it.
  */
 export function clientErrorHandler(connections: Connections): (error: Error, socket: Duplex) => void {
   return (error, socket) => {
@@ -33,9 +34,20 @@ export function clientErrorHandler(connections: Connections): (error: Error, soc
       // An owed response may have closed the connection itself (Connection: close): it is ending.
       if (!socket.writable) return;
       if (!reply) socket.destroy();
-      else socket.end(clientErrorResponse(code));
+      else socket.end(unsupportedVersion(error) ? rawErrorResponse(versionNotSupported()) : clientErrorResponse(code));
     });
   };
+}
+
+/**
+ * Node's parser refuses versions it does not know with HPE_INVALID_VERSION, and also a PRI preface
+ * or a bare LF there: only a well-formed `HTTP/d.d` CRLF at the error (`bytesParsed`) is a 505.
+ */
+function unsupportedVersion(error: Error): boolean {
+  const { code, rawPacket, bytesParsed } = error as Error & { code?: unknown; rawPacket?: unknown; bytesParsed?: unknown };
+  if (code !== 'HPE_INVALID_VERSION' || !Buffer.isBuffer(rawPacket) || typeof bytesParsed !== 'number' || bytesParsed < 9) return false;
+  const version = / HTTP\/(\d\.\d)\r\n$/.exec(rawPacket.toString('latin1', bytesParsed - 9, bytesParsed + 2));
+  return version !== null && version[1] !== '1.0' && version[1] !== '1.1';
 }
 
 /** Without a listener Node drops CONNECT silently; this server tunnels nothing, and says so in turn. */

@@ -12,6 +12,7 @@ export const ERROR_CODES = [
   'headers_too_large',
   'internal_error',
   'unavailable',
+  'http_version_not_supported',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
