@@ -1,11 +1,13 @@
 /**
- * The graceful stop, black-box over `node dist/server.js`: silent connections, keep-alive clients
- * that keep sending while the stop begins. Loopback only;
- * every wait is bounded.
+ * The graceful stop, black-box over `node dist/server.js`: signals during the stop, silent
+ * connections, keep-alive clients that keep sending while the stop begins. Loopback only; every
+ * wait is bounded.
  */
 import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse, type RawAnswer } from './fuzz-corpus.js';
@@ -77,6 +79,34 @@ async function listAll(url: string): Promise<Array<{ id: number; name: string }>
     if (batch.length < 100) return pets;
     after = (batch.at(-1) as { id: number }).id;
   }
+}
+
+for (const first of ['SIGTERM', 'SIGINT'] as const) {
+  test(`more signals during a stop begun by ${first} are logged; the request in flight finishes and the process exits 0`, async (t) => {
+    const dir = await tempDirFor(t, 'petstore-stop-');
+    const server = await spawnServerFor(t, ['--data-dir', dir], ENV);
+    const body = PET('InFlight');
+    const wire = await createInFlight(server.url, body);
+    server.child.kill(first);
+    await waitFor(() => server.stdout().includes('"msg":"stopping"'), 5000, 'stopping');
+    for (const again of [first, first === 'SIGTERM' ? 'SIGINT' : 'SIGTERM'] as const) {
+      const seen = server.stdout().split('"signal"').length;
+      server.child.kill(again);
+      await waitFor(() => server.stdout().split('"signal"').length > seen, 5000, `${again} is logged`);
+    }
+    await sleep(100);
+    assert.equal(server.child.exitCode, null, 'still stopping');
+    assert.equal(server.child.signalCode, null, 'not killed by a later signal');
+
+    wire.socket.write(body);
+    await waitFor(() => wire.answers().length === 1, 5000, 'the in-flight answer');
+    const answer = wire.answers()[0] as RawAnswer;
+    assert.equal(answer.status, 201);
+    assert.deepEqual(answer.headers['connection'], ['close'], 'a response sent during the stop says close');
+    assert.deepEqual(await exitOf(server), { code: 0, signal: null });
+    assert.deepEqual(await readdir(dir), ['pets.json']);
+    assert.match(await readFile(join(dir, 'pets.json'), 'utf8'), /"InFlight"/);
+  });
 }
 
 test('a connection that never sends a byte does not hold up the stop: exit well under 1 s', async (t) => {

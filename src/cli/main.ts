@@ -50,7 +50,14 @@ async function main(args: readonly string[]): Promise<void> {
     logger.error(`no API key is configured: every request under /v1 is refused until one is created with "keys create"`);
   }
 
+  let stopping = false;
   const stop = (signal: string): void => {
+    // A second signal must not end the process by signal half-way (journal and lock left behind).
+    if (stopping) {
+      logger.info('already stopping; finishing the requests in flight', { signal });
+      return;
+    }
+    stopping = true;
     logger.info('stopping', { signal });
     running.close().then(
       // close() has already written out the gathered request lines (createPetstore's close flushes its logger).
@@ -61,8 +68,8 @@ async function main(args: readonly string[]): Promise<void> {
       },
     );
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
 }
 
 /** Runs the command line with `args` (without node and the script); exits the process on failure. */
