@@ -1,13 +1,14 @@
 /**
- * The graceful stop, black-box over `node dist/server.js`: signals during the stop, silent
- * connections, keep-alive clients that keep sending while the stop begins. Loopback only; every
- * wait is bounded.
+ * The graceful stop, black-box over `node dist/server.js` (and `npm start`): signals during the
+ * stop, silent connections, keep-alive clients that keep sending while the stop begins. Loopback
+ * only; every wait is bounded.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse, type RawAnswer } from './fuzz-corpus.js';
@@ -251,3 +252,49 @@ test('keep-alive clients creating pets while SIGTERM arrives: no reset, every an
     assert.deepEqual(await exitOf(again), { code: 0, signal: null });
   }
 });
+
+const ROOT = resolve(__dirname, '../..');
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  test(`npm start passes ${signal} on: the server stops gracefully when npm itself is signalled`, { timeout: 30_000 }, async (t) => {
+    const dir = await tempDirFor(t, 'petstore-npm-');
+    const npm = spawn('npm', ['start', '--', '--port', '0', '--data-dir', dir], {
+      cwd: ROOT,
+      env: { PATH: process.env['PATH'], HOME: process.env['HOME'], PETSTORE_API_KEYS: KEY, npm_config_update_notifier: 'false' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    npm.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+    npm.stderr.setEncoding('utf8').on('data', (s: string) => (out += s));
+    const npmExited = new Promise<number | null>((r) => npm.on('exit', (code) => r(code)));
+    let serverPid: number | undefined;
+    t.after(async () => {
+      if (npm.exitCode === null && npm.signalCode === null) npm.kill('SIGKILL');
+      if (serverPid !== undefined && alive(serverPid)) process.kill(serverPid, 'SIGKILL');
+    });
+    await waitFor(() => /"msg":"listening"/.test(out), 15_000, `listening (${out})`);
+    const match = /"url":"(http:\/\/[^"]+)\/v1".*"pid":(\d+)/.exec(out);
+    assert.ok(match !== null, out);
+    serverPid = Number(match[2]);
+    assert.notEqual(serverPid, npm.pid, 'the server runs in a child of npm');
+    assert.equal((await request(match[1] as string, 'POST', '/v1/pets', { auth: KEY, headers: [['content-type', 'application/json']], body: PET('ViaNpm') })).status, 201);
+
+    npm.kill(signal);
+    await waitFor(() => !alive(serverPid as number), 10_000, 'the server process ends');
+    assert.match(out, /"msg":"stopping"/, 'the server stopped gracefully');
+    assert.deepEqual(await readdir(dir), ['pets.json'], 'the lock is released and the journal compacted');
+    assert.match(await readFile(join(dir, 'pets.json'), 'utf8'), /"ViaNpm"/);
+    await Promise.race([npmExited, sleep(5000)]);
+    assert.ok(npm.exitCode !== null || npm.signalCode !== null, 'npm ends too');
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw error;
+  }
+}
