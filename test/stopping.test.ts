@@ -121,6 +121,7 @@ test('a connection that never sends a byte does not hold up the stop: exit well 
   const exited = await Promise.race([exitOf(server), sleep(5000).then(() => undefined)]);
   const ms = Math.round(performance.now() - started);
   assert.deepEqual(exited, { code: 0, signal: null }, `exited after ${ms} ms`);
+  t.diagnostic(`exited ${ms} ms after SIGTERM`);
   assert.ok(ms < 1000, `exited ${ms} ms after SIGTERM`);
   await waitFor(() => silent.ended, 1000, 'the silent connection is closed');
   assert.equal(silent.data.length, 0, 'nothing is sent to a connection that asked nothing');

@@ -70,11 +70,6 @@ export class Connections {
     return true;
   }
 
-  /** Whether `socket` still owes a response. */
-  owes(socket: Socket): boolean {
-    return (this.#open.get(socket)?.owed.size ?? 0) > 0;
-  }
-
   /** Responses not yet started, on every connection (the stop marks them `Connection: close`). */
   *unsent(): Iterable<ServerResponse> {
     for (const connection of this.#open.values()) {
