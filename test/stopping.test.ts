@@ -110,6 +110,15 @@ for (const first of ['SIGTERM', 'SIGINT'] as const) {
   });
 }
 
+test('a SIGTERM sent the moment the server says it listens is a graceful stop, not death by signal', async (t) => {
+  for (let i = 0; i < 10; i++) {
+    const dir = await tempDirFor(t, 'petstore-stop-');
+    const server = await spawnServerFor(t, ['--data-dir', dir], ENV);
+    server.child.kill('SIGTERM');
+    assert.deepEqual(await exitOf(server), { code: 0, signal: null }, `start ${i}`);
+  }
+});
+
 test('a connection that never sends a byte does not hold up the stop: exit well under 1 s', async (t) => {
   const dir = await tempDirFor(t, 'petstore-stop-');
   const server = await spawnServerFor(t, ['--data-dir', dir], ENV);

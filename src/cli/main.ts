@@ -45,11 +45,6 @@ async function main(args: readonly string[]): Promise<void> {
       );
     },
   });
-  logger.info('listening', { url: `${running.url}/v1`, dataDir: config.dataDir, pid: process.pid });
-  if (keys.length === 0 && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
-    logger.error(`no API key is configured: every request under /v1 is refused until one is created with "keys create"`);
-  }
-
   let stopping = false;
   const stop = (signal: string): void => {
     // A second signal must not end the process by signal half-way (journal and lock left behind).
@@ -68,8 +63,13 @@ async function main(args: readonly string[]): Promise<void> {
       },
     );
   };
+  // Before the line that says it listens: whoever reads that line may signal at once.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  logger.info('listening', { url: `${running.url}/v1`, dataDir: config.dataDir, pid: process.pid });
+  if (keys.length === 0 && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
+    logger.error(`no API key is configured: every request under /v1 is refused until one is created with "keys create"`);
+  }
 }
 
 /** Runs the command line with `args` (without node and the script); exits the process on failure. */
