@@ -52,24 +52,35 @@ async function main(args: readonly string[]): Promise<void> {
       );
     },
   });
-  logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, dataDir: config.dataDir, pid: process.pid });
-  if (keys.length === 0 && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
-    logger.error(`no API key is configured: every request under /v1 is refused until one is created with "keys create"`);
-  }
-
+  let stopping = false;
   const stop = (signal: string): void => {
+    // A second signal must not end the process by signal half-way (journal and lock left behind).
+    if (stopping) {
+      logger.info('already stopping; finishing the requests in flight', { signal });
+      return;
+    }
+    stopping = true;
     logger.info('stopping', { signal });
+    const started = Date.now();
     running.close().then(
       // close() has already written out the gathered request lines (createPetstore's close flushes its logger).
-      () => process.exit(0),
+      () => {
+        logger.info('stopped', { signal, ms: Date.now() - started, dataDir: config.dataDir, result: 'requests in flight finished, store closed and durable, lock released' });
+        process.exit(0);
+      },
       (error: unknown) => {
         logger.error('stopped with an error; the journal holds every acknowledged pet', error);
         process.exit(1);
       },
     );
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  // Before the line that says it listens: whoever reads that line may signal at once.
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, dataDir: config.dataDir, pid: process.pid });
+  if (keys.length === 0 && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
+    logger.error(`no API key is configured: every request under /v1 is refused until one is created with "keys create"`);
+  }
 }
 
 /** Runs the command line with `args` (without node and the script); exits the process on failure. */
