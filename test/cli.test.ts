@@ -247,6 +247,18 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   });
 }
 
+test('a graceful stop ends with a "stopped" line saying what was done', async (t) => {
+  const dir = await temp(t);
+  const server = await serve(t, ['--data-dir', dir], { PETSTORE_API_KEYS: 'k' });
+  assert.equal(await stop(server), 0);
+  const last = server.stdout().trim().split('\n').at(-1) ?? '';
+  const line = JSON.parse(last) as Record<string, unknown>;
+  assert.equal(line['msg'], 'stopped');
+  assert.equal(line['signal'], 'SIGTERM');
+  assert.equal(typeof line['ms'], 'number');
+  assert.match(String(line['result']), /store closed and durable, lock released/);
+});
+
 test('an idle keep-alive connection does not hold up a graceful stop', async (t) => {
   const dir = await temp(t);
   const key = 'keepalive-key-0123456789';

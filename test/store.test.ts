@@ -328,8 +328,10 @@ test('a torn last journal line is not corruption: it is dropped and cut, and the
   const journal = join(dir, 'pets-journal.1.jsonl');
   await writeFile(join(dir, 'pets.json'), snapshotText([], 1));
   await writeFile(journal, journalText(pets) + '{"id":3,"name":"half a pe');
-  const store = await FileStore.open(dir);
+  const repairs: string[] = [];
+  const store = await FileStore.open(dir, { onRepair: (message) => repairs.push(message) });
   defer(t, () => store.close());
+  assert.deepEqual(repairs, [`cut a torn last line of 25 bytes from ${journal}: a create a crash interrupted, never acknowledged`]);
   assert.deepEqual(allPets(store).map(plain), pets.map(plain));
   assert.equal(await readFile(journal, 'utf8'), journalText(pets), 'the torn line is cut at open');
   const next = await store.create(newPet(3));

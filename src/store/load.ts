@@ -17,6 +17,8 @@ export interface LoadedDirectory {
   generations: number[];
   /** Length of the newest journal's complete lines: a torn last line lies beyond it. */
   journalLength: number;
+  /** Bytes of a torn last line of the newest journal (a create cut off by a crash, never acknowledged). */
+  tornBytes: number;
   /** The idempotency records met, with their pets' ids, in file order (expired ones included). */
   records: RecordSink;
 }
@@ -53,6 +55,7 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   const live = generations.filter((g) => g >= (snapshot?.journal ?? 0));
   checkComplete(dir, snapshot, live);
   let journalLength = 0;
+  let tornBytes = 0;
   const snapshotLastId = index.lastId;
   for (const [i, generation] of live.entries()) {
     const path = join(dir, journalFile(generation));
@@ -68,8 +71,9 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
       index.append(pet);
     }
     journalLength = completeLength;
+    tornBytes = journal.length - completeLength;
   }
-  return { index, snapshotBytes: bytes?.length ?? 0, snapshotJournal: snapshot?.journal, generations, journalLength, records };
+  return { index, snapshotBytes: bytes?.length ?? 0, snapshotJournal: snapshot?.journal, generations, journalLength, tornBytes, records };
 }
 
 /**
