@@ -3,7 +3,7 @@
  * call (disk full, I/O error), hold it, or crash the "machine" at it by copying the data directory as
  * it is at that instant.
  */
-import { cp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, readdir, readFile, rm, stat, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { nodeFileSystem, type FileSystem, type StoreFile } from '#dist/lib/file-system.js';
@@ -138,7 +138,7 @@ export const DEAD_PID = 2147483646;
 /**
  * Simulates a power cut at the first call that `at` matches: that call is held, then `crash(to)`
  * copies the data directory as it is at that instant to `to`, and from then on no call ever returns.
- * The copy's lock file is given to a dead process, as a killed server would leave it.
+ * The copy's lock is given to a dead process, as a killed server would leave it.
  */
 export class Crash {
   readonly fileSystem = new TestFileSystem();
@@ -163,8 +163,8 @@ export class Crash {
 
   async crash(to: string): Promise<void> {
     this.#crashed = true;
-    await cp(this.dir, to, { recursive: true });
-    await writeFile(join(to, 'petstore.lock'), `${DEAD_PID}\n`);
+    await cp(this.dir, to, { recursive: true, verbatimSymlinks: true });
+    await deadLock(to);
     await this.fileSystem.closeAbandoned();
   }
 }
@@ -173,6 +173,13 @@ export class Crash {
 export async function dataFiles(dir: string): Promise<string[]> {
   return (await readdir(dir)).filter((name) => name !== 'petstore.lock').sort();
 }
+/** Replaces the lock in `dir` with one naming a process that is not running (a bare pid: judged by liveness alone). */
+export async function deadLock(dir: string): Promise<void> {
+  const path = join(dir, 'petstore.lock');
+  await rm(path, { force: true });
+  await symlink(String(DEAD_PID), path);
+}
+
 
 /** Pet as plain comparable data (`categoryId` as its decimal digits). */
 export function plain(pet: Pet): Record<string, unknown> {
