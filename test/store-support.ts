@@ -113,7 +113,7 @@ export class TestFileSystem implements FileSystem {
     return this.#run({ op: 'readdir', path }, () => this.#base.readdir(path));
   }
 
-  mkdir(path: string): Promise<boolean> {
+  mkdir(path: string): Promise<string | undefined> {
     return this.#run({ op: 'mkdir', path }, () => this.#base.mkdir(path));
   }
 

@@ -1,4 +1,5 @@
-import { open, readdir, readFile, rename, unlink, mkdir } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 
 /** An open file the store writes through. Writes are positional so that a failed one can be cut off. */
 export interface StoreFile {
@@ -19,8 +20,8 @@ export interface FileSystem {
   open(path: string, flags: 'wx' | 'r+'): Promise<StoreFile>;
   readFile(path: string): Promise<Buffer>;
   readdir(path: string): Promise<string[]>;
-  /** Creates the directory and its parents if missing; true when it did create it. */
-  mkdir(path: string): Promise<boolean>;
+  /** Creates the directory and its missing parents, each 0700; returns the first one it created, if any. */
+  mkdir(path: string): Promise<string | undefined>;
   rename(from: string, to: string): Promise<void>;
   unlink(path: string): Promise<void>;
   /** fsync(2) on the directory itself, which makes a create, rename or unlink in it durable. */
@@ -45,7 +46,7 @@ export const nodeFileSystem: FileSystem = {
   },
   readFile: (path) => readFile(path),
   readdir: (path) => readdir(path),
-  mkdir: async (path) => (await mkdir(path, { recursive: true })) !== undefined,
+  mkdir: (path) => mkdir(path, { recursive: true, mode: 0o700 }),
   rename: (from, to) => rename(from, to),
   unlink: (path) => unlink(path),
   async syncDir(path) {
@@ -57,3 +58,19 @@ export const nodeFileSystem: FileSystem = {
     }
   },
 };
+
+/**
+ * Creates `dir` and any missing parents (0700), then fsyncs the parent of each directory created, top
+ * down: a power cut must not lose any name of the new path, or the whole tree with the data in it goes.
+ */
+export async function makeDirectory(fs: FileSystem, dir: string): Promise<void> {
+  const target = resolve(dir);
+  const first = await fs.mkdir(target);
+  if (first === undefined) return;
+  const created: string[] = [];
+  for (let d = target; d !== dirname(d); d = dirname(d)) {
+    created.unshift(d);
+    if (d === resolve(first)) break;
+  }
+  for (const d of created) await fs.syncDir(dirname(d));
+}

@@ -1,5 +1,4 @@
-import { dirname, resolve } from 'node:path';
-import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
+import { makeDirectory, nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import type { LockFile } from '../lib/lock-file.js';
 import { reportToStderr } from '../lib/system-error.js';
 import { StoredPet, type NewPet, type Pet } from '../pet/pet.js';
@@ -69,10 +68,7 @@ export class FileStore implements PetStore {
   static async open(dir: string, options: FileStoreOptions = {}): Promise<FileStore> {
     const fs = options.fileSystem ?? nodeFileSystem;
     const report = options.onBackgroundError ?? reportToStderr;
-    await openStep(`cannot create data directory ${dir}`, async () => {
-      // A new directory's own name must survive a crash too.
-      if (await fs.mkdir(dir)) await fs.syncDir(dirname(resolve(dir)));
-    });
+    await openStep(`cannot create data directory ${dir}`, () => makeDirectory(fs, dir));
     const lock = DirectoryLock.acquire(dir);
     try {
       const { index, snapshotBytes, generations, journalLength } = await loadDirectory(fs, dir);
