@@ -1,5 +1,7 @@
-import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { openPrivate } from './private-file.js';
 
 /** An open file the store writes through. Writes are positional so that a failed one can be cut off. */
 export interface StoreFile {
@@ -16,8 +18,12 @@ export interface StoreFile {
  * order of the durable sequence and inject disk-full and I/O errors at any step.
  */
 export interface FileSystem {
-  /** 'wx' creates a new file and fails if it exists; 'r+' opens an existing one for writing. */
+  /**
+   * 'wx' creates a new file and fails if it exists; 'r+' opens an existing one for writing. Either
+   * refuses a symlink at the name, and anything but a private regular file (UnsafeFileError).
+   */
   open(path: string, flags: 'wx' | 'r+'): Promise<StoreFile>;
+  /** Like open: a symlink or a file that others could change is refused. */
   readFile(path: string): Promise<Buffer>;
   readdir(path: string): Promise<string[]>;
   /** Creates the directory and its missing parents, each 0700; returns the first one it created, if any. */
@@ -28,9 +34,14 @@ export interface FileSystem {
   syncDir(path: string): Promise<void>;
 }
 
+const OPEN_FLAGS = {
+  wx: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL,
+  'r+': constants.O_RDWR,
+} as const;
+
 export const nodeFileSystem: FileSystem = {
   async open(path, flags) {
-    const handle = await open(path, flags, 0o600);
+    const handle = await openPrivate(path, OPEN_FLAGS[flags]);
     return {
       async write(data, position) {
         let offset = 0;
@@ -44,7 +55,14 @@ export const nodeFileSystem: FileSystem = {
       close: () => handle.close(),
     };
   },
-  readFile: (path) => readFile(path),
+  async readFile(path) {
+    const handle = await openPrivate(path, constants.O_RDONLY);
+    try {
+      return await handle.readFile();
+    } finally {
+      await handle.close();
+    }
+  },
   readdir: (path) => readdir(path),
   mkdir: (path) => mkdir(path, { recursive: true, mode: 0o700 }),
   rename: (from, to) => rename(from, to),

@@ -1,5 +1,6 @@
 import { makeDirectory, nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import type { LockFile } from '../lib/lock-file.js';
+import { assertPrivateDirectory } from '../lib/private-file.js';
 import { reportToStderr } from '../lib/system-error.js';
 import { StoredPet, type NewPet, type Pet } from '../pet/pet.js';
 import { Compaction } from './compaction.js';
@@ -69,6 +70,7 @@ export class FileStore implements PetStore {
     const fs = options.fileSystem ?? nodeFileSystem;
     const report = options.onBackgroundError ?? reportToStderr;
     await openStep(`cannot create data directory ${dir}`, () => makeDirectory(fs, dir));
+    await openStep(`cannot use data directory ${dir}`, async () => assertPrivateDirectory(dir));
     const lock = DirectoryLock.acquire(dir);
     try {
       const { index, snapshotBytes, generations, journalLength } = await loadDirectory(fs, dir);
