@@ -10,7 +10,7 @@ import { nodeFileSystem, type FileSystem, type StoreFile } from '#dist/lib/file-
 import type { Pet } from '#dist/pet/pet.js';
 import { tempDir } from './helpers.js';
 
-export type Op = 'open' | 'readFile' | 'readdir' | 'mkdir' | 'rename' | 'unlink' | 'syncDir' | 'write' | 'datasync' | 'truncate' | 'close';
+export type Op = 'open' | 'readFile' | 'readdir' | 'mkdir' | 'rename' | 'unlink' | 'syncDir' | 'statfs' | 'write' | 'datasync' | 'truncate' | 'close';
 
 export interface Call {
   op: Op;
@@ -128,6 +128,10 @@ export class TestFileSystem implements FileSystem {
   syncDir(path: string): Promise<void> {
     return this.#run({ op: 'syncDir', path }, () => this.#base.syncDir(path));
   }
+
+  availableBytes(path: string): Promise<number> {
+    return this.#run({ op: 'statfs', path }, () => this.#base.availableBytes(path));
+  }
 }
 
 const never = (): Promise<never> => new Promise<never>(() => {});
@@ -169,10 +173,6 @@ export class Crash {
   }
 }
 
-/** Names in a directory, sorted, without the lock file. */
-export async function dataFiles(dir: string): Promise<string[]> {
-  return (await readdir(dir)).filter((name) => name !== 'petstore.lock').sort();
-}
 /** Replaces the lock in `dir` with one naming a process that is not running (a bare pid: judged by liveness alone). */
 export async function deadLock(dir: string): Promise<void> {
   const path = join(dir, 'petstore.lock');
@@ -180,6 +180,10 @@ export async function deadLock(dir: string): Promise<void> {
   await symlink(String(DEAD_PID), path);
 }
 
+/** Names in a directory, sorted, without the lock file. */
+export async function dataFiles(dir: string): Promise<string[]> {
+  return (await readdir(dir)).filter((name) => name !== 'petstore.lock').sort();
+}
 
 /** Pet as plain comparable data (`categoryId` as its decimal digits). */
 export function plain(pet: Pet): Record<string, unknown> {

@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, statfs, unlink } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { openPrivate } from './private-file.js';
 
@@ -32,6 +32,8 @@ export interface FileSystem {
   unlink(path: string): Promise<void>;
   /** fsync(2) on the directory itself, which makes a create, rename or unlink in it durable. */
   syncDir(path: string): Promise<void>;
+  /** Bytes an unprivileged write may still take on the file system of `path` (statfs f_bavail). */
+  availableBytes(path: string): Promise<number>;
 }
 
 const OPEN_FLAGS = {
@@ -74,6 +76,10 @@ export const nodeFileSystem: FileSystem = {
     } finally {
       await handle.close();
     }
+  },
+  async availableBytes(path) {
+    const { bavail, bsize } = await statfs(path);
+    return bavail * bsize;
   },
 };
 

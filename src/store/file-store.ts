@@ -32,6 +32,8 @@ interface PendingCreate {
 const DEFAULT_COMPACT_AFTER = 4 * 1024 * 1024;
 // How often a failed journal is tried again while no create arrives, so that readiness comes back by itself.
 const RECOVERY_INTERVAL_MS = 1000;
+// Below this much free space at open, a probe write decides whether the store starts ready.
+const LOW_SPACE_BYTES = 64 * 1024;
 
 /**
  * Pets kept in a JSON snapshot plus JSON-lines journals in one directory (see data-format.ts).
@@ -81,7 +83,13 @@ export class FileStore implements PetStore {
       const compaction = new Compaction(fs, dir, journal, index, {
         compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER, snapshotBytes, oldGenerations: generations.slice(0, -1), report,
       });
-      return new FileStore(lock, index, journal, compaction, report);
+      // On a full disk the store still opens and serves reads (nothing at open needs a free block),
+      // but is not ready: the probe fails, and the recovery timer brings readiness back once space returns.
+      const available = await openStep(`cannot read the free space of ${dir}`, () => fs.availableBytes(dir));
+      if (available < LOW_SPACE_BYTES) await journal.recover(report);
+      const store = new FileStore(lock, index, journal, compaction, report);
+      if (journal.failure !== undefined) store.#scheduleRecovery();
+      return store;
     } catch (error) {
       lock.release();
       throw error;
