@@ -9,7 +9,9 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { errorCode } from '#dist/lib/system-error.js';
-import { request, spawnServer, stopProcess, tempDir, within, type ServerProcess } from './helpers.js';
+import { FileStore } from '#dist/store/file-store.js';
+import { request, spawnServer, stopProcess, tempDir, waitFor, within, type ServerProcess } from './helpers.js';
+import { TestFileSystem, dataDir, defer } from './store-support.js';
 
 /**
  * A 256 KiB tmpfs, or undefined (the test skipped) when mounting is not permitted. After the test the
@@ -85,4 +87,22 @@ test('after a kill -9 on a full disk the server starts again, serves reads, is n
   })(), 5000, 'ready again once space returns');
   assert.equal((await create(second, 'After')).status, 201);
   assert.equal(await stopProcess(second), 0);
+});
+
+test('a store opened on a full disk becomes ready by itself once space returns, with no create to prompt it', async (t) => {
+  const dir = await dataDir(t);
+  let full = true;
+  // statfs and writes as on a full disk, until `full` is cleared.
+  const fs = new (class extends TestFileSystem {
+    override availableBytes(path: string): Promise<number> {
+      return full ? Promise.resolve(0) : super.availableBytes(path);
+    }
+  })();
+  fs.hook = (call) => (full && call.op === 'write' ? { code: 'ENOSPC' } : undefined);
+  const store = await FileStore.open(dir, { fileSystem: fs });
+  defer(t, () => store.close());
+  assert.equal(store.ready, false, 'the probe at open failed');
+  full = false;
+  await waitFor(() => store.ready, 3000, 'ready again');
+  assert.equal((await store.create({ name: 'After', categoryId: 1n })).id, 1);
 });
