@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { LockFile } from '#dist/lib/lock-file.js';
@@ -43,4 +43,15 @@ test('while another process is taking over a dead lock, the lock is not touched;
   const lock = LockFile.tryAcquire(path);
   assert.ok(lock instanceof LockFile);
   lock.release();
+});
+
+test('release leaves a lock that another process has taken over meanwhile', async (t) => {
+  const path = join(await tempDirFor(t), 'x.lock');
+  const lock = LockFile.tryAcquire(path);
+  assert.ok(lock instanceof LockFile);
+  // Another process judged it stale (say, this one was stopped for a long time) and took it.
+  unlinkSync(path);
+  symlinkSync('1 - - -', path);
+  lock.release();
+  assert.equal(readlinkSync(path), '1 - - -');
 });
