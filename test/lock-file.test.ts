@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { LockFile } from '#dist/lib/lock-file.js';
@@ -18,14 +18,14 @@ test('a lock is exclusive within the process and free again after release', asyn
   again.release();
 });
 
-test('a lock left by a dead process, or holding no valid pid at all, is taken over', async (t) => {
+test('a lock file of an earlier version left by a dead process, or holding no valid pid at all, is taken over', async (t) => {
   const dir = await tempDirFor(t);
   for (const content of [`${DEAD_PID}\n`, '3000000000\n', 'garbage\n', '']) {
     const path = join(dir, 'x.lock');
     writeFileSync(path, content);
     const lock = LockFile.tryAcquire(path);
     assert.ok(lock instanceof LockFile, JSON.stringify(content));
-    assert.equal(readFileSync(path, 'utf8'), `${process.pid}\n`);
+    assert.match(readlinkSync(path), new RegExp(`^${process.pid} `));
     assert.ok(!existsSync(`${path}.takeover`), 'no guard is left behind');
     lock.release();
   }
@@ -43,4 +43,15 @@ test('while another process is taking over a dead lock, the lock is not touched;
   const lock = LockFile.tryAcquire(path);
   assert.ok(lock instanceof LockFile);
   lock.release();
+});
+
+test('release leaves a lock that another process has taken over meanwhile', async (t) => {
+  const path = join(await tempDirFor(t), 'x.lock');
+  const lock = LockFile.tryAcquire(path);
+  assert.ok(lock instanceof LockFile);
+  // Another process judged it stale (say, this one was stopped for a long time) and took it.
+  unlinkSync(path);
+  symlinkSync('1 - - -', path);
+  lock.release();
+  assert.equal(readlinkSync(path), '1 - - -');
 });

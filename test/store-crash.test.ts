@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { cp, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file-store.js';
 import { StoreUnavailableError } from '#dist/store/store.js';
 import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
 import { TEST_KEY, request, spawnServer, within, type ServerProcess } from './helpers.js';
-import { Crash, DEAD_PID, TestFileSystem, assertStopped, dataDir, dataFiles, defer, isJournalPath, isTempPath, plain, type Call } from './store-support.js';
+import { Crash, TestFileSystem, assertStopped, deadLock, dataDir, dataFiles, defer, isJournalPath, isTempPath, plain, type Call } from './store-support.js';
 
 function newPet(i: number): NewPet {
   const pet = { name: `pet ${i} ${'·'.repeat(i % 5)}`, categoryId: BigInt(i) * 7919n - 50_000n };
@@ -147,8 +147,8 @@ test('a crash in the middle of an append leaves a torn line that is cut at start
   tear = true;
   await assert.rejects(store.create(newPet(5)), StoreUnavailableError);
   // The machine goes down now, with half a line in the journal.
-  await cp(dir, copy, { recursive: true });
-  await writeFile(join(copy, 'petstore.lock'), `${DEAD_PID}\n`);
+  await cp(dir, copy, { recursive: true, verbatimSymlinks: true });
+  await deadLock(copy);
   const journal = join(copy, 'pets-journal.1.jsonl');
   const torn = await readFile(journal, 'utf8');
   assert.ok(!torn.endsWith('\n') && torn.startsWith(acknowledged.map((p) => petJson(p) + '\n').join('')), 'the copy ends in a torn line');

@@ -4,14 +4,14 @@
  * it is at that instant.
  */
 import assert from 'node:assert/strict';
-import { cp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, readdir, readFile, rm, stat, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { nodeFileSystem, type FileSystem, type StoreFile } from '#dist/lib/file-system.js';
 import { petJson, type Pet } from '#dist/pet/pet.js';
 import { tempDir } from './helpers.js';
 
-export type Op = 'open' | 'readFile' | 'readdir' | 'mkdir' | 'rename' | 'unlink' | 'syncDir' | 'write' | 'datasync' | 'truncate' | 'close';
+export type Op = 'open' | 'readFile' | 'readdir' | 'mkdir' | 'rename' | 'unlink' | 'syncDir' | 'statfs' | 'write' | 'datasync' | 'truncate' | 'close';
 
 export interface Call {
   op: Op;
@@ -114,7 +114,7 @@ export class TestFileSystem implements FileSystem {
     return this.#run({ op: 'readdir', path }, () => this.#base.readdir(path));
   }
 
-  mkdir(path: string): Promise<boolean> {
+  mkdir(path: string): Promise<string | undefined> {
     return this.#run({ op: 'mkdir', path }, () => this.#base.mkdir(path));
   }
 
@@ -129,6 +129,10 @@ export class TestFileSystem implements FileSystem {
   syncDir(path: string): Promise<void> {
     return this.#run({ op: 'syncDir', path }, () => this.#base.syncDir(path));
   }
+
+  availableBytes(path: string): Promise<number> {
+    return this.#run({ op: 'statfs', path }, () => this.#base.availableBytes(path));
+  }
 }
 
 const never = (): Promise<never> => new Promise<never>(() => {});
@@ -139,7 +143,7 @@ export const DEAD_PID = 2147483646;
 /**
  * Simulates a power cut at the first call that `at` matches: that call is held, then `crash(to)`
  * copies the data directory as it is at that instant to `to`, and from then on no call ever returns.
- * The copy's lock file is given to a dead process, as a killed server would leave it.
+ * The copy's lock is given to a dead process, as a killed server would leave it.
  */
 export class Crash {
   readonly fileSystem = new TestFileSystem();
@@ -164,10 +168,17 @@ export class Crash {
 
   async crash(to: string): Promise<void> {
     this.#crashed = true;
-    await cp(this.dir, to, { recursive: true });
-    await writeFile(join(to, 'petstore.lock'), `${DEAD_PID}\n`);
+    await cp(this.dir, to, { recursive: true, verbatimSymlinks: true });
+    await deadLock(to);
     await this.fileSystem.closeAbandoned();
   }
+}
+
+/** Replaces the lock in `dir` with one naming a process that is not running (a bare pid: judged by liveness alone). */
+export async function deadLock(dir: string): Promise<void> {
+  const path = join(dir, 'petstore.lock');
+  await rm(path, { force: true });
+  await symlink(String(DEAD_PID), path);
 }
 
 /** Names in a directory, sorted, without the lock file. */

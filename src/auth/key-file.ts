@@ -1,10 +1,11 @@
 import { hash, randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import { LockFile } from '../lib/lock-file.js';
+import { readPrivateFileSync } from '../lib/private-file.js';
 import { replaceFile } from '../lib/replace-file.js';
-import { errorCode, reportToStderr } from '../lib/system-error.js';
+import { reportToStderr } from '../lib/system-error.js';
 
 /**
  * API keys issued by this service, kept in `keys.json` in the data directory as SHA-256 hashes with
@@ -33,15 +34,13 @@ const hashKey = (key: string): string => hash('sha256', key, 'hex');
 
 export const keyFilePath = (dataDir: string): string => join(dataDir, KEY_FILE);
 
-/** The stored keys, or undefined when the file does not exist. */
+/**
+ * The stored keys, or undefined when the file does not exist. A key file that another user could
+ * have written (a symlink, writable by group or others, owned by neither us nor root) is refused.
+ */
 export function readKeyFile(path: string): StoredKey[] | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return undefined;
-    throw error;
-  }
+  const text = readPrivateFileSync(path)?.toString('utf8');
+  if (text === undefined) return undefined;
   let document: unknown;
   try {
     document = JSON.parse(text);
@@ -67,12 +66,13 @@ function isStoredKey(value: unknown): value is StoredKey {
 }
 
 /**
- * Identity of the key file's current content, cheap to get: a rewrite is a new inode (it is renamed
- * into place), so even a change within the file system's timestamp granularity is noticed.
+ * Identity of the key file's current content and who may change it, cheap to get: a rewrite is a
+ * new inode (it is renamed into place), so even a change within the file system's timestamp
+ * granularity is noticed; a chmod or chown is a new version too, so that it is checked at once.
  */
 export function keyFileVersion(path: string): string {
-  const stat = statSync(path, { throwIfNoEntry: false });
-  return stat === undefined ? 'absent' : `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+  const stat = lstatSync(path, { throwIfNoEntry: false });
+  return stat === undefined ? 'absent' : `${stat.ino}:${stat.size}:${stat.mtimeMs}:${stat.mode}:${stat.uid}`;
 }
 
 /**

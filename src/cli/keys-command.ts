@@ -1,6 +1,6 @@
-import { mkdirSync } from 'node:fs';
 import { keyFilePath, newKey, readKeyFile, updateKeyFile } from '../auth/key-file.js';
 import { CommandError, UsageError } from './errors.js';
+import { makeDirectory, nodeFileSystem } from '../lib/file-system.js';
 
 /** `keys create [--label L] | keys list | keys revoke <id>` on the key file of a data directory (`label` only with create). */
 export async function runKeysCommand(dataDir: string, args: readonly string[], label: string | undefined, out: (line: string) => void): Promise<void> {
@@ -9,7 +9,7 @@ export async function runKeysCommand(dataDir: string, args: readonly string[], l
   switch (action) {
     case 'create': {
       if (rest.length > 0) throw new UsageError('"keys create" takes no arguments besides --label');
-      mkdirSync(dataDir, { recursive: true });
+      await makeDirectory(nodeFileSystem, dataDir);
       const { key, record } = newKey(label ?? '');
       await updateKeyFile(path, (keys) => ({ keys: [...(keys ?? []), record], result: undefined }));
       out(`created key ${record.id}${record.label === '' ? '' : ` (${record.label})`}; it is shown only this once:`);

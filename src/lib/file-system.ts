@@ -1,4 +1,7 @@
-import { open, readdir, readFile, rename, unlink, mkdir } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, open, readdir, rename, statfs, unlink } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { openPrivate } from './private-file.js';
 
 /** An open file the store writes through. Writes are positional so that a failed one can be cut off. */
 export interface StoreFile {
@@ -15,21 +18,32 @@ export interface StoreFile {
  * order of the durable sequence and inject disk-full and I/O errors at any step.
  */
 export interface FileSystem {
-  /** 'wx' creates a new file and fails if it exists; 'r+' opens an existing one for writing. */
+  /**
+   * 'wx' creates a new file and fails if it exists; 'r+' opens an existing one for writing. Either
+   * refuses a symlink at the name, and anything but a private regular file (UnsafeFileError).
+   */
   open(path: string, flags: 'wx' | 'r+'): Promise<StoreFile>;
+  /** Like open: a symlink or a file that others could change is refused. */
   readFile(path: string): Promise<Buffer>;
   readdir(path: string): Promise<string[]>;
-  /** Creates the directory and its parents if missing; true when it did create it. */
-  mkdir(path: string): Promise<boolean>;
+  /** Creates the directory and its missing parents, each 0700; returns the first one it created, if any. */
+  mkdir(path: string): Promise<string | undefined>;
   rename(from: string, to: string): Promise<void>;
   unlink(path: string): Promise<void>;
   /** fsync(2) on the directory itself, which makes a create, rename or unlink in it durable. */
   syncDir(path: string): Promise<void>;
+  /** Bytes an unprivileged write may still take on the file system of `path` (statfs f_bavail). */
+  availableBytes(path: string): Promise<number>;
 }
+
+const OPEN_FLAGS = {
+  wx: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL,
+  'r+': constants.O_RDWR,
+} as const;
 
 export const nodeFileSystem: FileSystem = {
   async open(path, flags) {
-    const handle = await open(path, flags, 0o600);
+    const handle = await openPrivate(path, OPEN_FLAGS[flags]);
     return {
       async write(data, position) {
         let offset = 0;
@@ -43,9 +57,16 @@ export const nodeFileSystem: FileSystem = {
       close: () => handle.close(),
     };
   },
-  readFile: (path) => readFile(path),
+  async readFile(path) {
+    const handle = await openPrivate(path, constants.O_RDONLY);
+    try {
+      return await handle.readFile();
+    } finally {
+      await handle.close();
+    }
+  },
   readdir: (path) => readdir(path),
-  mkdir: async (path) => (await mkdir(path, { recursive: true })) !== undefined,
+  mkdir: (path) => mkdir(path, { recursive: true, mode: 0o700 }),
   rename: (from, to) => rename(from, to),
   unlink: (path) => unlink(path),
   async syncDir(path) {
@@ -56,4 +77,24 @@ export const nodeFileSystem: FileSystem = {
       await handle.close();
     }
   },
+  async availableBytes(path) {
+    const { bavail, bsize } = await statfs(path);
+    return bavail * bsize;
+  },
 };
+
+/**
+ * Creates `dir` and any missing parents (0700), then fsyncs the parent of each directory created, top
+ * down: a power cut must not lose any name of the new path, or the whole tree with the data in it goes.
+ */
+export async function makeDirectory(fs: FileSystem, dir: string): Promise<void> {
+  const target = resolve(dir);
+  const first = await fs.mkdir(target);
+  if (first === undefined) return;
+  const created: string[] = [];
+  for (let d = target; d !== dirname(d); d = dirname(d)) {
+    created.unshift(d);
+    if (d === resolve(first)) break;
+  }
+  for (const d of created) await fs.syncDir(dirname(d));
+}

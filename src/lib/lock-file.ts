@@ -1,34 +1,44 @@
-import { linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { closeSync, constants, lstatSync, openSync, readFileSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { currentOwner, formatOwner, isLiveOwner, parseOwner } from './lock-owner.js';
 import { errorCode } from './system-error.js';
 
 /**
- * An exclusive lock held as a file that names its owner's pid. The file appears with its content
- * already in it (written to a temp name, then hard-linked, which fails if the lock exists), so a
- * reader never sees a half-made lock. A lock whose owner no longer runs (killed) is taken over.
+ * An exclusive lock held as a symbolic link whose target names the owner (see LockOwner). Why a
+ * symlink: it is created in one step with its content and only if the name is free (EEXIST), so a
+ * reader never sees a half-made lock; and a target this short is kept in the inode itself (tmpfs,
+ * ext4 under 60 bytes, xfs), so the lock is taken on a full disk, where writing a few bytes to a new
+ * file fails with ENOSPC. Mercurial and Emacs lock the same way. The link is only ever read with
+ * readlink, never followed. A lock whose owner no longer holds it (killed, rebooted, copied) is taken over.
  */
 export class LockFile {
   /** Lock files this process holds: a lock naming our own pid but not in here is a dead namesake's. */
   static readonly #held = new Set<string>();
   readonly #path: string;
+  readonly #target: string;
 
-  private constructor(path: string) {
+  private constructor(path: string, target: string) {
     this.#path = path;
+    this.#target = target;
     LockFile.#held.add(path);
   }
 
   /** The lock, or the pid of the live process that holds it. System errors (EACCES, EROFS…) are thrown. */
   static tryAcquire(path: string): LockFile | { owner: number } {
+    const self = currentOwner(dirname(path));
+    const target = formatOwner(self);
     for (let attempt = 0; attempt < 2; attempt++) {
-      if (create(path)) return new LockFile(path);
-      const owner = readOwner(path);
+      if (create(target, path)) return new LockFile(path, target);
+      const found = readTarget(path);
+      const owner = found === undefined ? undefined : parseOwner(found);
       // In a container the server is often pid 1 on every start: our own pid on a lock we do not hold
       // is a killed predecessor's.
-      const live = owner === process.pid ? LockFile.#held.has(path) : owner !== undefined && isRunning(owner);
-      if (live && owner !== undefined) return { owner };
-      if (!takeOverStale(path, owner)) return { owner: owner ?? 0 };
+      const live = owner !== undefined && (owner.pid === process.pid ? LockFile.#held.has(path) : isLiveOwner(owner, self));
+      if (live) return { owner: owner.pid };
+      if (!takeOverStale(path, found, target)) return { owner: owner?.pid ?? 0 };
     }
-    return { owner: readOwner(path) ?? 0 };
+    const found = readTarget(path);
+    return { owner: (found === undefined ? undefined : parseOwner(found)?.pid) ?? 0 };
   }
 
   /** Waits up to `timeoutMs` for a lock held by another process (for short critical sections). */
@@ -42,23 +52,20 @@ export class LockFile {
     }
   }
 
+  /** Removes the lock, unless another process has taken it over meanwhile (then it is theirs). */
   release(): void {
     LockFile.#held.delete(this.#path);
-    remove(this.#path);
+    if (readTarget(this.#path) === this.#target) remove(this.#path);
   }
 }
 
-function create(path: string): boolean {
-  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  writeFileSync(temp, `${process.pid}\n`, { mode: 0o600, flag: 'wx' });
+function create(target: string, path: string): boolean {
   try {
-    linkSync(temp, path);
+    symlinkSync(target, path);
     return true;
   } catch (error) {
     if (errorCode(error) === 'EEXIST') return false;
     throw error;
-  } finally {
-    remove(temp);
   }
 }
 
@@ -66,48 +73,46 @@ function create(path: string): boolean {
 const GUARD_STALE_MS = 10_000;
 
 /**
- * Removes a dead owner's lock so that it can be created again. Only one process at a time may do
- * this (an exclusive guard file), and it removes the lock only if it still names the dead owner:
- * a lock that another process has meanwhile taken is never touched. Returns false when another
- * process is taking over right now.
+ * Removes a stale lock so that it can be created again. Only one process at a time may do this (an
+ * exclusive guard, itself a symlink so that it needs no free block), and it removes the lock only if
+ * it still reads `stale`: a lock that another process has meanwhile taken is never touched. Returns
+ * false when another process is taking over right now.
  */
-function takeOverStale(path: string, deadOwner: number | undefined): boolean {
+function takeOverStale(path: string, stale: string | undefined, target: string): boolean {
   const guard = `${path}.takeover`;
-  try {
-    writeFileSync(guard, `${process.pid}\n`, { mode: 0o600, flag: 'wx' });
-  } catch (error) {
-    if (errorCode(error) !== 'EEXIST') throw error;
-    const age = Date.now() - (statSync(guard, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+  if (!create(target, guard)) {
+    const age = Date.now() - (lstatSync(guard, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age > GUARD_STALE_MS) remove(guard);
     return false;
   }
   try {
-    if (readOwner(path) === deadOwner) remove(path);
+    if (readTarget(path) === stale) remove(path);
     return true;
   } finally {
     remove(guard);
   }
 }
 
-function readOwner(path: string): number | undefined {
+/** What the lock at `path` says, or undefined when there is none. */
+function readTarget(path: string): string | undefined {
   try {
-    const pid = Number.parseInt(readFileSync(path, 'utf8'), 10);
-    // Linux pids fit in 31 bits; anything else is not a pid (and process.kill would throw on it).
-    return Number.isInteger(pid) && pid > 0 && pid <= 2 ** 31 - 1 ? pid : undefined;
+    return readlinkSync(path);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return undefined;
+    if (errorCode(error) !== 'EINVAL') throw error;
+  }
+  // Not a symlink: an earlier version's lock, a regular file holding the pid. Read, never followed.
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return undefined;
     throw error;
   }
-}
-
-function isRunning(pid: number): boolean {
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    if (errorCode(error) === 'ESRCH') return false;
-    if (errorCode(error) === 'EPERM') return true; // it exists, but belongs to another user
-    throw error;
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
   }
 }
 

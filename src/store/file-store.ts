@@ -59,7 +59,11 @@ export class FileStore implements PetStore {
    * naming the file when the data cannot be used.
    */
   static async open(dir: string, options: FileStoreOptions = {}): Promise<FileStore> {
-    return new FileStore(await openStore(dir, options));
+    const opened = await openStore(dir, options);
+    const store = new FileStore(opened);
+    // Opened on a full disk: not ready, and the recovery timer brings readiness back once space returns.
+    if (opened.journal.failure !== undefined) store.#scheduleRecovery();
+    return store;
   }
 
   /** Open, and the last write to the journal succeeded (or a recovery since proved the disk writable). */

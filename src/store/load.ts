@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { FileSystem } from '../lib/file-system.js';
+import { UnsafeFileError } from '../lib/private-file.js';
 import { errorCode } from '../lib/system-error.js';
 import {
   SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration, parseJournal, parseSnapshot, type RecordSink, type Snapshot,
@@ -101,9 +102,15 @@ export async function openStep<T>(what: string, step: () => Promise<T>): Promise
   try {
     return await step();
   } catch (error) {
-    if (error instanceof StoreOpenError) throw error;
-    throw new StoreOpenError(`${what} (${errorCode(error) ?? String(error)})`, { cause: error });
+    throw openError(what, error);
   }
+}
+
+/** A StoreOpenError saying what failed; a refused unsafe file is named by its own message. */
+function openError(what: string, error: unknown): StoreOpenError {
+  if (error instanceof StoreOpenError) return error;
+  if (error instanceof UnsafeFileError) return new StoreOpenError(error.message, { cause: error });
+  return new StoreOpenError(`${what} (${errorCode(error) ?? String(error)})`, { cause: error });
 }
 
 async function readIfExists(fs: FileSystem, path: string): Promise<Buffer | undefined> {
@@ -111,6 +118,6 @@ async function readIfExists(fs: FileSystem, path: string): Promise<Buffer | unde
     return await fs.readFile(path);
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return undefined;
-    throw new StoreOpenError(`cannot read ${path} (${errorCode(error) ?? String(error)})`, { cause: error });
+    throw openError(`cannot read ${path}`, error);
   }
 }

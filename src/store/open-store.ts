@@ -1,6 +1,7 @@
-import { dirname, join, resolve } from 'node:path';
-import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
+import { join } from 'node:path';
+import { makeDirectory, nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import type { LockFile } from '../lib/lock-file.js';
+import { assertPrivateDirectory } from '../lib/private-file.js';
 import { reportToStderr } from '../lib/system-error.js';
 import { Compaction } from './compaction.js';
 import { journalFile } from './data-format.js';
@@ -37,6 +38,8 @@ export interface OpenedStore {
 }
 
 const DEFAULT_COMPACT_AFTER = 4 * 1024 * 1024;
+// Below this much free space at open, a probe write decides whether the store starts ready.
+const LOW_SPACE_BYTES = 64 * 1024;
 export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /**
@@ -46,10 +49,8 @@ export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export async function openStore(dir: string, options: FileStoreOptions): Promise<OpenedStore> {
   const fs = options.fileSystem ?? nodeFileSystem;
   const report = options.onBackgroundError ?? reportToStderr;
-  await openStep(`cannot create data directory ${dir}`, async () => {
-    // A new directory's own name must survive a crash too.
-    if (await fs.mkdir(dir)) await fs.syncDir(dirname(resolve(dir)));
-  });
+  await openStep(`cannot create data directory ${dir}`, () => makeDirectory(fs, dir));
+  await openStep(`cannot use data directory ${dir}`, async () => assertPrivateDirectory(dir));
   const lock = DirectoryLock.acquire(dir);
   try {
     const { index, snapshotBytes, snapshotJournal, generations, journalLength, tornBytes, records } = await loadDirectory(fs, dir);
@@ -68,6 +69,10 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
       compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER, snapshotBytes,
       oldGenerations: upgrade ? generations : generations.slice(0, -1), idempotency, report,
     });
+    // On a full disk the store still opens and serves reads (nothing at open needs a free block),
+    // but is not ready: the probe fails, and FileStore's recovery timer brings readiness back.
+    const available = await openStep(`cannot read the free space of ${dir}`, () => fs.availableBytes(dir));
+    if (available < LOW_SPACE_BYTES) await journal.recover(report);
     if (tornBytes > 0) {
       const file = join(dir, journalFile(newest ?? 0));
       (options.onRepair ?? reportToStderr)(`cut a torn last line of ${tornBytes} bytes from ${file}: a create a crash interrupted, never acknowledged`);
