@@ -627,6 +627,7 @@ const httpSyntax: Family = (r, o) => {
   const expected = label === 'bad chunk size' ? { app: [400], node: [400] }
     : label === 'bad chunk size after a 415' ? { app: [415], node: [400] }
     : label === 'bad chunk size after a 401' ? { app: [401], node: [400] }
+    : label === 'HTTP/1.2' ? { app: [505], node: [] }
     : NODE(400);
   return { label, spec, expected };
 };

@@ -133,7 +133,7 @@ test('the key file is replaced durably: temp file written, fdatasync\'ed, closed
   await updateKeyFile(path, () => ({ keys: [record], result: undefined }), fs);
   const steps = fs.done.map((c) => `${c.op} ${c.path === dir ? '<dir>' : c.path.replace(/\.keys\.json\.[0-9a-f]{12}\.tmp$/, '<temp>').replace(dir + '/', '')}`);
   assert.deepEqual(steps, ['open <temp>', 'write <temp>', 'datasync <temp>', 'close <temp>', 'rename <temp>', 'syncDir <dir>']);
-  assert.deepEqual(JSON.parse(await readFile(path, 'utf8')), { keys: [record] });
+  assert.deepEqual(JSON.parse(await readFile(path, 'utf8')), { format: 'petstore-keys/1', keys: [record] });
   assert.deepEqual((await readdir(dir)).sort(), ['keys.json'], 'no temp file and no lock left');
 });
 

@@ -6,7 +6,7 @@ import { FileStore } from '#dist/store/file-store.js';
 import { StoreUnavailableError } from '#dist/store/store.js';
 import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
 import { TEST_KEY, request, spawnServer, within, type ServerProcess } from './helpers.js';
-import { Crash, DEAD_PID, TestFileSystem, dataDir, dataFiles, defer, isJournalPath, isTempPath, plain, type Call } from './store-support.js';
+import { Crash, DEAD_PID, TestFileSystem, assertStopped, dataDir, dataFiles, defer, isJournalPath, isTempPath, plain, type Call } from './store-support.js';
 
 function newPet(i: number): NewPet {
   const pet = { name: `pet ${i} ${'·'.repeat(i % 5)}`, categoryId: BigInt(i) * 7919n - 50_000n };
@@ -57,8 +57,10 @@ for (const { point, at, holdsCommits, tempLeft } of COMPACTION_CRASHES) {
   test(`a crash during compaction ${point} recovers exactly the acknowledged pets`, async (t) => {
     const dir = await dataDir(t);
     const copy = await copyTarget(t);
-    const crash = new Crash(dir, at);
+    let opened = -1; // the open writes a snapshot of its own: only what follows it counts
+    const crash = new Crash(dir, (call, done) => opened >= 0 && at(call, done.slice(opened)));
     const store = await FileStore.open(dir, { fileSystem: crash.fileSystem, compactAfterBytes: 200 });
+    opened = crash.fileSystem.done.length;
     const acknowledged: Pet[] = [];
     let reached = false;
     void crash.reached.then(() => (reached = true));
@@ -91,8 +93,10 @@ for (const { point, at, tempLeft } of CLOSE_CRASHES) {
   test(`a crash while close writes its snapshot ${point} recovers exactly the acknowledged pets`, async (t) => {
     const dir = await dataDir(t);
     const copy = await copyTarget(t);
-    const crash = new Crash(dir, at);
+    let opened = -1; // the open writes a snapshot of its own: only what follows it counts
+    const crash = new Crash(dir, (call, done) => opened >= 0 && at(call, done.slice(opened)));
     const store = await FileStore.open(dir, { fileSystem: crash.fileSystem });
+    opened = crash.fileSystem.done.length;
     const acknowledged = await Promise.all(Array.from({ length: 12 }, (_, i) => store.create(newPet(i))));
     void store.close(); // never finishes: the machine goes down during it
     await within(crash.reached, 5000, 'the crash point');
@@ -187,7 +191,7 @@ async function listAll(url: string): Promise<Array<Record<string, unknown>>> {
   }
 }
 
-test('a server stopped with SIGTERM and started again on its data directory has every pet, ids continue, and stopping leaves one pets.json', { timeout: 20_000 }, async (t) => {
+test('a server stopped with SIGTERM and started again on its data directory has every pet, ids continue, and stopping leaves one pets.json and its empty journal', { timeout: 20_000 }, async (t) => {
   const dir = await dataDir(t);
   const first = await start(t, dir);
   const created: unknown[] = [];
@@ -197,7 +201,7 @@ test('a server stopped with SIGTERM and started again on its data directory has 
   created.push(...concurrent.map((res) => res.json));
   first.child.kill('SIGTERM');
   assert.equal(await first.exited, 0);
-  assert.deepEqual(await readdir(dir), ['pets.json']);
+  assert.deepEqual((await readdir(dir)).sort(), ['pets-journal.2.jsonl', 'pets.json']);
 
   const second = await start(t, dir);
   const listed = await listAll(second.url);
@@ -208,7 +212,8 @@ test('a server stopped with SIGTERM and started again on its data directory has 
   assert.equal((await request(second.url, 'GET', '/v1/pets/9')).status, 200);
   second.child.kill('SIGTERM');
   assert.equal(await second.exited, 0);
-  assert.deepEqual(await readdir(dir), ['pets.json']);
+  assert.deepEqual((await readdir(dir)).sort(), ['pets-journal.3.jsonl', 'pets.json']);
+  assert.equal(await assertStopped(dir), 3);
   assert.match(await readFile(join(dir, 'pets.json'), 'utf8'), /"name":"after restart"/);
 });
 
@@ -278,6 +283,7 @@ test('kill -9 during concurrent creates, round after round, never loses an ackno
   assert.equal((after.json as { id: number }).id, floor + 1);
   last.child.kill('SIGTERM');
   assert.equal(await last.exited, 0);
-  assert.deepEqual(await readdir(dir), ['pets.json']);
+  assert.equal((await readdir(dir)).includes('petstore.lock'), false);
+  await assertStopped(dir);
   assert.ok(acknowledged.size >= 8 * 3);
 });

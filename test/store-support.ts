@@ -3,11 +3,12 @@
  * call (disk full, I/O error), hold it, or crash the "machine" at it by copying the data directory as
  * it is at that instant.
  */
+import assert from 'node:assert/strict';
 import { cp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { nodeFileSystem, type FileSystem, type StoreFile } from '#dist/lib/file-system.js';
-import type { Pet } from '#dist/pet/pet.js';
+import { petJson, type Pet } from '#dist/pet/pet.js';
 import { tempDir } from './helpers.js';
 
 export type Op = 'open' | 'readFile' | 'readdir' | 'mkdir' | 'rename' | 'unlink' | 'syncDir' | 'write' | 'datasync' | 'truncate' | 'close';
@@ -173,6 +174,23 @@ export class Crash {
 export async function dataFiles(dir: string): Promise<string[]> {
   return (await readdir(dir)).filter((name) => name !== 'petstore.lock').sort();
 }
+
+/**
+ * Asserts that `dir` holds what a stopped store leaves: pets.json and the empty journal it names,
+ * nothing else besides the lock file and `besides`. Returns the generation of that journal.
+ */
+export async function assertStopped(dir: string, besides: readonly string[] = []): Promise<number> {
+  const head = /^\{"format":"petstore-pets\/2","journal":([1-9][0-9]*),"pets":\[\n/.exec(await readFile(join(dir, 'pets.json'), 'utf8'));
+  assert.ok(head !== null, 'pets.json of format 2 names its journal');
+  const journal = `pets-journal.${head[1]}.jsonl`;
+  assert.deepEqual(await dataFiles(dir), [...besides, journal, 'pets.json'].sort());
+  assert.equal((await stat(join(dir, journal))).size, 0, `${journal} is empty`);
+  return Number(head[1]);
+}
+
+/** A snapshot as the store writes it: format 2, covering the journals before `journal`. */
+export const snapshotText = (pets: readonly Pet[], journal: number): string =>
+  `{"format":"petstore-pets/2","journal":${journal},"pets":[\n${pets.map(petJson).join(',\n')}${pets.length > 0 ? '\n' : ''}]}\n`;
 
 /** Pet as plain comparable data (`categoryId` as its decimal digits). */
 export function plain(pet: Pet): Record<string, unknown> {

@@ -6,7 +6,7 @@ import { FileStore } from '#dist/store/file-store.js';
 import { StoreOpenError, StoreUnavailableError } from '#dist/store/store.js';
 import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
 import type { PetStatus } from '#dist/pet/contract.js';
-import { DEAD_PID, TestFileSystem, dataDir, dataFiles, defer, isJournalPath, plain } from './store-support.js';
+import { DEAD_PID, TestFileSystem, assertStopped, dataDir, dataFiles, defer, isJournalPath, plain, snapshotText } from './store-support.js';
 
 const STATUSES: ReadonlyArray<PetStatus | undefined> = [undefined, 'available', 'pending', 'sold'];
 
@@ -20,7 +20,8 @@ function allPets(store: FileStore): Pet[] {
   return [...store.list({ after: 0, limit: Number.MAX_SAFE_INTEGER }).pets];
 }
 
-const snapshotText = (pets: readonly Pet[]): string => `{"format":"petstore-pets/1","pets":[\n${pets.map(petJson).join(',\n')}${pets.length > 0 ? '\n' : ''}]}\n`;
+/** A snapshot of format 1, as servers before format 2 wrote it. */
+const snapshotTextV1 = (pets: readonly Pet[]): string => `{"format":"petstore-pets/1","pets":[\n${pets.map(petJson).join(',\n')}${pets.length > 0 ? '\n' : ''}]}\n`;
 const journalText = (pets: readonly Pet[]): string => pets.map((p) => petJson(p) + '\n').join('');
 
 /** Asserts that each entry occurs in `log`, the first occurrence of each after that of the previous. */
@@ -33,7 +34,7 @@ function assertInOrder(log: readonly string[], entries: readonly string[]): void
   }
 }
 
-test('open creates a missing data directory with an empty journal, takes the lock and is ready', async (t) => {
+test('open creates a missing data directory with an empty journal and the empty snapshot naming it, takes the lock and is ready', async (t) => {
   const dir = join(await dataDir(t), 'nested', 'data');
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
@@ -41,7 +42,8 @@ test('open creates a missing data directory with an empty journal, takes the loc
   assert.equal(store.size, 0);
   assert.deepEqual(store.list({ after: 0, limit: 20 }), { pets: [], more: false });
   assert.equal(store.get(1), undefined);
-  assert.deepEqual(await dataFiles(dir), ['pets-journal.1.jsonl']);
+  assert.deepEqual(await dataFiles(dir), ['pets-journal.1.jsonl', 'pets.json']);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([], 1));
   assert.equal(await readFile(join(dir, 'petstore.lock'), 'utf8'), `${process.pid}\n`);
   await store.close();
 });
@@ -53,10 +55,10 @@ test('the journal and the snapshot are readable by their owner only (0600), also
   const store = await FileStore.open(dir, { compactAfterBytes: 1 });
   defer(t, () => store.close());
   for (let i = 0; i < 5; i++) await store.create(newPet(i));
-  for (const name of await dataFiles(dir)) assert.equal((await stat(join(dir, name))).mode & 0o777, 0o600, name);
   await store.close();
-  assert.deepEqual(await dataFiles(dir), ['pets.json']);
-  assert.equal((await stat(join(dir, 'pets.json'))).mode & 0o777, 0o600);
+  const names = await dataFiles(dir);
+  assert.deepEqual(names.filter((n) => n.endsWith('.jsonl')).length, 1, `a journal and pets.json: ${names.join(', ')}`);
+  for (const name of names) assert.equal((await stat(join(dir, name))).mode & 0o777, 0o600, name);
 });
 
 test('create assigns ids 1, 2, 3… and keeps name, status and int64 categoryIds exactly', async (t) => {
@@ -124,9 +126,11 @@ test('a snapshot is written to a temp file, fdatasync\'ed, closed, renamed over 
   const sync = `syncDir ${basename(dir)}`;
   const store = await FileStore.open(dir, { fileSystem: fs, compactAfterBytes: 1 });
   defer(t, () => store.close());
+  const opened = fs.log.length;
   const pet = await store.create(newPet(1));
   await store.close();
-  const log = fs.log;
+  // What follows the open (which wrote the empty snapshot the same way).
+  const log = fs.log.slice(opened);
   const temp = '.pets.json.*.tmp';
   const lastTempWrite = log.lastIndexOf(`write ${temp}`);
   const datasync = log.indexOf(`datasync ${temp}`);
@@ -138,9 +142,10 @@ test('a snapshot is written to a temp file, fdatasync\'ed, closed, renamed over 
   assert.ok(datasync < close && close < rename && rename < dirSync && dirSync < firstUnlink, log.join('\n'));
   assert.equal(log.indexOf(`open ${temp}`), log.findIndex((entry) => entry.includes(temp)), 'the temp file is opened first');
   assert.ok(log.slice(log.indexOf('write pets-journal.1.jsonl')).every((entry) => !entry.includes('!')), `no call failed:\n${log.join('\n')}`);
-  assert.equal(log.at(-1), sync, 'removing journals is made durable too');
-  assert.deepEqual(await dataFiles(dir), ['pets.json']);
-  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([pet]));
+  assert.equal(log.at(-2), sync, 'removing journals is made durable too');
+  assert.equal(log.at(-1), 'close pets-journal.2.jsonl', 'then the journal the snapshot names is closed');
+  assert.equal(await assertStopped(dir), 2);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([pet], 2));
 });
 
 test('200 concurrent creates all resolve, with distinct ids 1..200, in few group commits', async (t) => {
@@ -176,7 +181,7 @@ test('1000 concurrent creates under constant compaction lose nothing across clos
   assert.deepEqual(new Set(created.map((p) => p.id)).size, 1000);
   await store.close();
   assert.deepEqual(errors, []);
-  assert.deepEqual(await dataFiles(dir), ['pets.json']);
+  await assertStopped(dir);
 
   const reopened = await FileStore.open(dir);
   defer(t, () => reopened.close());
@@ -195,7 +200,8 @@ test('compaction keeps at most two journals while running, and every pet survive
     created.push(await store.create(newPet(i)));
     const files = await dataFiles(dir);
     assert.ok(files.filter(isJournalPath).length <= 2, files.join(' '));
-    if (files.includes('pets.json')) snapshots++;
+    // The snapshot open wrote names journal 1; a later one names a later journal.
+    if (!(await readFile(join(dir, 'pets.json'), 'utf8')).startsWith('{"format":"petstore-pets/2","journal":1,')) snapshots++;
   }
   assert.ok(snapshots > 0, 'a snapshot was written while the store ran');
   const generations = (await dataFiles(dir)).filter(isJournalPath).map((name) => Number(name.split('.')[1]));
@@ -208,15 +214,16 @@ test('compaction keeps at most two journals while running, and every pet survive
   assert.deepEqual(allPets(reopened), created);
 });
 
-test('close leaves exactly one compacted pets.json, no journal and no lock; reopening continues the ids', async (t) => {
+test('close leaves exactly one compacted pets.json and the empty journal it names, no lock; reopening continues the ids', async (t) => {
   const dir = await dataDir(t);
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
   const created: Pet[] = [];
   for (let i = 0; i < 5; i++) created.push(await store.create(newPet(i)));
   await store.close();
-  assert.deepEqual((await readdir(dir)).sort(), ['pets.json']);
-  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText(created));
+  assert.deepEqual((await readdir(dir)).sort(), ['pets-journal.2.jsonl', 'pets.json']);
+  assert.equal(await assertStopped(dir), 2);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText(created, 2));
 
   const reopened = await FileStore.open(dir);
   defer(t, () => reopened.close());
@@ -224,14 +231,18 @@ test('close leaves exactly one compacted pets.json, no journal and no lock; reop
   const next = await reopened.create(newPet(5));
   assert.equal(next.id, 6);
   await reopened.close();
-  assert.deepEqual((await readdir(dir)).sort(), ['pets.json']);
-  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([...created, next]));
+  assert.deepEqual((await readdir(dir)).sort(), ['pets-journal.3.jsonl', 'pets.json']);
+  assert.equal(await assertStopped(dir), 3);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([...created, next], 3));
 });
 
-test('a store closed without pets leaves no data and reopens empty', async (t) => {
+test('a store closed without pets leaves an empty snapshot and journal, and reopens empty', async (t) => {
   const dir = await dataDir(t);
   await (await FileStore.open(dir)).close();
-  assert.deepEqual(await readdir(dir), []);
+  assert.deepEqual((await readdir(dir)).sort(), ['pets-journal.1.jsonl', 'pets.json']);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([], 1));
+  await (await FileStore.open(dir)).close();
+  assert.equal(await assertStopped(dir), 1, 'a store that wrote nothing rewrites nothing');
   const reopened = await FileStore.open(dir);
   defer(t, () => reopened.close());
   assert.equal(reopened.size, 0);
@@ -255,13 +266,15 @@ test('close waits for pending creates; afterwards create is refused and the stor
   assert.deepEqual(allPets(reopened), created);
 });
 
-test('open loads a snapshot and replays journals in order, skipping lines the snapshot already holds', async (t) => {
+test('open loads a snapshot and replays the journals it names in order, and ignores the journals before it', async (t) => {
   const dir = await dataDir(t);
   const pets: Pet[] = Array.from({ length: 9 }, (_, i) => ({ id: i * 2 + 1, ...newPet(i) }));
-  // A compaction that crashed before cutting its journals: journal 3 repeats what pets.json holds.
-  await writeFile(join(dir, 'pets.json'), snapshotText(pets.slice(0, 5)));
-  await writeFile(join(dir, 'pets-journal.3.jsonl'), journalText(pets.slice(0, 4)));
-  await writeFile(join(dir, 'pets-journal.4.jsonl'), journalText(pets.slice(3, 7)));
+  // A compaction that crashed before removing journal 7, which the snapshot covers; 8, 9, 10 follow it
+  // (10 sorts before 8 and 9 as text: the order is by number).
+  await writeFile(join(dir, 'pets.json'), snapshotText(pets.slice(0, 4), 8));
+  await writeFile(join(dir, 'pets-journal.7.jsonl'), journalText(pets.slice(0, 4)));
+  await writeFile(join(dir, 'pets-journal.8.jsonl'), journalText(pets.slice(4, 6)));
+  await writeFile(join(dir, 'pets-journal.9.jsonl'), journalText(pets.slice(6, 7)));
   await writeFile(join(dir, 'pets-journal.10.jsonl'), journalText(pets.slice(7)));
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
@@ -271,17 +284,54 @@ test('open loads a snapshot and replays journals in order, skipping lines the sn
   // The newest journal is the one appended to.
   assert.equal(await readFile(join(dir, 'pets-journal.10.jsonl'), 'utf8'), journalText([...pets.slice(7), next]));
   await store.close();
-  assert.deepEqual(await dataFiles(dir), ['pets.json']);
-  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([...pets, next]));
+  assert.equal(await assertStopped(dir), 11);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([...pets, next], 11));
+});
+
+test('open reads a directory of format 1, skipping journal lines its snapshot holds, and upgrades it before any create', async (t) => {
+  const dir = await dataDir(t);
+  const pets: Pet[] = Array.from({ length: 9 }, (_, i) => ({ id: i * 2 + 1, ...newPet(i) }));
+  // Format 1 does not say which journals its snapshot covers: journal 8 repeats what pets.json holds.
+  await writeFile(join(dir, 'pets.json'), snapshotTextV1(pets.slice(0, 5)));
+  await writeFile(join(dir, 'pets-journal.8.jsonl'), journalText(pets.slice(0, 4)));
+  await writeFile(join(dir, 'pets-journal.9.jsonl'), journalText(pets.slice(3, 7)));
+  await writeFile(join(dir, 'pets-journal.10.jsonl'), journalText(pets.slice(7)));
+  const store = await FileStore.open(dir);
+  defer(t, () => store.close());
+  assert.deepEqual(allPets(store).map(plain), pets.map(plain));
+  // Upgraded at open: a snapshot of format 2 naming a new, empty journal, and the old journals gone.
+  assert.equal(await assertStopped(dir), 11);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText(pets, 11));
+  const next = await store.create(newPet(100));
+  assert.equal(next.id, 18);
+  assert.equal(await readFile(join(dir, 'pets-journal.11.jsonl'), 'utf8'), journalText([next]));
+  await store.close();
+  assert.equal(await assertStopped(dir), 12);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([...pets, next], 12));
+});
+
+test('open reads a directory of format 1 that has journals only, from journal 1 on', async (t) => {
+  const dir = await dataDir(t);
+  const pets: Pet[] = Array.from({ length: 4 }, (_, i) => ({ id: i + 1, ...newPet(i) }));
+  await writeFile(join(dir, 'pets-journal.1.jsonl'), journalText(pets.slice(0, 3)));
+  await writeFile(join(dir, 'pets-journal.2.jsonl'), journalText(pets.slice(3)));
+  const store = await FileStore.open(dir);
+  defer(t, () => store.close());
+  assert.deepEqual(allPets(store).map(plain), pets.map(plain));
+  assert.equal(await assertStopped(dir), 3);
+  assert.equal((await store.create(newPet(5))).id, 5);
 });
 
 test('a torn last journal line is not corruption: it is dropped and cut, and the next create starts a clean line', async (t) => {
   const dir = await dataDir(t);
   const pets: Pet[] = [{ id: 1, ...newPet(1) }, { id: 2, ...newPet(2) }];
   const journal = join(dir, 'pets-journal.1.jsonl');
+  await writeFile(join(dir, 'pets.json'), snapshotText([], 1));
   await writeFile(journal, journalText(pets) + '{"id":3,"name":"half a pe');
-  const store = await FileStore.open(dir);
+  const repairs: string[] = [];
+  const store = await FileStore.open(dir, { onRepair: (message) => repairs.push(message) });
   defer(t, () => store.close());
+  assert.deepEqual(repairs, [`cut a torn last line of 25 bytes from ${journal}: a create a crash interrupted, never acknowledged`]);
   assert.deepEqual(allPets(store).map(plain), pets.map(plain));
   assert.equal(await readFile(journal, 'utf8'), journalText(pets), 'the torn line is cut at open');
   const next = await store.create(newPet(3));
@@ -293,6 +343,7 @@ test('a torn line of non-UTF-8 bytes at the end of the journal is dropped too', 
   const dir = await dataDir(t);
   const pets: Pet[] = [{ id: 1, ...newPet(1) }];
   const journal = join(dir, 'pets-journal.1.jsonl');
+  await writeFile(join(dir, 'pets.json'), snapshotText([], 1));
   await writeFile(journal, Buffer.concat([Buffer.from(journalText(pets)), Buffer.from([0x7b, 0xff, 0xfe, 0xc3])]));
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
@@ -342,19 +393,22 @@ test('a lock naming this process, left by an earlier run that had the same pid, 
   assert.equal(store.ready, true);
 });
 
-test('a hand-edited pets.json in another layout is still read', async (t) => {
-  const dir = await dataDir(t);
+test('a hand-edited pets.json in another layout is still read, of format 1 and 2', async (t) => {
   const pets: Pet[] = [{ id: 1, name: 'Rex', categoryId: 7n }, { id: 5, name: 'Tom "T"', categoryId: -3n, status: 'sold' }];
   const layouts = [
     // Pretty-printed.
     `{\n  "format": "petstore-pets/1",\n  "pets": [\n    { "id": 1, "name": "Rex", "categoryId": 7 },\n    { "status": "sold", "id": 5, "name": "Tom \\"T\\"", "categoryId": -3 }\n  ]\n}\n`,
+    `{\n  "pets": [\n    { "id": 1, "name": "Rex", "categoryId": 7 },\n    { "status": "sold", "id": 5, "name": "Tom \\"T\\"", "categoryId": -3 }\n  ],\n  "journal": 1, "format": "petstore-pets/2"\n}\n`,
     // The store's own first line, then two pets on one line.
     `{"format":"petstore-pets/1","pets":[\n${petJson(pets[0] as Pet)}, ${petJson(pets[1] as Pet)}\n]}\n`,
+    `{"format":"petstore-pets/2","journal":1,"pets":[\n${petJson(pets[0] as Pet)}, ${petJson(pets[1] as Pet)}\n]}\n`,
     // The store's own first line, then one pet spread over several lines.
     `{"format":"petstore-pets/1","pets":[\n${petJson(pets[0] as Pet)},\n{\n"id":5,\n"name":"Tom \\"T\\"","categoryId":-3,"status":"sold"}\n]}\n`,
   ];
   for (const layout of layouts) {
+    const dir = await dataDir(t);
     await writeFile(join(dir, 'pets.json'), layout);
+    if (layout.includes('petstore-pets/2')) await writeFile(join(dir, 'pets-journal.1.jsonl'), '');
     const store = await FileStore.open(dir);
     defer(t, () => store.close());
     try {

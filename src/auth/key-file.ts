@@ -8,9 +8,19 @@ import { errorCode, reportToStderr } from '../lib/system-error.js';
 
 /**
  * API keys issued by this service, kept in `keys.json` in the data directory as SHA-256 hashes with
- * a label and creation time. The key itself is shown once, when created, and stored nowhere.
+ * a label and creation time: `{"format":"petstore-keys/1","keys":[…]}`. The key itself is shown once,
+ * when created, and stored nowhere. A file without "format" (written before it existed) is format 1.
  */
 const KEY_FILE = 'keys.json';
+const KEY_FORMAT = 'petstore-keys/1';
+
+/** The key file's content cannot be used (not JSON, not a key file, a newer format). */
+export class KeyFileError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'KeyFileError';
+  }
+}
 
 export interface StoredKey {
   id: string;
@@ -36,10 +46,17 @@ export function readKeyFile(path: string): StoredKey[] | undefined {
   try {
     document = JSON.parse(text);
   } catch (error) {
-    throw new Error(`${path} is not valid JSON: ${(error as Error).message}`, { cause: error });
+    throw new KeyFileError(`${path} is not valid JSON: ${(error as Error).message}`, { cause: error });
+  }
+  const format = (document as { format?: unknown } | null)?.format;
+  if (format !== undefined && format !== KEY_FORMAT) {
+    const newer = typeof format === 'string' && /^petstore-keys\/([2-9]|[1-9][0-9]{1,8})$/.test(format);
+    throw new KeyFileError(newer
+      ? `${path} was written by a newer version of the server (format ${format}); upgrade the server to use this data`
+      : `${path} is not a key file (expected "format": "${KEY_FORMAT}")`);
   }
   const keys = (document as { keys?: unknown } | null)?.keys;
-  if (!Array.isArray(keys) || !keys.every(isStoredKey)) throw new Error(`${path} is not a key file (expected {"keys": [{id, label, created, sha256}]})`);
+  if (!Array.isArray(keys) || !keys.every(isStoredKey)) throw new KeyFileError(`${path} is not a key file (expected {"keys": [{id, label, created, sha256}]})`);
   return keys;
 }
 
@@ -71,11 +88,16 @@ export async function updateKeyFile<T>(
   const lock = await LockFile.acquire(`${path}.lock`, 5000);
   try {
     const { keys, result } = change(readKeyFile(path));
-    if (keys !== undefined) await replaceFile(fs, path, [JSON.stringify({ keys }, null, 2) + '\n'], reportToStderr);
+    if (keys !== undefined) await writeKeyFile(fs, path, keys);
     return result;
   } finally {
     lock.release();
   }
+}
+
+/** Replaces the key file at `path` atomically and durably with `keys`, as the store replaces its snapshot. */
+export async function writeKeyFile(fs: FileSystem, path: string, keys: readonly StoredKey[]): Promise<void> {
+  await replaceFile(fs, path, [JSON.stringify({ format: KEY_FORMAT, keys }, null, 2) + '\n'], reportToStderr);
 }
 
 /** Creates a key: returns it (to show once) and the record to store. */

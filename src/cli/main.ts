@@ -1,11 +1,13 @@
 /**
- * The command line: `node dist/server.js [options]` serves the API; `keys …` manages API keys.
+ * The command line: `node dist/server.js [options]` serves the API; `keys …` manages API keys;
+ * `backup <dest>` copies the data directory.
  * A thin wrapper over `listen()`: it reads flags and environment, prints, and handles signals.
  */
 import { packageVersion, parseCommandLine, unknownCommand } from './args.js';
+import { BackupRefused, runBackupCommand } from './backup-command.js';
 import { envKeys, helpText, resolveConfig, resolveSetting } from './config.js';
 import { CommandError, UsageError } from './errors.js';
-import { keyFilePath, readKeyFile } from '../auth/key-file.js';
+import { KeyFileError, keyFilePath, readKeyFile } from '../auth/key-file.js';
 import { runKeysCommand } from './keys-command.js';
 import { listen } from '../service/listen.js';
 import { jsonLogger } from '../lib/logger.js';
@@ -24,9 +26,14 @@ async function main(args: readonly string[]): Promise<void> {
   const flags = values as Record<string, string | undefined>;
   const label = values['label'] as string | undefined;
   if (label !== undefined && !(positionals[0] === 'keys' && positionals[1] === 'create')) throw new UsageError('--label applies only to "keys create"');
+  const print = (line: string): void => void process.stdout.write(line + '\n');
   if (positionals[0] === 'keys') {
+    await runKeysCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), label, print);
+    return;
+  }
+  if (positionals[0] === 'backup') {
     const dataDir = resolveSetting('dataDir', flags, process.env);
-    await runKeysCommand(dataDir, positionals.slice(1), label, (line) => process.stdout.write(line + '\n'));
+    await runBackupCommand(dataDir, positionals.slice(1), print).catch((error: unknown) => exitWithError(error, 'backup failed'));
     return;
   }
   const config = resolveConfig(flags, process.env);
@@ -45,24 +52,35 @@ async function main(args: readonly string[]): Promise<void> {
       );
     },
   });
-  logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, dataDir: config.dataDir, pid: process.pid });
-  if (keys.length === 0 && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
-    logger.error(`no API key is configured: every request under /v1 is refused until one is created with "keys create"`);
-  }
-
+  let stopping = false;
   const stop = (signal: string): void => {
+    // A second signal must not end the process by signal half-way (journal and lock left behind).
+    if (stopping) {
+      logger.info('already stopping; finishing the requests in flight', { signal });
+      return;
+    }
+    stopping = true;
     logger.info('stopping', { signal });
+    const started = Date.now();
     running.close().then(
       // close() has already written out the gathered request lines (createPetstore's close flushes its logger).
-      () => process.exit(0),
+      () => {
+        logger.info('stopped', { signal, ms: Date.now() - started, dataDir: config.dataDir, result: 'requests in flight finished, store closed and durable, lock released' });
+        process.exit(0);
+      },
       (error: unknown) => {
         logger.error('stopped with an error; the journal holds every acknowledged pet', error);
         process.exit(1);
       },
     );
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  // Before the line that says it listens: whoever reads that line may signal at once.
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, dataDir: config.dataDir, pid: process.pid });
+  if (keys.length === 0 && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
+    logger.error(`no API key is configured: every request under /v1 is refused until one is created with "keys create"`);
+  }
 }
 
 /** Runs the command line with `args` (without node and the script); exits the process on failure. */
@@ -70,7 +88,7 @@ export function runCommandLine(args: readonly string[]): void {
   main(args).catch(exitWithError);
 }
 
-function exitWithError(error: unknown): void {
+function exitWithError(error: unknown, what = 'cannot start'): void {
   if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
     process.stderr.write(`error: ${error.message}\nRun with --help to see every option.\n`);
     process.exit(2);
@@ -79,7 +97,8 @@ function exitWithError(error: unknown): void {
     process.stderr.write(`error: ${error.message}\n`);
     process.exit(1);
   }
-  const known = error instanceof StoreOpenError || (error instanceof Error && 'code' in error && typeof error.code === 'string');
-  process.stderr.write(`cannot start: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);
+  const known = error instanceof StoreOpenError || error instanceof KeyFileError || error instanceof BackupRefused
+    || (error instanceof Error && 'code' in error && typeof error.code === 'string');
+  process.stderr.write(`${what}: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);
   process.exit(1);
 }

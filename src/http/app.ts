@@ -10,6 +10,7 @@ import type { Handler } from './operations.js';
 import { errorReply, send, type Reply } from './respond.js';
 import { acceptableRequestId, newRequestId } from './request-id.js';
 import type { Mount } from './mount.js';
+import { checkRequestLine } from './request-line.js';
 import { Router, type Match } from './router.js';
 import { ROUTES, type RouteSpec } from './routes.js';
 import type { PetStore } from '../store/store.js';
@@ -83,6 +84,7 @@ export function createApp(options: AppOptions): RequestListener {
 
   function dispatch(req: IncomingMessage, res: ServerResponse, method: string, match: Match<RouteSpec>, search: string): Reply | Promise<Reply> {
     const { path, value: route, allowed, params } = match;
+    checkRequestLine(req);
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own check is off, see listen.ts).
     if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
       throw new HttpError(400, 'invalid_request', 'an HTTP/1.1 request needs a Host header');

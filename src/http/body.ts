@@ -16,6 +16,11 @@ const MAX_DEPTH = 16;
 export async function readJsonBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<JsonValue> {
   // Node keeps only the first Content-Type: two are ambiguous, so the request is refused.
   if (headerCount(req, 'content-type') > 1) throw new ValidationError('the Content-Type header is given more than once');
+  // Node's parser accepts codings before a final `chunked` and ignores them; this service decodes none.
+  const transfer = req.headers['transfer-encoding'];
+  if (transfer !== undefined && transfer.split(',').some((coding) => coding.trim().toLowerCase() !== 'chunked')) {
+    throw new HttpError(415, 'unsupported_media_type', `Transfer-Encoding ${transfer} is not supported; send the body with chunked alone`);
+  }
   const type = req.headers['content-type'];
   if (type === undefined || !MEDIA_TYPE.test(type)) {
     throw new HttpError(415, 'unsupported_media_type', 'the request body must be application/json');

@@ -12,6 +12,7 @@ export const ERROR_CODES = [
   'headers_too_large',
   'internal_error',
   'unavailable',
+  'http_version_not_supported',
   'request_in_progress',
   'idempotency_key_reused',
 ] as const;

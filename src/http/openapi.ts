@@ -66,7 +66,8 @@ function operation(route: RouteSpec, mount: Mount): Json {
   for (const status of route.statuses) responses[String(status)] = response(route, status);
   responses['default'] = {
     description: 'Any other error, with the Error body: 405 (with Allow) for a method the path does not have, '
-      + '400 for a request that is not valid HTTP/1.1, 408, 417, 431, or 500',
+      + '400 for a request that is not valid HTTP/1.1 (a missing, repeated or invalid Host included), 408, 417, 431, '
+      + '505 for an HTTP version other than 1.0 and 1.1, or 500',
     headers: { 'X-Content-Type-Options': header('X-Content-Type-Options'), 'Cache-Control': header('Cache-Control') },
     content: { 'application/json': { schema: ref('Error') } },
   };

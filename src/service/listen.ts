@@ -1,9 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
-import { HttpError } from '../http/http-error.js';
-import { clientErrorResponse, errorReply, rawErrorResponse, send } from '../http/respond.js';
-import { errorCode } from '../lib/system-error.js';
+import type { AddressInfo, Socket } from 'node:net';
+import { Connections } from '../http/connections.js';
+import { clientErrorHandler, connectHandler, refuseExpectation, refuseWhileStopping } from '../http/edge.js';
 import { jsonLogger } from '../lib/logger.js';
 import { createPetstore, type Petstore, type PetstoreOptions } from './petstore.js';
 
@@ -40,14 +38,19 @@ export const SERVER_DEFAULTS = {
   shutdownTimeout: 10_000,
 } as const;
 
+/** How long the stop keeps a connection that owes nothing open, for a request already on its way. */
+const STOP_GRACE_MS = 200;
+
 /** Creates the service and serves it on `node:http`. */
 export async function listen(options: ListenOptions): Promise<RunningServer> {
   const logger = options.logger ?? jsonLogger();
   const petstore = await createPetstore({ ...options, logger });
-  let closing = false;
+  const connections = new Connections();
+  let stopping = false;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    if (closing) res.setHeader('connection', 'close');
-    petstore.handler(req, res);
+    connections.owe(req, res);
+    if (stopping) refuseWhileStopping(req, res);
+    else petstore.handler(req, res);
   };
   const headersTimeout = options.headersTimeout ?? SERVER_DEFAULTS.headersTimeout;
   const requestTimeout = options.requestTimeout ?? SERVER_DEFAULTS.requestTimeout;
@@ -64,27 +67,15 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     requireHostHeader: false,
   }, onRequest);
   server.maxConnections = options.maxConnections ?? SERVER_DEFAULTS.maxConnections;
+  server.on('connection', (socket: Socket) => connections.add(socket));
   // Answer `Expect: 100-continue` ourselves, so that 401, 413 and 415 go out before the body is sent.
   server.on('checkContinue', onRequest);
-  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
-    send(res, errorReply(new HttpError(417, 'expectation_failed', 'only "Expect: 100-continue" is supported')), ['connection', 'close']);
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    connections.owe(req, res);
+    refuseExpectation(req, res);
   });
-  // Requests Node's parser refuses still get an Error body, with Node's own status kept (431, 408, 400).
-  server.on('clientError', (error: Error, socket: Duplex) => {
-    const code = errorCode(error);
-    // As Node's own handler does: no second answer on a connection whose response already went out
-    // (a refused request's unread body that turns out malformed).
-    const answered = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
-    if (code === 'ECONNRESET' || !socket.writable || answered) {
-      socket.destroy();
-      return;
-    }
-    socket.end(clientErrorResponse(code));
-  });
-  // Without a listener Node drops CONNECT silently; this server tunnels nothing, and says so.
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-    socket.end(rawErrorResponse(new HttpError(405, 'method_not_allowed', 'CONNECT is not supported')));
-  });
+  server.on('clientError', clientErrorHandler(connections));
+  server.on('connect', connectHandler(connections));
 
   try {
     await new Promise<void>((resolve, reject) => {
@@ -105,23 +96,40 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
 
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => (closed ??= (async () => {
-    closing = true;
-    const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-    // Requests in flight finish; their keep-alive connections are closed as soon as they turn idle,
-    // and any still open after the grace period are cut.
-    const sweep = setInterval(() => server.closeIdleConnections(), 50);
-    const deadline = setTimeout(() => server.closeAllConnections(), options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout);
-    server.closeIdleConnections();
-    try {
-      await stopped;
-    } finally {
-      clearInterval(sweep);
-      clearTimeout(deadline);
-    }
+    stopping = true;
+    await drain(server, connections, options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout);
     await petstore.close();
   })());
 
   return { server, petstore, url: `http://${host}:${address.port}`, close };
+}
+
+/**
+ * The graceful close: stop accepting; responses still to be sent say `Connection: close`, and Node
+ * closes their connections after them; a connection that owes nothing is closed once it has been
+ * quiet for the grace; whatever is still open after `timeoutMs` is cut.
+ */
+async function drain(server: Server, connections: Connections, timeoutMs: number): Promise<void> {
+  for (const res of connections.unsent()) res.setHeader('connection', 'close');
+  const stopped = new Promise<void>((resolve) => {
+    // Node's close() also destroys the connections its parser sees as idle, which cuts a keep-alive
+    // request already on the wire; the quiet sweep below closes them instead.
+    server.closeIdleConnections = () => {};
+    try {
+      server.close(() => resolve());
+    } finally {
+      Reflect.deleteProperty(server, 'closeIdleConnections');
+    }
+  });
+  const sweep = setInterval(() => connections.closeQuiet(STOP_GRACE_MS), 25);
+  const deadline = setTimeout(() => server.closeAllConnections(), timeoutMs);
+  connections.closeQuiet(STOP_GRACE_MS);
+  try {
+    await stopped;
+  } finally {
+    clearInterval(sweep);
+    clearTimeout(deadline);
+  }
 }
 
 function checkingInterval(headersTimeout: number, requestTimeout: number): number {

@@ -65,6 +65,7 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
     store = await FileStore.open(options.dataDir, {
       idempotencyWindowMs: (options.idempotencyWindow ?? DEFAULTS.idempotencyWindow) * 1000,
       onBackgroundError: (error) => logger.error('background compaction failed; the journal still holds every pet', error),
+      onRepair: (message) => logger.info(message),
     });
   }
   const opened = store;

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import type { FileSystem } from '../lib/file-system.js';
 import { replaceFile } from '../lib/replace-file.js';
-import { SNAPSHOT_FILE, journalFile, snapshotChunks } from './data-format.js';
+import { SNAPSHOT_FILE, journalFile } from './data-format.js';
+import { snapshotChunks } from './data-lines.js';
 import type { IdempotencyIndex } from './idempotency.js';
 import type { Journal } from './journal.js';
 import type { PetIndex } from './pet-index.js';
@@ -20,7 +21,9 @@ export interface CompactionOptions {
 /**
  * Keeps the journals short: when the current one outgrows its bound, the journal is rotated and a
  * snapshot of every pet is written in the background; the journals it covers are then removed.
- * Replay skips journal lines the snapshot already holds, so a crash at any step loses nothing.
+ * The snapshot names the journal it was written at, which exists before the snapshot does: replay
+ * skips the journals before it, so a crash at any step loses nothing, and a directory is never
+ * left with a snapshot that does not name the journals after it.
  */
 export class Compaction {
   readonly #fs: FileSystem;
@@ -75,11 +78,18 @@ export class Compaction {
       });
   }
 
-  /** At close, once no commit runs: one snapshot of every pet, and no journal left. */
+  /** At close, once no commit runs: one snapshot of every pet and the empty journal it names, nothing else. */
   async finish(): Promise<void> {
-    if (this.#journal.length > 0 || this.#oldGenerations.length > 0) await this.#writeSnapshot();
+    if (this.#journal.length > 0 || this.#oldGenerations.length > 0) await this.compactNow();
     await this.#journal.close();
-    await this.#removeJournals([...this.#oldGenerations, this.#journal.generation]);
+  }
+
+  /** Now, while no commit runs: one snapshot of every pet, and only the empty journal it names left. */
+  async compactNow(): Promise<void> {
+    if (this.#journal.length > 0) this.#oldGenerations.push(await this.#journal.rotate(this.#report));
+    const covered = [...this.#oldGenerations];
+    await this.#writeSnapshot();
+    await this.#removeJournals(covered);
   }
 
   /** Journal bytes that may accumulate after a snapshot: at least its own size, so rewriting it is O(1) per create. */
@@ -88,14 +98,16 @@ export class Compaction {
   }
 
   async #writeSnapshot(): Promise<void> {
+    // Every pet committed so far is in a journal before the current one: the snapshot covers those.
     const now = Date.now();
     this.#idempotency.sweep(now);
-    const chunks = snapshotChunks(this.#index.all, this.#index.size, (id) => this.#idempotency.recordOf(id, now));
+    const chunks = snapshotChunks(this.#index.all, this.#index.size, this.#journal.generation, (id) => this.#idempotency.recordOf(id, now));
     this.#snapshotBytes = await replaceFile(this.#fs, join(this.#dir, SNAPSHOT_FILE), chunks, this.#report);
     this.#compactAt = this.#bound();
   }
 
   async #removeJournals(generations: readonly number[]): Promise<void> {
+    if (generations.length === 0) return;
     for (const generation of generations) await this.#fs.unlink(join(this.#dir, journalFile(generation)));
     this.#oldGenerations = this.#oldGenerations.filter((g) => !generations.includes(g));
     await this.#fs.syncDir(this.#dir);

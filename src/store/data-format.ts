@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { parseJson, JsonSyntaxError, type JsonValue } from '../lib/json.js';
-import { petJson, StoredPet, type Pet } from '../pet/pet.js';
+import { StoredPet, type Pet } from '../pet/pet.js';
 import { validateCategoryId, validateName, validateStatus, ValidationError } from '../pet/validate.js';
 import { isIdempotencyRecord, type IdempotencyRecord } from './idempotency.js';
 import { readPetLine } from './pet-line.js';
@@ -8,14 +8,21 @@ import { StoreOpenError } from './store.js';
 
 /**
  * The files of a data directory, all readable JSON:
- * - `pets.json`, the snapshot: `{"format":"petstore-pets/1","pets":[` then one Pet per line `]}`;
+ * - `pets.json`, the snapshot: `{"format":"petstore-pets/2","journal":G,"pets":[` then one Pet per
+ *   line `]}`. It holds every pet of the journals before generation G, and journals G, G+1, … up to
+ *   the newest must all be there: that makes a copy that lost a journal recognisable (see
+ *   test/copy-while-running.test.ts). Format 1 (no "journal") is still read.
  * - `pets-journal.<n>.jsonl`, journals: one Pet per line, appended by each commit after the snapshot.
+ *   They carry no header: their format is the directory's, named by pets.json, which every
+ *   directory this version writes holds. A new journal line format must bump the snapshot format.
  * A pet's line is exactly what the API returns for it, with int64 `categoryId` digits kept exactly;
- * a pet created with an Idempotency-Key carries one more member, `"idempotency":{scope,key,at}`,
- * while the key is within its window.
+ * in format 2 a pet created with an Idempotency-Key carries one more member,
+ * `"idempotency":{scope,key,at}`, while the key is within its window.
  */
 export const SNAPSHOT_FILE = 'pets.json';
-export const SNAPSHOT_FORMAT = 'petstore-pets/1';
+const FORMAT_NAME = 'petstore-pets';
+const FORMAT_VERSION = 2;
+export const SNAPSHOT_FORMAT = `${FORMAT_NAME}/${FORMAT_VERSION}`;
 const JOURNAL_NAME = /^pets-journal\.([0-9]{1,15})\.jsonl$/;
 // Temp files of a snapshot write, or of taking the directory lock, that a crash left behind.
 const TEMP_NAME = /^(\.pets\.json|petstore\.lock)\.[0-9a-f]+\.tmp$/;
@@ -28,38 +35,13 @@ export function journalGeneration(name: string): number | undefined {
   return match === null ? undefined : Number(match[1]);
 }
 
-const PETS_PER_CHUNK = 4096;
-
 /** Where a parser puts the idempotency records it meets, with the id of their pet. */
 export type RecordSink = Array<{ id: number; record: IdempotencyRecord }>;
 
-/** A pet's line in a journal or snapshot: its JSON, and the idempotency record it was created with, if any. */
-export function petLine(pet: Pet, record: IdempotencyRecord | undefined): string {
-  const text = petJson(pet);
-  if (record === undefined) return text;
-  return `${text.slice(0, -1)},"idempotency":{"scope":${JSON.stringify(record.scope)},"key":${JSON.stringify(record.key)},"at":${record.at}}}`;
-}
-
-/** The snapshot text of `pets[0..count)`, in chunks so that writing a large one never blocks for long. */
-export function* snapshotChunks(pets: readonly Pet[], count: number, recordOf: (id: number) => IdempotencyRecord | undefined): Generator<string> {
-  yield `{"format":"${SNAPSHOT_FORMAT}","pets":[\n`;
-  for (let start = 0; start < count; start += PETS_PER_CHUNK) {
-    const end = Math.min(start + PETS_PER_CHUNK, count);
-    let chunk = '';
-    for (let i = start; i < end; i++) {
-      const pet = pets[i] as Pet;
-      chunk += petLine(pet, recordOf(pet.id));
-      chunk += i + 1 < count ? ',\n' : '\n';
-    }
-    yield chunk;
-  }
-  yield ']}\n';
-}
-
-export function journalLines(pets: readonly Pet[], records: ReadonlyArray<IdempotencyRecord | undefined>): string {
-  let text = '';
-  for (const [i, pet] of pets.entries()) text += petLine(pet, records[i]) + '\n';
-  return text;
+export interface Snapshot {
+  pets: Pet[];
+  /** The first journal generation the snapshot does not cover; undefined for format 1, which does not say. */
+  journal: number | undefined;
 }
 
 /**
@@ -67,33 +49,50 @@ export function journalLines(pets: readonly Pet[], records: ReadonlyArray<Idempo
  * The layout the store writes (one pet per line) is read line by line with the fast reader; a file
  * laid out differently (edited by hand) is still accepted through the general parser.
  */
-export function parseSnapshot(bytes: Buffer, file: string, records: RecordSink = []): Pet[] {
+export function parseSnapshot(bytes: Buffer, file: string, records: RecordSink = []): Snapshot {
   checkUtf8(bytes, file);
+  // Said first, so that a newer file that this version cannot parse gets the one useful answer.
+  const named = /^\s*\{\s*"format"\s*:\s*"([^"]{0,64})"/.exec(bytes.toString('latin1', 0, 100));
+  if (named !== null) checkFormat(named[1], file);
   const found: RecordSink = [];
-  let pets = readSnapshotLines(bytes, file, found);
-  if (pets === undefined) {
+  let snapshot = readSnapshotLines(bytes, file, found);
+  if (snapshot === undefined) {
     found.length = 0; // the line reader gave up part-way: the general parser reads it all again
-    pets = parseSnapshotDocument(decodeUtf8(bytes, file), file, found);
+    snapshot = parseSnapshotDocument(decodeUtf8(bytes, file), file, found);
   }
   for (const entry of found) records.push(entry);
-  return pets;
+  return snapshot;
 }
 
-const SNAPSHOT_HEAD = Buffer.from(`{"format":"${SNAPSHOT_FORMAT}","pets":[\n`);
+/** Refuses a format this version does not read, and says so plainly when a newer version wrote it. */
+function checkFormat(format: unknown, file: string): 1 | 2 {
+  const version = typeof format === 'string' && format.startsWith(`${FORMAT_NAME}/`) ? format.slice(FORMAT_NAME.length + 1) : '';
+  if (version === '1' || version === '2') return Number(version) as 1 | 2;
+  if (/^[1-9][0-9]{0,8}$/.test(version) && Number(version) > FORMAT_VERSION) {
+    throw new StoreOpenError(`${file} was written by a newer version of the server (format ${String(format)}); upgrade the server to use this data`);
+  }
+  throw new StoreOpenError(`${file} is not a pet store snapshot (expected "format": "${SNAPSHOT_FORMAT}")`);
+}
+
+// The first line in the store's own layout, of format 2 and of format 1.
+const HEAD = /^\{"format":"petstore-pets\/(?:2","journal":([1-9][0-9]{0,14})|1"),"pets":\[$/;
 const SNAPSHOT_TAIL = Buffer.from(']}');
 
 /** The snapshot in the store's own layout, or undefined when it is laid out in any other way. */
-function readSnapshotLines(bytes: Buffer, file: string, records: RecordSink): Pet[] | undefined {
-  if (!bytes.subarray(0, SNAPSHOT_HEAD.length).equals(SNAPSHOT_HEAD)) return undefined;
+function readSnapshotLines(bytes: Buffer, file: string, records: RecordSink): Snapshot | undefined {
+  const headEnd = bytes.indexOf(0x0a);
+  const head = headEnd === -1 ? null : HEAD.exec(bytes.toString('latin1', 0, Math.min(headEnd, 100)));
+  if (head === null) return undefined;
+  const journal = head[1] === undefined ? undefined : Number(head[1]);
   const pets: Pet[] = [];
-  let pos = SNAPSHOT_HEAD.length;
+  let pos = headEnd + 1;
   for (;;) {
     let lineEnd = bytes.indexOf(0x0a, pos);
     if (lineEnd === -1) lineEnd = bytes.length;
     if (bytes.subarray(pos, lineEnd).equals(SNAPSHOT_TAIL)) {
       const rest = bytes.length - lineEnd;
       const lastHadComma = pets.length > 0 && bytes[pos - 2] === 0x2c;
-      return rest <= 1 && !lastHadComma ? checkOrder(pets, file) : undefined;
+      return rest <= 1 && !lastHadComma ? { pets: checkOrder(pets, file), journal } : undefined;
     }
     if (lineEnd === bytes.length) return undefined;
     const comma = bytes[lineEnd - 1] === 0x2c;
@@ -107,7 +106,7 @@ function readSnapshotLines(bytes: Buffer, file: string, records: RecordSink): Pe
   }
 }
 
-function parseSnapshotDocument(text: string, file: string, records: RecordSink): Pet[] {
+function parseSnapshotDocument(text: string, file: string, records: RecordSink): Snapshot {
   let document: JsonValue;
   try {
     document = parseJson(text);
@@ -115,12 +114,18 @@ function parseSnapshotDocument(text: string, file: string, records: RecordSink):
     if (error instanceof JsonSyntaxError) throw new StoreOpenError(`${file} is not valid JSON: ${error.message}`, { cause: error });
     throw error;
   }
-  if (document === null || typeof document !== 'object' || Array.isArray(document) || document['format'] !== SNAPSHOT_FORMAT) {
+  if (document === null || typeof document !== 'object' || Array.isArray(document)) {
     throw new StoreOpenError(`${file} is not a pet store snapshot (expected "format": "${SNAPSHOT_FORMAT}")`);
+  }
+  const version = checkFormat(document['format'], file);
+  const journal = document['journal'];
+  if (version === 2 && (typeof journal !== 'bigint' || journal < 1n || journal > BigInt(Number.MAX_SAFE_INTEGER))) {
+    throw new StoreOpenError(`${file} has no "journal" generation (a positive integer)`);
   }
   const list = document['pets'];
   if (!Array.isArray(list)) throw new StoreOpenError(`${file} has no "pets" array`);
-  return checkOrder(list.map((value, i) => toPet(value, () => `${file}, pet #${i + 1}`, records)), file);
+  const pets = checkOrder(list.map((value, i) => toPet(value, () => `${file}, pet #${i + 1}`, records)), file);
+  return { pets, journal: version === 2 ? Number(journal) : undefined };
 }
 
 function checkOrder(pets: Pet[], file: string): Pet[] {

@@ -1,32 +1,14 @@
-import { dirname, resolve } from 'node:path';
-import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import type { LockFile } from '../lib/lock-file.js';
-import { reportToStderr } from '../lib/system-error.js';
 import { StoredPet, type NewPet, type Pet } from '../pet/pet.js';
-import { Compaction } from './compaction.js';
-import { journalLines } from './data-format.js';
-import { Journal } from './journal.js';
-import { loadDirectory, openStep } from './load.js';
-import { DirectoryLock } from './lock.js';
+import type { Compaction } from './compaction.js';
+import { journalLines } from './data-lines.js';
+import type { IdempotencyIndex, IdempotencyRecord } from './idempotency.js';
+import type { Journal } from './journal.js';
+import { openStore, type FileStoreOptions, type OpenedStore } from './open-store.js';
 import type { PetIndex } from './pet-index.js';
-import { IdempotencyIndex, type IdempotencyRecord } from './idempotency.js';
 import {
   IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type PetStore,
 } from './store.js';
-
-export interface FileStoreOptions {
-  /** The file operations to use; tests pass one that records calls or injects faults. */
-  fileSystem?: FileSystem;
-  /**
-   * Journal bytes past which a new snapshot is written in the background. The bound in force is the
-   * larger of this and the last snapshot's size, so that rewriting the snapshot costs O(1) per create.
-   */
-  compactAfterBytes?: number;
-  /** Told about a failure that no request is waiting on (a background compaction); default: a process warning on stderr. */
-  onBackgroundError?: (error: unknown) => void;
-  /** How long an idempotency key is remembered, in milliseconds (default 24 hours). */
-  idempotencyWindowMs?: number;
-}
 
 interface PendingCreate {
   pet: NewPet;
@@ -36,10 +18,10 @@ interface PendingCreate {
   reject: (error: Error) => void;
 }
 
-const DEFAULT_COMPACT_AFTER = 4 * 1024 * 1024;
-export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 // How often a failed journal is tried again while no create arrives, so that readiness comes back by itself.
 const RECOVERY_INTERVAL_MS = 1000;
+
+export type { FileStoreOptions } from './open-store.js';
 
 /**
  * Pets kept in a JSON snapshot plus JSON-lines journals in one directory (see data-format.ts).
@@ -62,9 +44,7 @@ export class FileStore implements PetStore {
   #recoveryTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
-  private constructor(
-    lock: LockFile, index: PetIndex, journal: Journal, compaction: Compaction, idempotency: IdempotencyIndex, report: (error: unknown) => void,
-  ) {
+  private constructor({ lock, index, journal, compaction, idempotency, report }: OpenedStore) {
     this.#lock = lock;
     this.#idempotency = idempotency;
     this.#index = index;
@@ -75,32 +55,11 @@ export class FileStore implements PetStore {
   }
 
   /**
-   * Opens (creating if needed) the store in `dir`: takes the directory lock, loads what is there and
-   * cuts a torn final journal line. Refuses with a StoreOpenError naming the file when the data cannot be used.
+   * Opens (creating if needed) the store in `dir` (see open-store.ts). Refuses with a StoreOpenError
+   * naming the file when the data cannot be used.
    */
   static async open(dir: string, options: FileStoreOptions = {}): Promise<FileStore> {
-    const fs = options.fileSystem ?? nodeFileSystem;
-    const report = options.onBackgroundError ?? reportToStderr;
-    await openStep(`cannot create data directory ${dir}`, async () => {
-      // A new directory's own name must survive a crash too.
-      if (await fs.mkdir(dir)) await fs.syncDir(dirname(resolve(dir)));
-    });
-    const lock = DirectoryLock.acquire(dir);
-    try {
-      const idempotency = new IdempotencyIndex(options.idempotencyWindowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS);
-      const { index, snapshotBytes, generations, journalLength } = await loadDirectory(fs, dir, idempotency);
-      const newest = generations.at(-1);
-      const journal = newest === undefined
-        ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, 1, report))
-        : await openStep(`cannot open the journal of generation ${newest} in ${dir} for writing`, () => Journal.reopen(fs, dir, newest, journalLength));
-      const compaction = new Compaction(fs, dir, journal, index, {
-        compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER, snapshotBytes, oldGenerations: generations.slice(0, -1), idempotency, report,
-      });
-      return new FileStore(lock, index, journal, compaction, idempotency, report);
-    } catch (error) {
-      lock.release();
-      throw error;
-    }
+    return new FileStore(await openStore(dir, options));
   }
 
   /** Open, and the last write to the journal succeeded (or a recovery since proved the disk writable). */
@@ -212,8 +171,8 @@ export class FileStore implements PetStore {
   }
 
   /**
-   * Waits for pending creates, then leaves one compacted snapshot and no journal, and releases the
-   * directory. When the disk is failing the journals stay as they are: they hold every acknowledged pet.
+   * Waits for pending creates, then leaves one compacted snapshot and the empty journal it names, and
+   * releases the directory. When the disk is failing the journals stay as they are: they hold every acknowledged pet.
    */
   async close(): Promise<void> {
     if (this.#closed) return;

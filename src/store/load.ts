@@ -1,8 +1,9 @@
 import { join } from 'node:path';
 import type { FileSystem } from '../lib/file-system.js';
 import { errorCode } from '../lib/system-error.js';
-import { SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration, parseJournal, parseSnapshot, type RecordSink } from './data-format.js';
-import type { IdempotencyIndex } from './idempotency.js';
+import {
+  SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration, parseJournal, parseSnapshot, type RecordSink, type Snapshot,
+} from './data-format.js';
 import { PetIndex } from './pet-index.js';
 import { StoreOpenError } from './store.js';
 
@@ -10,51 +11,89 @@ import { StoreOpenError } from './store.js';
 export interface LoadedDirectory {
   index: PetIndex;
   snapshotBytes: number;
+  /** The first journal generation pets.json does not cover; undefined without a pets.json of format 2. */
+  snapshotJournal: number | undefined;
   /** Journal generations on disk, ascending; the last is the one to append to. */
   generations: number[];
   /** Length of the newest journal's complete lines: a torn last line lies beyond it. */
   journalLength: number;
+  /** Bytes of a torn last line of the newest journal (a create cut off by a crash, never acknowledged). */
+  tornBytes: number;
+  /** The idempotency records met, with their pets' ids, in file order (expired ones included). */
+  records: RecordSink;
 }
 
 /**
- * Reads a data directory into an index: removes temp files a crash left, loads the snapshot, replays
- * the journals in order. Refuses with a StoreOpenError naming the file when the data cannot be used.
+ * Reads a data directory into an index: removes temp files a crash left, then reads it (readDirectory).
+ * Refuses with a StoreOpenError naming the file when the data cannot be used.
  */
-export async function loadDirectory(fs: FileSystem, dir: string, idempotency: IdempotencyIndex): Promise<LoadedDirectory> {
-  const records: RecordSink = [];
-  const names = await openStep(`cannot list data directory ${dir}`, () => fs.readdir(dir));
+export async function loadDirectory(fs: FileSystem, dir: string): Promise<LoadedDirectory> {
+  const names = await listDirectory(fs, dir);
   for (const name of names.filter(isTempFile)) {
     await openStep(`cannot remove the leftover temp file ${join(dir, name)}`, () => fs.unlink(join(dir, name)));
   }
+  return readDirectory(fs, dir, names);
+}
 
+export const listDirectory = (fs: FileSystem, dir: string): Promise<string[]> => openStep(`cannot list data directory ${dir}`, () => fs.readdir(dir));
+
+/**
+ * Loads the snapshot and replays the journals of `names` in order, changing nothing on disk. With a
+ * snapshot of format 2 the journals it names must all be there, or the directory is refused as
+ * incomplete (test/copy-while-running.test.ts tells how a copy comes to miss one).
+ */
+export async function readDirectory(fs: FileSystem, dir: string, names: readonly string[]): Promise<LoadedDirectory> {
   const index = new PetIndex();
   const snapshotPath = join(dir, SNAPSHOT_FILE);
-  const snapshot = await readIfExists(fs, snapshotPath);
-  if (snapshot !== undefined) for (const pet of parseSnapshot(snapshot, snapshotPath, records)) index.append(pet);
+  const bytes = await readIfExists(fs, snapshotPath);
+  const records: RecordSink = [];
+  const snapshot = bytes === undefined ? undefined : parseSnapshot(bytes, snapshotPath, records);
+  for (const pet of snapshot?.pets ?? []) index.append(pet);
 
   const generations = names.map(journalGeneration).filter((g): g is number => g !== undefined).sort((a, b) => a - b);
+  // Journals before the snapshot's generation are in it already (a crash came before they were removed).
+  const live = generations.filter((g) => g >= (snapshot?.journal ?? 0));
+  checkComplete(dir, snapshot, live);
   let journalLength = 0;
+  let tornBytes = 0;
   const snapshotLastId = index.lastId;
-  for (const [i, generation] of generations.entries()) {
+  for (const [i, generation] of live.entries()) {
     const path = join(dir, journalFile(generation));
-    const bytes = await openStep(`cannot read ${path}`, () => fs.readFile(path));
-    const { pets, completeLength } = parseJournal(bytes, path, records);
-    if (completeLength < bytes.length && i < generations.length - 1) {
+    const journal = await openStep(`cannot read ${path}`, () => fs.readFile(path));
+    const { pets, completeLength } = parseJournal(journal, path, records);
+    if (completeLength < journal.length && i < live.length - 1) {
       throw new StoreOpenError(`${path} ends in an incomplete line but is not the newest journal`);
     }
     for (const [line, pet] of pets.entries()) {
-      // Lines at or below the snapshot's last id are in it already (a crash came before the journal
-      // was removed); any other id that does not rise means the journals are not what this store wrote.
-      if (pet.id <= snapshotLastId) continue;
+      // Format 1 does not say which journals its snapshot covers: lines at or below its last id are in it.
+      if (snapshot?.journal === undefined && pet.id <= snapshotLastId) continue;
       if (pet.id <= index.lastId) throw new StoreOpenError(`${path}, line ${line + 1}: id ${pet.id} is not above the previous id ${index.lastId}`);
       index.append(pet);
     }
     journalLength = completeLength;
+    tornBytes = journal.length - completeLength;
   }
-  // Keys past their window are not loaded: they would only be dropped at the next compaction.
-  const now = Date.now();
-  for (const { id, record } of records) idempotency.restore(record, id, now);
-  return { index, snapshotBytes: snapshot?.length ?? 0, generations, journalLength };
+  return { index, snapshotBytes: bytes?.length ?? 0, snapshotJournal: snapshot?.journal, generations, journalLength, tornBytes, records };
+}
+
+/**
+ * The journals the data needs are all there, without a gap: from the snapshot's generation (format 2),
+ * from 1 without a snapshot (where the store began), consecutive after a format 1 snapshot.
+ */
+function checkComplete(dir: string, snapshot: Snapshot | undefined, live: readonly number[]): void {
+  const first = snapshot === undefined ? 1 : snapshot.journal ?? live[0];
+  if (first === undefined || (snapshot === undefined && live.length === 0)) return;
+  const gap = live.findIndex((g, i) => g !== first + i);
+  if (live.length > 0 && gap === -1) return;
+  const missing = join(dir, journalFile(first + Math.max(gap, 0)));
+  const snapshotPath = join(dir, SNAPSHOT_FILE);
+  const found = snapshot === undefined ? `there is no ${snapshotPath}` : snapshot.journal === undefined
+    ? 'the journals are not consecutive' : `${snapshotPath} covers the journals before ${snapshot.journal}`;
+  throw new StoreOpenError(
+    `incomplete data directory: ${found}, but ${missing} is missing; the pets in it would be lost. ` +
+    'A copy made while the server runs misses a journal that the server removed during the copy: ' +
+    'copy it again, with the "backup" command or from a stopped server.',
+  );
 }
 
 /** Runs one step of opening the store; a system error becomes a StoreOpenError that says what failed. */

@@ -1,0 +1,90 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** What the server knows of one open connection. */
+interface Connection {
+  /** Responses not yet closed (sent, or dropped with their connection), in request order. */
+  owed: Set<ServerResponse>;
+  /** The latest request and its response: a parse error inside a body belongs to it. */
+  last: { req: IncomingMessage; res: ServerResponse } | undefined;
+  /** When the connection last owed nothing, and how many bytes it had received by then. */
+  quietSince: number;
+  bytesAtQuiet: number;
+  /** Runs once nothing is owed anymore: an error answer or a close waiting for its turn. */
+  then: (() => void) | undefined;
+}
+
+/**
+ * The server's own account of its connections and the responses each still owes, kept from public
+ * events only ('connection', 'request', the response's 'close'). It tells the edge when an error
+ * answer may go out without overtaking an earlier response, and the stop which connections can be
+ * closed without cutting a request.
+ */
+export class Connections {
+  readonly #open = new Map<Socket, Connection>();
+
+  add(socket: Socket): void {
+    this.#open.set(socket, { owed: new Set(), last: undefined, quietSince: Date.now(), bytesAtQuiet: 0, then: undefined });
+    socket.once('close', () => this.#open.delete(socket));
+  }
+
+  /** Counts `res` as owed until it closes: 'close' follows 'finish', once its bytes are written. */
+  owe(req: IncomingMessage, res: ServerResponse): void {
+    const socket = req.socket as Socket;
+    const connection = this.#open.get(socket);
+    if (connection === undefined) return;
+    connection.owed.add(res);
+    connection.last = { req, res };
+    res.once('close', () => {
+      connection.owed.delete(res);
+      if (connection.owed.size > 0) return;
+      connection.quietSince = Date.now();
+      connection.bytesAtQuiet = socket.bytesRead;
+      const then = connection.then;
+      connection.then = undefined;
+      then?.();
+    });
+  }
+
+  /**
+   * After a parse error on `socket`: calls `answer(true)` once every response owed for an earlier,
+   * complete request has gone out, or `answer(false)` when the error is inside the body of a request
+   * that has already been answered (one request, one answer). False when an error is already waiting.
+   */
+  afterOwed(socket: Socket, answer: (reply: boolean) => void): boolean {
+    const connection = this.#open.get(socket);
+    if (connection === undefined) {
+      answer(true);
+      return true;
+    }
+    if (connection.then !== undefined) return false;
+    let reply = true;
+    const last = connection.last;
+    if (last !== undefined && !last.req.complete) {
+      // Its body can never be read now: the error answer takes the place of its response.
+      connection.owed.delete(last.res);
+      reply = !last.res.headersSent;
+    }
+    if (connection.owed.size === 0) answer(reply);
+    else connection.then = () => answer(reply);
+    return true;
+  }
+
+  /** Responses not yet started, on every connection (the stop marks them `Connection: close`). */
+  *unsent(): Iterable<ServerResponse> {
+    for (const connection of this.#open.values()) {
+      for (const res of connection.owed) if (!res.headersSent) yield res;
+    }
+  }
+
+  /**
+   * Closes the connections that owe nothing, have received no byte since, and have been so for
+   * `graceMs`: a client that was about to send on one has had that long to be answered instead.
+   */
+  closeQuiet(graceMs: number): void {
+    const now = Date.now();
+    for (const [socket, connection] of this.#open) {
+      if (connection.owed.size === 0 && socket.bytesRead === connection.bytesAtQuiet && now - connection.quietSince >= graceMs) socket.destroy();
+    }
+  }
+}

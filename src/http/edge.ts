@@ -1,0 +1,70 @@
+/**
+ * The answers given at the edge of `node:http`, before or instead of the request pipeline: what
+ * Node's parser refuses, an unsupported `Expect`, CONNECT, and requests that arrive while the
+ * server stops. Each error answer waits for the responses already owed on its connection.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Connections } from './connections.js';
+import { HttpError } from './http-error.js';
+import { versionNotSupported } from './request-line.js';
+import { clientErrorResponse, errorReply, rawErrorResponse, send } from './respond.js';
+import { errorCode } from '../lib/system-error.js';
+
+const STOPPING = new HttpError(503, 'unavailable', 'the server is stopping; try again shortly', { 'retry-after': '1' });
+
+/** `Expect` other than 100-continue: 417, and the connection closes (the body may follow). */
+export function refuseExpectation(_req: IncomingMessage, res: ServerResponse): void {
+  send(res, errorReply(new HttpError(417, 'expectation_failed', 'only "Expect: 100-continue" is supported')), ['connection', 'close']);
+}
+
+/**
+ * Requests Node's parser refuses still get an Error body, with Node's own status kept (431, 408,
+ * 400; 505 for a version it cannot parse), after every response owed for the requests before it.
+ */
+export function clientErrorHandler(connections: Connections): (error: Error, socket: Duplex) => void {
+  return (error, socket) => {
+    const code = errorCode(error);
+    if (code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    connections.afterOwed(socket as Socket, (reply) => {
+      // An owed response may have closed the connection itself (Connection: close): it is ending.
+      if (!socket.writable) return;
+      if (!reply) socket.destroy();
+      else socket.end(unsupportedVersion(error) ? rawErrorResponse(versionNotSupported()) : clientErrorResponse(code));
+    });
+  };
+}
+
+/**
+ * Node's parser refuses versions it does not know with HPE_INVALID_VERSION, and also a PRI preface
+ * or a bare LF there: only a well-formed `HTTP/d.d` CRLF at the error (`bytesParsed`) is a 505.
+ */
+function unsupportedVersion(error: Error): boolean {
+  const { code, rawPacket, bytesParsed } = error as Error & { code?: unknown; rawPacket?: unknown; bytesParsed?: unknown };
+  if (code !== 'HPE_INVALID_VERSION' || !Buffer.isBuffer(rawPacket) || typeof bytesParsed !== 'number' || bytesParsed < 9) return false;
+  const version = / HTTP\/(\d\.\d)\r\n$/.exec(rawPacket.toString('latin1', bytesParsed - 9, bytesParsed + 2));
+  return version !== null && version[1] !== '1.0' && version[1] !== '1.1';
+}
+
+/** Without a listener Node drops CONNECT silently; this server tunnels nothing, and says so in turn. */
+export function connectHandler(connections: Connections): (req: IncomingMessage, socket: Duplex) => void {
+  return (_req, socket) => {
+    connections.afterOwed(socket as Socket, () => {
+      if (socket.writable) socket.end(rawErrorResponse(new HttpError(405, 'method_not_allowed', 'CONNECT is not supported')));
+    });
+  };
+}
+
+/**
+ * A request that arrives once the stop has begun: 503 and close. Its body is read first, so that
+ * closing does not reset a connection with unread bytes; with `Expect: 100-continue` none is coming.
+ */
+export function refuseWhileStopping(req: IncomingMessage, res: ServerResponse): void {
+  const answer = (): void => send(res, errorReply(STOPPING), ['connection', 'close']);
+  if (req.complete || req.headers.expect !== undefined) answer();
+  else req.on('end', answer).resume();
+}

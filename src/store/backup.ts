@@ -1,0 +1,75 @@
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FileSystem } from '../lib/file-system.js';
+import { replaceFile } from '../lib/replace-file.js';
+import { errorCode } from '../lib/system-error.js';
+import { SNAPSHOT_FILE, journalGeneration, type RecordSink } from './data-format.js';
+import { snapshotChunks } from './data-lines.js';
+import { Journal } from './journal.js';
+import { listDirectory, readDirectory } from './load.js';
+import type { PetIndex } from './pet-index.js';
+import { StoreOpenError } from './store.js';
+
+/** What a backup copies: the pets, and the idempotency records stored with them. */
+export interface LiveDirectory {
+  index: PetIndex;
+  records: RecordSink;
+}
+
+// A compaction takes a rotation, a snapshot write and a few unlinks: 20 tries with a growing pause
+// (about 2 s in all) outlast a few of them.
+const ATTEMPTS = 20;
+
+/**
+ * Every pet of a data directory that a server may be writing right now, read without its lock (the
+ * server is never held up). The listing, the snapshot's identity and the journal generations are
+ * taken before and after reading; if any changed, a compaction ran meanwhile and the read is done
+ * again. Generations only grow and every compaction starts one, so an unchanged set means none ran.
+ * A torn last journal line is a create not yet acknowledged and is left out, as at start.
+ */
+export async function readLiveDirectory(fs: FileSystem, dir: string): Promise<LiveDirectory> {
+  for (let attempt = 1; ; attempt++) {
+    const before = await directoryState(fs, dir);
+    let result: LiveDirectory | StoreOpenError;
+    try {
+      const { index, records } = await readDirectory(fs, dir, before.names);
+      result = { index, records };
+    } catch (error) {
+      // A journal removed under the read looks like a broken directory: only a stable one is judged.
+      if (!(error instanceof StoreOpenError)) throw error;
+      result = error;
+    }
+    if ((await directoryState(fs, dir)).key === before.key) {
+      if (result instanceof StoreOpenError) throw result;
+      return result;
+    }
+    if (attempt === ATTEMPTS) throw new StoreOpenError(`${dir} kept changing while it was read (${ATTEMPTS} attempts); try again`);
+    await new Promise((resolve) => setTimeout(resolve, attempt * 10));
+  }
+}
+
+async function directoryState(fs: FileSystem, dir: string): Promise<{ names: string[]; key: string }> {
+  const names = await listDirectory(fs, dir);
+  const generations = names.map(journalGeneration).filter((g) => g !== undefined).sort((a, b) => a - b);
+  let snapshot = 'none';
+  try {
+    const s = await stat(join(dir, SNAPSHOT_FILE), { bigint: true });
+    snapshot = `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+  } catch (error) {
+    if (errorCode(error) !== 'ENOENT') throw new StoreOpenError(`cannot read ${join(dir, SNAPSHOT_FILE)} (${errorCode(error) ?? String(error)})`, { cause: error });
+  }
+  return { names, key: `${generations.join(',')} ${snapshot}` };
+}
+
+/**
+ * Writes `index` into the new directory `dir` as a stopped store leaves it: pets.json naming journal
+ * 1, and that journal, empty; both durable. A server started there continues at the last id + 1.
+ * Unlike the store, the journal comes last: a copy cut off before it is refused, not served.
+ */
+export async function writeStoreCopy(fs: FileSystem, dir: string, { index, records }: LiveDirectory, report: (error: unknown) => void): Promise<void> {
+  // Idempotency keys go along, so that a retry against the restored copy is still a replay; the
+  // server started on it drops those past their window.
+  const recordById = new Map(records.map(({ id, record }) => [id, record]));
+  await replaceFile(fs, join(dir, SNAPSHOT_FILE), snapshotChunks(index.all, index.size, 1, (id) => recordById.get(id)), report);
+  await (await Journal.create(fs, dir, 1, report)).close();
+}

@@ -1,0 +1,81 @@
+import { dirname, join, resolve } from 'node:path';
+import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
+import type { LockFile } from '../lib/lock-file.js';
+import { reportToStderr } from '../lib/system-error.js';
+import { Compaction } from './compaction.js';
+import { journalFile } from './data-format.js';
+import { IdempotencyIndex } from './idempotency.js';
+import { Journal } from './journal.js';
+import { loadDirectory, openStep } from './load.js';
+import { DirectoryLock } from './lock.js';
+import type { PetIndex } from './pet-index.js';
+
+export interface FileStoreOptions {
+  /** The file operations to use; tests pass one that records calls or injects faults. */
+  fileSystem?: FileSystem;
+  /**
+   * Journal bytes past which a new snapshot is written in the background. The bound in force is the
+   * larger of this and the last snapshot's size, so that rewriting the snapshot costs O(1) per create.
+   */
+  compactAfterBytes?: number;
+  /** Told about a failure that no request is waiting on (a background compaction); default: a process warning on stderr. */
+  onBackgroundError?: (error: unknown) => void;
+  /** Told what opening repaired, in a sentence (a torn last journal line cut); default: a process warning. */
+  onRepair?: (message: string) => void;
+  /** How long an idempotency key is remembered, in milliseconds (default 24 hours). */
+  idempotencyWindowMs?: number;
+}
+
+/** What FileStore is made of once its directory is open. */
+export interface OpenedStore {
+  lock: LockFile;
+  index: PetIndex;
+  journal: Journal;
+  compaction: Compaction;
+  idempotency: IdempotencyIndex;
+  report: (error: unknown) => void;
+}
+
+const DEFAULT_COMPACT_AFTER = 4 * 1024 * 1024;
+export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Opens (creating if needed) the store in `dir`: takes the directory lock, loads what is there, cuts
+ * a torn final journal line, and writes a format-2 snapshot where there is none.
+ */
+export async function openStore(dir: string, options: FileStoreOptions): Promise<OpenedStore> {
+  const fs = options.fileSystem ?? nodeFileSystem;
+  const report = options.onBackgroundError ?? reportToStderr;
+  await openStep(`cannot create data directory ${dir}`, async () => {
+    // A new directory's own name must survive a crash too.
+    if (await fs.mkdir(dir)) await fs.syncDir(dirname(resolve(dir)));
+  });
+  const lock = DirectoryLock.acquire(dir);
+  try {
+    const { index, snapshotBytes, snapshotJournal, generations, journalLength, tornBytes, records } = await loadDirectory(fs, dir);
+    const idempotency = new IdempotencyIndex(options.idempotencyWindowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS);
+    // Keys past their window are not loaded: they would only be dropped at the next compaction.
+    const now = Date.now();
+    for (const { id, record } of records) idempotency.restore(record, id, now);
+    const newest = generations.at(-1);
+    // Without a snapshot of format 2 (a new directory, or one of format 1), a new journal is started and
+    // the snapshot naming it written before any create: from then on pets.json names every journal needed.
+    const upgrade = snapshotJournal === undefined || newest === undefined;
+    const journal = upgrade
+      ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, (newest ?? 0) + 1, report))
+      : await openStep(`cannot open the journal of generation ${newest} in ${dir} for writing`, () => Journal.reopen(fs, dir, newest, journalLength));
+    const compaction = new Compaction(fs, dir, journal, index, {
+      compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER, snapshotBytes,
+      oldGenerations: upgrade ? generations : generations.slice(0, -1), idempotency, report,
+    });
+    if (tornBytes > 0) {
+      const file = join(dir, journalFile(newest ?? 0));
+      (options.onRepair ?? reportToStderr)(`cut a torn last line of ${tornBytes} bytes from ${file}: a create a crash interrupted, never acknowledged`);
+    }
+    if (upgrade) await openStep(`cannot write ${dir}/pets.json`, () => compaction.compactNow());
+    return { lock, index, journal, compaction, idempotency, report };
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+}
