@@ -18,12 +18,21 @@ export class PetArena {
   readonly #chunks: Buffer[] = [];
   #used = CHUNK_BYTES; // of the last chunk: full, so that the first append allocates one
   #count = 0;
-  #ids = new Float64Array(INITIAL_SLOTS);
-  #chunkOf = new Uint32Array(INITIAL_SLOTS);
-  #offsets = new Uint32Array(INITIAL_SLOTS);
-  #lengths = new Uint16Array(INITIAL_SLOTS);
+  #ids: Float64Array;
+  #chunkOf: Uint32Array;
+  #offsets: Uint32Array;
+  #lengths: Uint16Array;
   /** Per status code 1–3: the positions of the pets with that status, ascending, and how many. */
-  readonly #byStatus = [0, 1, 2].map(() => ({ positions: new Uint32Array(INITIAL_SLOTS / 4), count: 0 }));
+  readonly #byStatus: Array<{ positions: Uint32Array; count: number }>;
+
+  constructor(capacity = INITIAL_SLOTS) {
+    const slots = Math.max(INITIAL_SLOTS, capacity);
+    this.#ids = new Float64Array(slots);
+    this.#chunkOf = new Uint32Array(slots);
+    this.#offsets = new Uint32Array(slots);
+    this.#lengths = new Uint16Array(slots);
+    this.#byStatus = [0, 1, 2].map(() => ({ positions: new Uint32Array(slots), count: 0 }));
+  }
 
   get size(): number {
     return this.#count;
@@ -33,11 +42,9 @@ export class PetArena {
     return this.#count === 0 ? 0 : (this.#ids[this.#count - 1] as number);
   }
 
-  /** Adds a pet whose JSON text is `bytes[start..end)`; its id must be above every id so far. */
+  /** Adds a pet whose JSON text is `bytes[start..end)`, copied in; its id must be above every id so far. */
   append(id: number, status: StatusCode, bytes: Uint8Array, start = 0, end = bytes.length): void {
-    if (id <= this.lastId) throw new RangeError(`pet id ${id} is not above the last id ${this.lastId}`);
-    const length = end - start;
-    if (length > 0xffff) throw new RangeError(`a pet's text of ${length} bytes is longer than a pet can be`);
+    const length = this.#check(id, start, end);
     if (this.#used + length > CHUNK_BYTES) {
       // A pet never spans two chunks: at most one pet's worth is left unused at a chunk's end.
       this.#chunks.push(Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, length)));
@@ -45,13 +52,37 @@ export class PetArena {
     }
     const chunk = this.#chunks.length - 1;
     (this.#chunks[chunk] as Buffer).set(bytes.subarray(start, end), this.#used);
+    this.#add(id, status, chunk, this.#used, length);
+    this.#used += length;
+  }
+
+  /**
+   * Adds a pet whose text stays where it is, `buffer[start..end)`, which must never change: a data
+   * file read at start, so that loading copies no pet and leaves no file-sized garbage behind.
+   */
+  appendInPlace(id: number, status: StatusCode, buffer: Buffer, start: number, end: number): void {
+    const length = this.#check(id, start, end);
+    if (this.#chunks.at(-1) !== buffer) {
+      this.#chunks.push(buffer);
+      this.#used = CHUNK_BYTES; // the next copied pet starts a chunk of its own
+    }
+    this.#add(id, status, this.#chunks.length - 1, start, length);
+  }
+
+  #check(id: number, start: number, end: number): number {
+    if (id <= this.lastId) throw new RangeError(`pet id ${id} is not above the last id ${this.lastId}`);
+    const length = end - start;
+    if (length > 0xffff) throw new RangeError(`a pet's text of ${length} bytes is longer than a pet can be`);
+    return length;
+  }
+
+  #add(id: number, status: StatusCode, chunk: number, offset: number, length: number): void {
     if (this.#count === this.#ids.length) this.#grow();
     const at = this.#count++;
     this.#ids[at] = id;
     this.#chunkOf[at] = chunk;
-    this.#offsets[at] = this.#used;
+    this.#offsets[at] = offset;
     this.#lengths[at] = length;
-    this.#used += length;
     if (status !== 0) {
       const list = this.#byStatus[status - 1] as { positions: Uint32Array; count: number };
       if (list.count === list.positions.length) list.positions = grown(list.positions);
