@@ -10,11 +10,14 @@ export function makePet(id) {
   return { id, name: `pet-${id}`, categoryId: 1 + (id % 50), status };
 }
 
-/** Writes a `pets.json` snapshot of pets 1..count in the store's format (src/store/data-format.ts). */
+/**
+ * Writes a `pets.json` snapshot of pets 1..count in the store's format 2 (src/store/data-format.ts),
+ * covering the journals before 1: a directory holding it also needs the empty `pets-journal.1.jsonl`.
+ */
 export function writeSnapshot(path, count) {
   const fd = openSync(path, 'wx', 0o600);
   try {
-    writeSync(fd, '{"format":"petstore-pets/1","pets":[\n');
+    writeSync(fd, '{"format":"petstore-pets/2","journal":1,"pets":[\n');
     let chunk = '';
     for (let id = 1; id <= count; id++) {
       chunk += JSON.stringify(makePet(id)) + (id < count ? ',\n' : '\n');
@@ -23,7 +26,7 @@ export function writeSnapshot(path, count) {
         chunk = '';
       }
     }
-    writeSync(fd, chunk + ']}\n');
+    writeSync(fd, count === 0 ? ']}\n' : chunk + ']}\n');
   } finally {
     closeSync(fd);
   }

@@ -14,7 +14,7 @@
  * (1000,100000,1000000), BENCH_TMPDIR (os.tmpdir(); fsync figures depend on its filesystem).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ROOT, envNumber, fdatasyncProbe, fmt, get, machine, measure, median, memory, removeDir, sleep, start, stop, tempDir, writeSection,
@@ -27,7 +27,8 @@ const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 10, 1);
 const SPAWNS = envNumber('BENCH_SPAWNS', SCALE ? 3 : 11, 1);
-const SIZES = (process.env.BENCH_SCALE_SIZES ?? '1000,100000,1000000').split(',').map(Number);
+// An empty store first: the baseline that start-up and memory per pet are measured against.
+const SIZES = [0, ...(process.env.BENCH_SCALE_SIZES ?? '1000,100000,1000000').split(',').map(Number)];
 const RESULTS = join(ROOT, 'bench/results.md');
 const SEED_PETS = 1000;
 
@@ -43,6 +44,7 @@ const opts = (connections = CONNECTIONS, seconds = SECONDS) => ({ seconds, conne
 function seededDir(snapshot) {
   const dir = tempDir();
   copyFileSync(snapshot, join(dir, 'pets.json'));
+  writeFileSync(join(dir, 'pets-journal.1.jsonl'), '', { mode: 0o600 }); // the journal pets.json names
   return dir;
 }
 
@@ -263,6 +265,10 @@ async function scaleMode() {
         }
       }
       progress(`  start-up ${fmt.ms(median(row.startup))} ms, idle ${fmt.mb(median(row.idle))} MB`);
+      if (size === 0) {
+        bySize.push(row);
+        continue;
+      }
       const dir = seededDir(snapshot);
       let server;
       try {
@@ -276,6 +282,9 @@ async function scaleMode() {
             progress(`  ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`);
           }
         }
+        // The POSTs above grew the journal past its bound: a compaction ran in the background.
+        row.loadHwm = memory(server.pid)?.hwm ?? NaN;
+        row.loadRss = memory(server.pid)?.rss ?? NaN;
       } finally {
         row.stopMs = server === undefined ? NaN : await stop(server);
         removeDir(dir);
@@ -287,12 +296,18 @@ async function scaleMode() {
   }
 
   const m = machine();
-  const first = bySize[0];
-  const last = bySize.at(-1);
+  const empty = bySize[0];
+  const sized = bySize.slice(1);
+  const first = sized[0];
+  const last = sized.at(-1);
   const line = (label, value, format) => {
-    const cells = bySize.map((row) => format(value(row)));
+    const cells = sized.map((row) => format(value(row)));
     return `| ${label} | ${cells.join(' | ')} | ${fmt.ratio(value(last) / value(first))} |`;
   };
+  // RSS added per stored pet (RSS after start-up and 1 s idle, minus the empty store's), against the
+  // bytes each pet takes in the data directory.
+  const diskPerPet = (r) => (r.snapshotKb * 1024) / r.size;
+  const rssPerPet = (r) => ((median(r.idle) - median(empty.idle)) * 1024) / r.size;
   const load = (key, field) => (row) => median(row.loads[key].map((x) => x[field]));
   const errors = (row) => Object.values(row.loads).flat().reduce((sum, x) => sum + x.errors, 0);
   const markdown = [
@@ -302,12 +317,19 @@ async function scaleMode() {
     `Snapshot written directly before start (half "sold"). Start-up and idle RSS: median of ${SPAWNS} spawns. ` +
       `Loads: one server per size, ${ROUNDS} rounds × ${SECONDS} s after ${WARMUP} s warm-up, ${CONNECTIONS} connections for GETs; medians over rounds.`,
     '',
-    `| Measure | ${bySize.map((r) => `${fmt.int(r.size)} pets`).join(' | ')} | ${fmt.int(last.size)} ÷ ${fmt.int(first.size)} |`,
-    `|---|${bySize.map(() => '--:').join('|')}|--:|`,
+    `Empty store: start-up ${fmt.ms(median(empty.startup))} ms, RSS idle ${fmt.mb(median(empty.idle))} MB (the baseline below).`,
+    '',
+    `| Measure | ${sized.map((r) => `${fmt.int(r.size)} pets`).join(' | ')} | ${fmt.int(last.size)} ÷ ${fmt.int(first.size)} |`,
+    `|---|${sized.map(() => '--:').join('|')}|--:|`,
     line('Snapshot file, MB', (r) => r.snapshotKb, fmt.mb),
+    line('Bytes on disk per pet', diskPerPet, fmt.int),
+    line('RSS added per pet (idle RSS minus the empty store\'s), bytes', rssPerPet, fmt.int),
+    line('RSS added per pet ÷ bytes on disk per pet', (r) => rssPerPet(r) / diskPerPet(r), fmt.ratio),
     line('Start-up, spawn → first answer, ms', (r) => median(r.startup), fmt.ms),
+    line('Start-up ÷ the empty store\'s', (r) => median(r.startup) / median(empty.startup), fmt.ratio),
     line('RSS idle 1 s after start, MB', (r) => median(r.idle), fmt.mb),
     line('RSS peak during start-up (VmHWM), MB', (r) => median(r.hwm), fmt.mb),
+    line('RSS peak after the loads, compaction included (VmHWM), MB', (r) => r.loadHwm, fmt.mb),
     line('POST 1 connection, creates/s', load('post1', 'rps'), fmt.int),
     line('POST 1 connection, p50 ms', load('post1', 'p50'), fmt.ms),
     line('POST 1 connection, p99 ms', load('post1', 'p99'), fmt.ms),
@@ -320,8 +342,10 @@ async function scaleMode() {
     line('GET /v1/pets/{id} (random id), req/s', load('one', 'rps'), fmt.int),
     line('GET /v1/pets/{id}, p50 ms', load('one', 'p50'), fmt.ms),
     line('GET /v1/pets/{id}, p99 ms', load('one', 'p99'), fmt.ms),
+    line('GET ?status=sold&limit=20, p99 ÷ at 1,000 pets', (r) => load('sold', 'p99')(r) / load('sold', 'p99')(first), fmt.ratio),
+    line('GET /v1/pets/{id}, p99 ÷ at 1,000 pets', (r) => load('one', 'p99')(r) / load('one', 'p99')(first), fmt.ratio),
     line('Stop after the POSTs (SIGTERM → exit, rewrites the snapshot), ms', (r) => r.stopMs, fmt.ms),
-    `| Errors (non-2xx/201, socket) | ${bySize.map(errors).join(' | ')} | |`,
+    `| Errors (non-2xx/201, socket) | ${sized.map(errors).join(' | ')} | |`,
   ].join('\n');
   writeSection(RESULTS, 'scale', markdown);
   console.log(markdown);

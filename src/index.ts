@@ -2,10 +2,10 @@
 export { createPetstore, type PetstoreService, type Petstore, type PetstoreOptions } from './service/petstore.js';
 export { listen, type ListenOptions, type RunningServer } from './service/listen.js';
 export type { RequestListener } from './http/app.js';
-export type { PetStore, ListQuery, ListPage } from './store/store.js';
+export type { PetStore, ListQuery, ListPage, ListText } from './store/store.js';
 export { StoreUnavailableError, StoreOpenError } from './store/store.js';
 export { FileStore, type FileStoreOptions } from './store/file-store.js';
 export type { FileSystem, StoreFile } from './lib/file-system.js';
-export type { Pet, NewPet } from './pet/pet.js';
+export { petJson, petsJson, type Pet, type NewPet } from './pet/pet.js';
 export { PET_STATUSES, type PetStatus } from './pet/contract.js';
 export { jsonLogger, type Logger, type LogLevel, type LogFields, type RequestLogEntry } from './lib/logger.js';

@@ -5,7 +5,7 @@ import { idempotencyKey } from './idempotency-key.js';
 import { petJson, petsJson, type Pet } from '../pet/pet.js';
 import type { Mount } from './mount.js';
 import { json, type Reply } from './respond.js';
-import type { PetStore } from '../store/store.js';
+import type { ListPage, ListQuery, ListText, PetStore } from '../store/store.js';
 import { parseQuery, decodeComponent, singleParam } from './url.js';
 import { parseInt64, parseLimit, validateNewPet, validateStatus } from '../pet/validate.js';
 
@@ -36,17 +36,24 @@ export const listPets: Handler = (ctx) => {
   const after = rawAfter === undefined ? 0n : parseInt64(rawAfter, 'query parameter "after"');
   // Store ids are safe integers: a cursor below 1 starts at the beginning, one above the range is past the end.
   const cursor = after < 0n ? 0 : after > MAX_SAFE ? Number.MAX_SAFE_INTEGER : Number(after);
-  const page = ctx.store.list({ after: cursor, limit, status });
+  const page = pageText(ctx.store, { after: cursor, limit, status });
   const base = ctx.mount.base;
-  if (page instanceof Promise) return page.then((p) => listReply(p.pets, p.more, limit, status, base));
-  return listReply(page.pets, page.more, limit, status, base);
+  if (page instanceof Promise) return page.then((p) => listReply(p, limit, status, base));
+  return listReply(page, limit, status, base);
 };
 
-function listReply(pets: readonly Pet[], more: boolean, limit: number, status: string | undefined, base: string): Reply {
-  const last = pets.at(-1);
-  if (!more || last === undefined) return json(200, petsJson(pets));
+/** The page as JSON text: from the store's own text when it keeps pets so, else formatted here. */
+function pageText(store: PetStore, query: ListQuery): ListText | Promise<ListText> {
+  if (store.listText !== undefined) return store.listText(query);
+  const page = store.list(query);
+  const asText = (p: ListPage): ListText => ({ json: petsJson(p.pets), lastId: p.pets.at(-1)?.id, more: p.more });
+  return page instanceof Promise ? page.then(asText) : asText(page);
+}
+
+function listReply(page: ListText, limit: number, status: string | undefined, base: string): Reply {
+  if (!page.more || page.lastId === undefined) return json(200, page.json);
   const filter = status === undefined ? '' : `&status=${status}`;
-  return json(200, petsJson(pets), { link: `<${base}/pets?limit=${limit}${filter}&after=${last.id}>; rel="next"` });
+  return json(200, page.json, { link: `<${base}/pets?limit=${limit}${filter}&after=${page.lastId}>; rel="next"` });
 }
 
 /**
@@ -75,14 +82,19 @@ export const getPet: Handler = (ctx) => {
   const raw = decodeComponent(ctx.params['petId'] ?? '', 'path parameter "petId"');
   const id = parseInt64(raw, 'path parameter "petId"');
   if (id < 1n || id > MAX_SAFE) throw notFound(raw);
-  const pet = ctx.store.get(Number(id));
-  if (pet instanceof Promise) return pet.then((p) => petReply(p, raw));
-  return petReply(pet, raw);
+  const text = ctx.store.getText !== undefined ? ctx.store.getText(Number(id)) : textOf(ctx.store.get(Number(id)));
+  if (text instanceof Promise) return text.then((t) => petReply(t, raw));
+  return petReply(text, raw);
 };
 
-function petReply(pet: Pet | undefined, raw: string): Reply {
-  if (pet === undefined) throw notFound(raw);
-  return json(200, petJson(pet));
+function textOf(pet: Pet | undefined | Promise<Pet | undefined>): string | undefined | Promise<string | undefined> {
+  if (pet instanceof Promise) return pet.then((p) => (p === undefined ? undefined : petJson(p)));
+  return pet === undefined ? undefined : petJson(pet);
+}
+
+function petReply(text: string | undefined, raw: string): Reply {
+  if (text === undefined) throw notFound(raw);
+  return json(200, text);
 }
 
 const notFound = (raw: string): HttpError => new HttpError(404, 'not_found', `no pet with id ${raw}`);

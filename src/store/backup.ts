@@ -70,6 +70,6 @@ export async function writeStoreCopy(fs: FileSystem, dir: string, { index, recor
   // Idempotency keys go along, so that a retry against the restored copy is still a replay; the
   // server started on it drops those past their window.
   const recordById = new Map(records.map(({ id, record }) => [id, record]));
-  await replaceFile(fs, join(dir, SNAPSHOT_FILE), snapshotChunks(index.all, index.size, 1, (id) => recordById.get(id)), report);
+  await replaceFile(fs, join(dir, SNAPSHOT_FILE), snapshotChunks(index, index.size, 1, (id) => recordById.get(id)), report);
   await (await Journal.create(fs, dir, 1, report)).close();
 }

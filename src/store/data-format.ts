@@ -1,9 +1,11 @@
 import { isUtf8 } from 'node:buffer';
 import { parseJson, JsonSyntaxError, type JsonValue } from '../lib/json.js';
-import { StoredPet, type Pet } from '../pet/pet.js';
+import type { PetStatus } from '../pet/contract.js';
+import { petJson, type Pet } from '../pet/pet.js';
 import { validateCategoryId, validateName, validateStatus, ValidationError } from '../pet/validate.js';
 import { isIdempotencyRecord, type IdempotencyRecord } from './idempotency.js';
-import { readPetLine } from './pet-line.js';
+import { PetIndex } from './pet-index.js';
+import { readPetLine, type PetLine } from './pet-line.js';
 import { StoreOpenError } from './store.js';
 
 /**
@@ -38,8 +40,15 @@ export function journalGeneration(name: string): number | undefined {
 /** Where a parser puts the idempotency records it meets, with the id of their pet. */
 export type RecordSink = Array<{ id: number; record: IdempotencyRecord }>;
 
+/**
+ * Receives each pet of a journal in order: its id, status and exact JSON text, `bytes[start..end)`.
+ * `inFile` says the bytes are the file's own (read once, never changed), which may be kept as they are.
+ */
+export type PetSink = (id: number, status: PetStatus | undefined, bytes: Buffer, start: number, end: number, where: () => string, inFile: boolean) => void;
+
 export interface Snapshot {
-  pets: Pet[];
+  /** The snapshot's pets, loaded into an index of their own. */
+  index: PetIndex;
   /** The first journal generation the snapshot does not cover; undefined for format 1, which does not say. */
   journal: number | undefined;
 }
@@ -84,24 +93,32 @@ function readSnapshotLines(bytes: Buffer, file: string, records: RecordSink): Sn
   const head = headEnd === -1 ? null : HEAD.exec(bytes.toString('latin1', 0, Math.min(headEnd, 100)));
   if (head === null) return undefined;
   const journal = head[1] === undefined ? undefined : Number(head[1]);
-  const pets: Pet[] = [];
+  // A pet's line takes at least 36 bytes: room for them all, in typed arrays whose untouched pages cost nothing.
+  const index = new PetIndex(Math.ceil(bytes.length / 36));
+  const line: PetLine = { id: 0, status: undefined };
   let pos = headEnd + 1;
   for (;;) {
     let lineEnd = bytes.indexOf(0x0a, pos);
     if (lineEnd === -1) lineEnd = bytes.length;
-    if (bytes.subarray(pos, lineEnd).equals(SNAPSHOT_TAIL)) {
+    if (lineEnd - pos === 2 && bytes[pos] === 0x5d && bytes[pos + 1] === 0x7d) { // "]}"
       const rest = bytes.length - lineEnd;
-      const lastHadComma = pets.length > 0 && bytes[pos - 2] === 0x2c;
-      return rest <= 1 && !lastHadComma ? { pets: checkOrder(pets, file), journal } : undefined;
+      const lastHadComma = index.size > 0 && bytes[pos - 2] === 0x2c;
+      return rest <= 1 && !lastHadComma ? { index, journal } : undefined;
     }
     if (lineEnd === bytes.length) return undefined;
     const comma = bytes[lineEnd - 1] === 0x2c;
     const contentEnd = comma ? lineEnd - 1 : lineEnd;
     if (!comma && bytes.subarray(lineEnd + 1, lineEnd + 1 + SNAPSHOT_TAIL.length).compare(SNAPSHOT_TAIL) !== 0) return undefined;
-    const pet = readPetLine(bytes, pos, contentEnd) ?? parseLineIfPet(bytes.toString('utf8', pos, contentEnd), records);
-    // Not one pet on this line: laid out by hand, so the general parser reads the whole file.
-    if (pet === undefined) return undefined;
-    pets.push(pet);
+    if (readPetLine(bytes, pos, contentEnd, line) && line.id > index.lastId) {
+      index.appendInPlace(line.id, line.status, bytes, pos, contentEnd);
+    } else {
+      const n = index.size + 1;
+      const where = (): string => `${file}, pet #${n}`;
+      const pet = parseLineIfPet(bytes.toString('utf8', pos, contentEnd), records);
+      // Not one pet on this line: laid out by hand, so the general parser reads the whole file.
+      if (pet === undefined) return undefined;
+      appendPet(index, pet, where);
+    }
     pos = lineEnd + 1;
   }
 }
@@ -124,38 +141,48 @@ function parseSnapshotDocument(text: string, file: string, records: RecordSink):
   }
   const list = document['pets'];
   if (!Array.isArray(list)) throw new StoreOpenError(`${file} has no "pets" array`);
-  const pets = checkOrder(list.map((value, i) => toPet(value, () => `${file}, pet #${i + 1}`, records)), file);
-  return { pets, journal: version === 2 ? Number(journal) : undefined };
+  const index = new PetIndex();
+  for (const [i, value] of list.entries()) {
+    const where = (): string => `${file}, pet #${i + 1}`;
+    appendPet(index, toPet(value, where, records), where);
+  }
+  return { index, journal: version === 2 ? Number(journal) : undefined };
 }
 
-function checkOrder(pets: Pet[], file: string): Pet[] {
-  let lastId = 0;
-  for (const [i, pet] of pets.entries()) {
-    if (pet.id <= lastId) throw new StoreOpenError(`${file}, pet #${i + 1}: id ${pet.id} is not above the previous id ${lastId}`);
-    lastId = pet.id;
-  }
-  return pets;
+function checkOrder(index: PetIndex, id: number, where: () => string): void {
+  if (id <= index.lastId) throw new StoreOpenError(`${where()}: id ${id} is not above the previous id ${index.lastId}`);
+}
+
+/** A pet the general parser read: its text is made again in the store's own form, and copied in. */
+function appendPet(index: PetIndex, pet: Pet, where: () => string): void {
+  checkOrder(index, pet.id, where);
+  index.append(pet);
 }
 
 export interface JournalContents {
-  pets: Pet[];
   /** Bytes of complete lines; a torn last line (a crash mid-append, never acknowledged) lies beyond. */
   completeLength: number;
 }
 
 /** Parses a journal. Only an unterminated final line is forgiven: it is a write that was never acknowledged. */
-export function parseJournal(bytes: Buffer, file: string, records: RecordSink = []): JournalContents {
+export function parseJournal(bytes: Buffer, file: string, onPet: PetSink, records: RecordSink = []): JournalContents {
   const end = bytes.lastIndexOf(0x0a) + 1;
   checkUtf8(bytes.subarray(0, end), file);
-  const pets: Pet[] = [];
+  const line: PetLine = { id: 0, status: undefined };
   let pos = 0;
-  while (pos < end) {
+  for (let n = 1; pos < end; n++) {
     const lineEnd = bytes.indexOf(0x0a, pos);
-    const line = pets.length + 1;
-    pets.push(readPetLine(bytes, pos, lineEnd) ?? parseLine(bytes.toString('utf8', pos, lineEnd), () => `${file}, line ${line}`, records));
+    const where = (): string => `${file}, line ${n}`;
+    if (readPetLine(bytes, pos, lineEnd, line)) {
+      onPet(line.id, line.status, bytes, pos, lineEnd, where, true);
+    } else {
+      const pet = parseLine(bytes.toString('utf8', pos, lineEnd), where, records);
+      const text = Buffer.from(petJson(pet));
+      onPet(pet.id, pet.status, text, 0, text.length, where, false);
+    }
     pos = lineEnd + 1;
   }
-  return { pets, completeLength: end };
+  return { completeLength: end };
 }
 
 function parseLineIfPet(text: string, records: RecordSink): Pet | undefined {
@@ -191,7 +218,7 @@ function decodeUtf8(bytes: Uint8Array, file: string): string {
   }
 }
 
-function toPet(value: JsonValue, where: () => string, records: RecordSink): StoredPet {
+function toPet(value: JsonValue, where: () => string, records: RecordSink): Pet {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new StoreOpenError(`${where()}: not a JSON object`);
   try {
     for (const key of Object.keys(value)) {
@@ -209,7 +236,9 @@ function toPet(value: JsonValue, where: () => string, records: RecordSink): Stor
       if (!isIdempotencyRecord(record)) throw new ValidationError('field "idempotency" must be {"scope", "key", "at"}');
       records.push({ id: Number(id), record: { scope: record.scope, key: record.key, at: Number(record.at) } });
     }
-    return StoredPet.from({ id: Number(id), name, categoryId, status: status === undefined ? undefined : validateStatus(status, 'field "status"') });
+    const pet: Pet = { id: Number(id), name, categoryId };
+    if (status !== undefined) pet.status = validateStatus(status, 'field "status"');
+    return pet;
   } catch (error) {
     if (error instanceof ValidationError) throw new StoreOpenError(`${where()}: ${error.message}`, { cause: error });
     throw error;

@@ -1,5 +1,5 @@
 import type { LockFile } from '../lib/lock-file.js';
-import { StoredPet, type NewPet, type Pet } from '../pet/pet.js';
+import { petJson, type NewPet, type Pet } from '../pet/pet.js';
 import type { Compaction } from './compaction.js';
 import { journalLines } from './data-lines.js';
 import type { IdempotencyIndex, IdempotencyRecord } from './idempotency.js';
@@ -7,7 +7,7 @@ import type { Journal } from './journal.js';
 import { openStore, type FileStoreOptions, type OpenedStore } from './open-store.js';
 import type { PetIndex } from './pet-index.js';
 import {
-  IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type PetStore,
+  IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type ListText, type PetStore,
 } from './store.js';
 
 interface PendingCreate {
@@ -83,6 +83,14 @@ export class FileStore implements PetStore {
     return this.#index.get(id);
   }
 
+  listText(query: ListQuery): ListText {
+    return this.#index.listText(query);
+  }
+
+  getText(id: number): string | undefined {
+    return this.#index.getText(id);
+  }
+
   create(pet: NewPet): Promise<Pet> {
     return this.#enqueue(pet, undefined);
   }
@@ -134,16 +142,17 @@ export class FileStore implements PetStore {
       return;
     }
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
-    const pets = batch.map(({ pet }) => StoredPet.from({ id: this.#nextId++, name: pet.name, categoryId: pet.categoryId, status: pet.status }));
+    const pets = batch.map(({ pet }) => withId(this.#nextId++, pet));
+    const texts = pets.map(petJson);
     try {
-      await this.#journal.append(Buffer.from(journalLines(pets, batch.map((p) => p.record))));
+      await this.#journal.append(Buffer.from(journalLines(texts, batch.map((p) => p.record))));
     } catch (error) {
       this.#refuse(batch, new StoreUnavailableError('the pet could not be written durably', { cause: error }));
       this.#scheduleRecovery();
       return;
     }
     for (const [i, pet] of pets.entries()) {
-      this.#index.append(pet);
+      this.#index.appendText(pet.id, pet.status, Buffer.from(texts[i] as string));
       const pending = batch[i] as PendingCreate;
       if (pending.record !== undefined) this.#idempotency.end(pending.record, pet.id);
       pending.resolve(pet);
@@ -200,4 +209,9 @@ export class FileStore implements PetStore {
 /** The same pet, as the client meant it: name, the exact categoryId digits and status. */
 function samePet(stored: Pet, pet: NewPet): boolean {
   return stored.name === pet.name && stored.categoryId === pet.categoryId && stored.status === pet.status;
+}
+
+/** The stored Pet: a plain object, without a `status` member when it has none. */
+function withId(id: number, pet: NewPet): Pet {
+  return pet.status === undefined ? { id, name: pet.name, categoryId: pet.categoryId } : { id, name: pet.name, categoryId: pet.categoryId, status: pet.status };
 }

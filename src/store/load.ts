@@ -44,12 +44,11 @@ export const listDirectory = (fs: FileSystem, dir: string): Promise<string[]> =>
  * incomplete (test/copy-while-running.test.ts tells how a copy comes to miss one).
  */
 export async function readDirectory(fs: FileSystem, dir: string, names: readonly string[]): Promise<LoadedDirectory> {
-  const index = new PetIndex();
   const snapshotPath = join(dir, SNAPSHOT_FILE);
   const bytes = await readIfExists(fs, snapshotPath);
   const records: RecordSink = [];
   const snapshot = bytes === undefined ? undefined : parseSnapshot(bytes, snapshotPath, records);
-  for (const pet of snapshot?.pets ?? []) index.append(pet);
+  const index = snapshot?.index ?? new PetIndex();
 
   const generations = names.map(journalGeneration).filter((g): g is number => g !== undefined).sort((a, b) => a - b);
   // Journals before the snapshot's generation are in it already (a crash came before they were removed).
@@ -61,15 +60,15 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   for (const [i, generation] of live.entries()) {
     const path = join(dir, journalFile(generation));
     const journal = await openStep(`cannot read ${path}`, () => fs.readFile(path));
-    const { pets, completeLength } = parseJournal(journal, path, records);
+    const { completeLength } = parseJournal(journal, path, (id, status, text, start, end, where, inFile) => {
+      // Format 1 does not say which journals its snapshot covers: lines at or below its last id are in it.
+      if (snapshot?.journal === undefined && id <= snapshotLastId) return;
+      if (id <= index.lastId) throw new StoreOpenError(`${where()}: id ${id} is not above the previous id ${index.lastId}`);
+      if (inFile) index.appendInPlace(id, status, text, start, end);
+      else index.appendText(id, status, text, start, end);
+    }, records);
     if (completeLength < journal.length && i < live.length - 1) {
       throw new StoreOpenError(`${path} ends in an incomplete line but is not the newest journal`);
-    }
-    for (const [line, pet] of pets.entries()) {
-      // Format 1 does not say which journals its snapshot covers: lines at or below its last id are in it.
-      if (snapshot?.journal === undefined && pet.id <= snapshotLastId) continue;
-      if (pet.id <= index.lastId) throw new StoreOpenError(`${path}, line ${line + 1}: id ${pet.id} is not above the previous id ${index.lastId}`);
-      index.append(pet);
     }
     journalLength = completeLength;
     tornBytes = journal.length - completeLength;

@@ -1,62 +1,70 @@
-import { PET_STATUSES, type PetStatus } from '../pet/contract.js';
-import type { Pet } from '../pet/pet.js';
-import type { ListPage, ListQuery } from './store.js';
+import type { PetStatus } from '../pet/contract.js';
+import { petFromJson, petJson, type Pet } from '../pet/pet.js';
+import { PetArena, statusCode } from './pet-arena.js';
+import type { ListPage, ListQuery, ListText } from './store.js';
 
 /**
- * The pets in memory, ascending by id, with one list per status. Pets are only ever appended with a
- * larger id, so every list stays sorted and a cursor page is a binary search plus a slice:
- * O(log n + limit), whatever the size of the store.
+ * The pets in memory, ascending by id, with one list per status, kept in a PetArena as their exact
+ * JSON text. Reads hand out either that text (for the HTTP answers) or plain Pet objects made from it
+ * on demand (for embedders). A cursor page is a binary search plus a copy: O(log n + limit).
  */
 export class PetIndex {
-  #all: Pet[] = [];
-  #byStatus = new Map<PetStatus, Pet[]>(PET_STATUSES.map((status) => [status, []]));
+  readonly #arena: PetArena;
+
+  /** `capacity`: how many pets to make room for at once (more are made room for as they come). */
+  constructor(capacity?: number) {
+    this.#arena = new PetArena(capacity);
+  }
 
   get size(): number {
-    return this.#all.length;
+    return this.#arena.size;
   }
 
   get lastId(): number {
-    return this.#all.at(-1)?.id ?? 0;
+    return this.#arena.lastId;
   }
 
-  /** All pets in id order; the caller must not change the array. */
-  get all(): readonly Pet[] {
-    return this.#all;
+  /** Adds a pet whose exact JSON text (`petJson`) is `bytes[start..end)`; its id must be above the last. */
+  appendText(id: number, status: PetStatus | undefined, bytes: Uint8Array, start = 0, end = bytes.length): void {
+    this.#arena.append(id, statusCode(status), bytes, start, end);
+  }
+
+  /** As appendText, keeping the text where it is in `buffer`, which must never change (a data file read at start). */
+  appendInPlace(id: number, status: PetStatus | undefined, buffer: Buffer, start: number, end: number): void {
+    this.#arena.appendInPlace(id, statusCode(status), buffer, start, end);
   }
 
   append(pet: Pet): void {
-    if (pet.id <= this.lastId) throw new RangeError(`pet id ${pet.id} is not above the last id ${this.lastId}`);
-    this.#all.push(pet);
-    if (pet.status !== undefined) this.#byStatus.get(pet.status)?.push(pet);
+    this.appendText(pet.id, pet.status, Buffer.from(petJson(pet)));
   }
 
   get(id: number): Pet | undefined {
-    const all = this.#all;
-    // Ids are dense (1, 2, 3, …) except where a failed commit took some: try the position the id
-    // would have first, one memory access instead of a search that misses the cache at every step.
-    const guess = all[id - (all[0]?.id ?? 1)];
-    if (guess !== undefined && guess.id === id) return guess;
-    const pet = all[firstAbove(all, id - 1)];
-    return pet !== undefined && pet.id === id ? pet : undefined;
+    const text = this.getText(id);
+    return text === undefined ? undefined : petFromJson(text);
+  }
+
+  getText(id: number): string | undefined {
+    const at = this.#arena.positionOf(id);
+    return at === -1 ? undefined : this.#arena.textAt(at).toString();
   }
 
   list(query: ListQuery): ListPage {
-    const pets = query.status === undefined ? this.#all : (this.#byStatus.get(query.status) ?? []);
-    const start = firstAbove(pets, query.after);
-    const end = start + query.limit;
-    return { pets: pets.slice(start, end), more: end < pets.length };
+    const { positions, more } = this.#page(query);
+    return { pets: positions.map((p) => petFromJson(this.#arena.textAt(p).toString())), more };
   }
-}
 
-/** Index of the first pet whose id is greater than `id` (pets sorted ascending). */
-function firstAbove(pets: readonly Pet[], id: number): number {
-  if (pets.length === 0 || (pets[0] as Pet).id > id) return 0; // the first page: no search
-  let low = 0;
-  let high = pets.length;
-  while (low < high) {
-    const mid = (low + high) >>> 1;
-    if ((pets[mid] as Pet).id <= id) low = mid + 1;
-    else high = mid;
+  listText(query: ListQuery): ListText {
+    const { positions, more } = this.#page(query);
+    const last = positions.at(-1);
+    return { json: this.#arena.jsonArray(positions).toString(), lastId: last === undefined ? undefined : this.#arena.idAt(last), more };
   }
-  return low;
+
+  /** The id and text of each of the first `count` pets, in id order (the text is a view: copy it before the arena changes). */
+  *texts(count: number): Generator<[id: number, text: Buffer]> {
+    for (let p = 0; p < count; p++) yield [this.#arena.idAt(p), this.#arena.textAt(p)];
+  }
+
+  #page(query: ListQuery): { positions: number[]; more: boolean } {
+    return this.#arena.page(query.after, query.limit, statusCode(query.status));
+  }
 }

@@ -1,12 +1,11 @@
 import { INT64_MAX, INT64_MIN, NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from '../pet/contract.js';
-import { StoredPet } from '../pet/pet.js';
 
 /**
  * A fast reader for the one line format the store itself writes, `petJson(pet)`:
  * `{"id":1,"name":"Rex","categoryId":7,"status":"sold"}`. Start-up with a million pets must take
  * well under two seconds, and a general JSON parse of that many lines takes longer than that.
- * Such a line is exactly the pet's JSON text, so the pet keeps it as its text (a fresh string that
- * does not pin the file buffer in memory). Anything not in exactly that form (a name with escapes, a
+ * Such a line is exactly the pet's JSON text, whose bytes the store then keeps as they are.
+ * Anything not in exactly that form (a name with escapes, a
  * hand-edited line) returns undefined and goes through the strict general parser instead, which also
  * reports what is wrong.
  */
@@ -15,57 +14,63 @@ const NAME = bytes(',"name":"');
 const CATEGORY = bytes('","categoryId":');
 const STATUS = bytes(',"status":"');
 const END_STATUS = bytes('"}');
-// The status constants themselves, so that a million pets share three strings.
-const STATUS_BY_TEXT = new Map<string, PetStatus>(PET_STATUSES.map((status) => [status, status]));
+const STATUS_TEXTS = PET_STATUSES.map((status) => ({ status, bytes: bytes(status) }));
 
-export function readPetLine(buf: Buffer, start: number, end: number): StoredPet | undefined {
+/** What readPetLine found on a line it accepted. */
+export interface PetLine {
+  id: number;
+  status: PetStatus | undefined;
+}
+
+/** True, with `out` filled in, when `buf[start..end)` is a valid pet in the store's own form. */
+export function readPetLine(buf: Buffer, start: number, end: number, out: PetLine): boolean {
   let pos = expect(buf, start, ID);
-  if (pos < 0) return undefined;
+  if (pos < 0) return false;
   let id = 0;
   const idStart = pos;
   while (pos < end && isDigit(buf[pos] as number) && pos - idStart < 15) id = id * 10 + ((buf[pos++] as number) - 0x30);
-  if (pos === idStart || buf[idStart] === 0x30) return undefined;
+  if (pos === idStart || buf[idStart] === 0x30) return false;
   pos = expect(buf, pos, NAME);
-  if (pos < 0) return undefined;
-  let ascii = true;
+  if (pos < 0) return false;
   let nameLength = 0; // in UTF-16 units, counted from the (already validated) UTF-8 bytes
   for (;; pos++) {
-    if (pos >= end) return undefined;
+    if (pos >= end) return false;
     const c = buf[pos] as number;
     if (c === 0x22) break;
-    if (c === 0x5c || c < 0x20) return undefined; // escapes: left to the general parser
-    if (c >= 0x80) ascii = false;
+    if (c === 0x5c || c < 0x20) return false; // escapes: left to the general parser
     if ((c & 0xc0) !== 0x80) nameLength++; // not a continuation byte: a character begins
     if (c >= 0xf0) nameLength++; // four bytes: a surrogate pair in UTF-16
   }
   pos = expect(buf, pos, CATEGORY);
-  if (pos < 0) return undefined;
+  if (pos < 0) return false;
   const negative = buf[pos] === 0x2d;
   if (negative) pos++;
   const digitsStart = pos;
   while (pos < end && isDigit(buf[pos] as number)) pos++;
   const digits = pos - digitsStart;
-  if (digits === 0 || digits > 19 || (digits > 1 && buf[digitsStart] === 0x30) || (negative && digits === 1 && buf[digitsStart] === 0x30)) return undefined;
+  if (digits === 0 || digits > 19 || (digits > 1 && buf[digitsStart] === 0x30) || (negative && digits === 1 && buf[digitsStart] === 0x30)) return false;
   // Fifteen digits or fewer are always inside int64; only longer ones need an exact comparison.
   if (digits > 15) {
     const categoryId = BigInt(buf.toString('latin1', digitsStart - (negative ? 1 : 0), pos));
-    if (categoryId < INT64_MIN || categoryId > INT64_MAX) return undefined;
+    if (categoryId < INT64_MIN || categoryId > INT64_MAX) return false;
   }
   let status: PetStatus | undefined;
   if (buf[pos] === 0x7d) {
     pos++;
   } else {
     pos = expect(buf, pos, STATUS);
-    if (pos < 0) return undefined;
-    const statusStart = pos;
-    while (pos < end && buf[pos] !== 0x22) pos++;
-    status = STATUS_BY_TEXT.get(buf.toString('latin1', statusStart, pos));
-    pos = expect(buf, pos, END_STATUS);
-    if (pos < 0 || status === undefined) return undefined;
+    if (pos < 0) return false;
+    // Compared as bytes, not decoded: a million lines would make a million short strings.
+    status = STATUS_TEXTS.find((candidate) => expect(buf, pos, candidate.bytes) > 0)?.status;
+    if (status === undefined) return false;
+    pos = expect(buf, pos + status.length, END_STATUS);
+    if (pos < 0) return false;
   }
   // Only a pet that is certainly valid is taken here; anything doubtful goes to the general parser.
-  if (pos !== end || nameLength === 0 || nameLength > NAME_MAX_LENGTH) return undefined;
-  return new StoredPet(id, status, buf.toString(ascii ? 'latin1' : 'utf8', start, end));
+  if (pos !== end || nameLength === 0 || nameLength > NAME_MAX_LENGTH) return false;
+  out.id = id;
+  out.status = status;
+  return true;
 }
 
 function bytes(text: string): Buffer {

@@ -15,6 +15,13 @@ export interface ListPage {
   more: boolean;
 }
 
+/** A page as JSON text: what `petsJson` of the page's pets would be, and the last id for the cursor. */
+export interface ListText {
+  json: string;
+  lastId: number | undefined;
+  more: boolean;
+}
+
 /**
  * What the HTTP layer needs from storage. The file store implements it; an embedder may supply
  * another (an in-memory one, a database). Reads may answer synchronously or with a promise.
@@ -26,6 +33,13 @@ export interface ListPage {
 export interface PetStore {
   list(query: ListQuery): ListPage | Promise<ListPage>;
   get(id: number): Pet | undefined | Promise<Pet | undefined>;
+  /**
+   * Optional fast paths: a page, or one pet, as the JSON text the API answers with (exactly `petsJson`
+   * and `petJson` of what `list` and `get` return). A store that keeps pets as text saves the
+   * formatting; without them the HTTP layer formats what `list` and `get` return.
+   */
+  listText?(query: ListQuery): ListText | Promise<ListText>;
+  getText?(id: number): string | undefined | Promise<string | undefined>;
   create(pet: NewPet): Promise<Pet>;
   /**
    * Optional: `create` once per idempotency key and API key within the store's window. A repeat with

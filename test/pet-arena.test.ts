@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { PetArena, statusCode, type StatusCode } from '#dist/store/pet-arena.js';
+
+const text = (id: number, name: string, status?: string): string =>
+  `{"id":${id},"name":${JSON.stringify(name)},"categoryId":${id * 7}${status === undefined ? '' : `,"status":"${status}"`}}`;
+
+function fill(arena: PetArena, ids: readonly number[], name: (id: number) => string, status: (id: number) => string | undefined): Map<number, string> {
+  const texts = new Map<number, string>();
+  for (const id of ids) {
+    const s = status(id);
+    const t = text(id, name(id), s);
+    texts.set(id, t);
+    arena.append(id, statusCode(s as never), Buffer.from(t));
+  }
+  return texts;
+}
+
+test('each pet\'s text comes back byte for byte, across chunk boundaries and with multi-byte names', () => {
+  const arena = new PetArena();
+  // About 3 MiB of pets: several 1 MiB chunks, with names of 1-, 2-, 3- and 4-byte characters.
+  const names = ['Rex', 'Zoë', '猫', '🐕 dog', 'x'.repeat(256), '🐈'.repeat(256)];
+  const ids = Array.from({ length: 6000 }, (_, i) => i + 1);
+  const texts = fill(arena, ids, (id) => `${names[id % names.length]} ${id}`, () => undefined);
+  assert.equal(arena.size, ids.length);
+  for (const id of ids) {
+    const at = arena.positionOf(id);
+    assert.equal(arena.textAt(at).toString('utf8'), texts.get(id), `pet ${id}`);
+  }
+});
+
+test('a text that does not fit the rest of a chunk starts the next one whole', () => {
+  const arena = new PetArena();
+  const big = 'n'.repeat(200);
+  const ids = Array.from({ length: 8000 }, (_, i) => i + 1); // 8,000 × ~240 bytes: crosses 1 MiB
+  const texts = fill(arena, ids, () => big, () => undefined);
+  let crossed = false;
+  for (const id of ids) {
+    const view = arena.textAt(arena.positionOf(id));
+    assert.equal(view.toString(), texts.get(id));
+    if (id > 1 && view.byteOffset === 0) crossed = true;
+  }
+  assert.ok(crossed, 'some pet starts a new chunk');
+});
+
+test('positionOf finds ids with gaps (ids used up by failed creates) and answers -1 for the rest', () => {
+  const arena = new PetArena();
+  const ids = [1, 2, 3, 7, 8, 20, 21, 1000];
+  fill(arena, ids, (id) => `p${id}`, () => undefined);
+  for (const [position, id] of ids.entries()) assert.equal(arena.positionOf(id), position);
+  for (const missing of [0, 4, 6, 9, 19, 22, 999, 1001, -1]) assert.equal(arena.positionOf(missing), -1, String(missing));
+  assert.equal(new PetArena().positionOf(1), -1);
+  assert.equal(arena.lastId, 1000);
+});
+
+test('a page starts after the cursor, holds at most limit pets, says whether more follow, and filters by status', () => {
+  const arena = new PetArena();
+  const statuses = [undefined, 'available', 'pending', 'sold'];
+  const ids = Array.from({ length: 50 }, (_, i) => i * 2 + 1); // odd ids 1..99
+  fill(arena, ids, (id) => `p${id}`, (id) => statuses[id % 4]);
+  const idsOf = (page: { positions: number[] }): number[] => page.positions.map((p) => arena.idAt(p));
+  assert.deepEqual(idsOf(arena.page(0, 3, 0)), [1, 3, 5]);
+  assert.deepEqual(idsOf(arena.page(4, 3, 0)), [5, 7, 9]);
+  assert.deepEqual(arena.page(95, 3, 0), { positions: [48, 49], more: false });
+  assert.equal(arena.page(0, 49, 0).more, true);
+  assert.equal(arena.page(0, 50, 0).more, false);
+  const sold = (id: number): boolean => statuses[id % 4] === 'sold';
+  const expected = ids.filter(sold);
+  assert.deepEqual(idsOf(arena.page(0, 100, 3 as StatusCode)), expected);
+  assert.deepEqual(idsOf(arena.page(expected[2] as number, 2, 3 as StatusCode)), expected.slice(3, 5));
+  assert.deepEqual(arena.page(1000, 10, 1), { positions: [], more: false });
+});
+
+test('jsonArray joins the texts of a page into one JSON array', () => {
+  const arena = new PetArena();
+  const texts = fill(arena, [1, 2, 3], (id) => ['Rex', 'Zoë', '🐕'][id - 1] as string, () => 'sold');
+  assert.equal(arena.jsonArray([0, 1, 2]).toString(), `[${[...texts.values()].join(',')}]`);
+  assert.equal(arena.jsonArray([]).toString(), '[]');
+  assert.deepEqual(JSON.parse(arena.jsonArray([1]).toString()), [{ id: 2, name: 'Zoë', categoryId: 14, status: 'sold' }]);
+});
+
+test('ids must rise: an id at or below the last one is refused', () => {
+  const arena = new PetArena();
+  arena.append(5, 0, Buffer.from(text(5, 'a')));
+  assert.throws(() => arena.append(5, 0, Buffer.from(text(5, 'b'))), RangeError);
+  assert.throws(() => arena.append(4, 0, Buffer.from(text(4, 'b'))), RangeError);
+  assert.equal(arena.size, 1);
+});
+
+test('many statuses and pets grow the typed arrays without losing any', () => {
+  const arena = new PetArena();
+  const ids = Array.from({ length: 20_000 }, (_, i) => i + 1);
+  fill(arena, ids, (id) => `p${id}`, (id) => (id % 3 === 0 ? 'pending' : undefined));
+  const pending = arena.page(0, 100_000, statusCode('pending')).positions.map((p) => arena.idAt(p));
+  assert.deepEqual(pending, ids.filter((id) => id % 3 === 0));
+  assert.equal(arena.positionOf(20_000), 19_999);
+});
