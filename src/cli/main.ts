@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { envKeys, helpText, resolveConfig, resolveSetting, SETTINGS, UsageError } from './config.js';
 import { keyFilePath, readKeyFile } from '../auth/key-file.js';
-import { runKeysCommand } from './keys-command.js';
+import { keyFileStorage, runKeysCommand } from './keys-command.js';
 import { listen } from '../service/listen.js';
 import { jsonLogger } from '../lib/logger.js';
 import { StoreOpenError } from '../store/store.js';
@@ -25,9 +25,21 @@ async function main(args: readonly string[]): Promise<void> {
   const flags = values as Record<string, string | undefined>;
   const label = values.label as string | undefined;
   if (label !== undefined && !(positionals[0] === 'keys' && positionals[1] === 'create')) throw new UsageError('--label applies only to "keys create"');
+  const out = (line: string): void => void process.stdout.write(line + '\n');
+  const databaseUrl = resolveSetting('databaseUrl', flags, process.env);
+  if (positionals[0] === 'keys' && databaseUrl !== undefined) {
+    const { runDatabaseKeysCommand } = await import('./database-command.js');
+    await runDatabaseKeysCommand(databaseUrl, positionals.slice(1), label, out);
+    return;
+  }
   if (positionals[0] === 'keys') {
     const dataDir = resolveSetting('dataDir', flags, process.env);
-    await runKeysCommand(dataDir, positionals.slice(1), label, (line) => process.stdout.write(line + '\n'));
+    await runKeysCommand(keyFileStorage(dataDir), positionals.slice(1), label, out);
+    return;
+  }
+  if (positionals[0] === 'migrate') {
+    const { runMigrateCommand } = await import('./database-command.js');
+    await runMigrateCommand(resolveSetting('dataDir', flags, process.env), databaseUrl, positionals.slice(1), out);
     return;
   }
   const config = resolveConfig(flags, process.env);
@@ -42,12 +54,12 @@ async function main(args: readonly string[]): Promise<void> {
     onKeyGenerated: (key) => {
       process.stderr.write(
         `No API key was configured, so one was generated. It is shown only this once; ` +
-        `only its SHA-256 hash is kept in ${config.dataDir}/keys.json:\n\n  ${key}\n\n`,
+        `only its SHA-256 hash is kept in ${config.databaseUrl === undefined ? `${config.dataDir}/keys.json` : 'the database'}:\n\n  ${key}\n\n`,
       );
     },
   });
   logger.info('listening', { url: `${running.url}/v1`, dataDir: config.dataDir, pid: process.pid });
-  if (keys.length === 0 && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
+  if (keys.length === 0 && config.databaseUrl === undefined && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
     logger.error(`no API key is configured: every request under /v1 is refused until one is created with "keys create"`);
   }
 

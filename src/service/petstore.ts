@@ -12,6 +12,13 @@ export interface PetstoreOptions {
   dataDir?: string;
   /** A store of the embedder's own instead of the file store in `dataDir`. */
   store?: PetStore;
+  /**
+   * A PostgreSQL URL: pets and API keys are kept in that database, shared by every instance on it,
+   * instead of in `dataDir` (needs the `postgres` package). Ignored when `store` is given.
+   */
+  databaseUrl?: string | undefined;
+  /** Database connections at most (default 10). */
+  databasePool?: number | undefined;
   /** API keys accepted besides those in `<dataDir>/keys.json`; only their SHA-256 hashes are kept. */
   keys?: readonly string[];
   /** Largest accepted request body in bytes (default 65536). */
@@ -39,7 +46,7 @@ export interface PetstoreService {
 /** @deprecated The old name of PetstoreService, one letter away from the storage interface PetStore; kept for 1.x. */
 export type Petstore = PetstoreService;
 
-export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30 } as const;
+export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30, databasePool: 10 } as const;
 
 /**
  * Creates the service: opens the store, loads the keys, returns the request listener. No key, no
@@ -47,6 +54,11 @@ export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30 } as const;
  */
 export async function createPetstore(options: PetstoreOptions): Promise<PetstoreService> {
   const logger = options.logger ?? jsonLogger();
+  if (options.databaseUrl !== undefined && options.store === undefined) {
+    const { openDatabase } = await import('./database.js');
+    const database = await openDatabase({ ...options, databaseUrl: options.databaseUrl, databasePool: options.databasePool ?? DEFAULTS.databasePool }, logger);
+    return service(database.store, database.keyring, options, logger, database.close);
+  }
   let store = options.store;
   if (store === undefined) {
     if (options.dataDir === undefined) throw new TypeError('createPetstore needs a dataDir or a store');
@@ -71,8 +83,12 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
     await opened.close();
     throw error;
   }
+  return service(opened, keyring, options, logger, () => opened.close());
+}
+
+function service(store: PetStore, keyring: Keyring, options: PetstoreOptions, logger: Logger, closeStore: () => Promise<void>): PetstoreService {
   const handler = createApp({
-    store: opened,
+    store,
     keyring,
     limiter: new AuthLimiter(options.authFailureLimit ?? DEFAULTS.authFailureLimit),
     bodyLimit: options.bodyLimit ?? DEFAULTS.bodyLimit,
@@ -81,10 +97,10 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
   });
   const close = async (): Promise<void> => {
     try {
-      await opened.close();
+      await closeStore();
     } finally {
       logger.flush?.();
     }
   };
-  return { handler, store: opened, close };
+  return { handler, store, close };
 }
