@@ -89,8 +89,8 @@ export class PostgresStore implements PetStore {
     const limit = query.limit + 1;
     return this.#read(async () => {
       const rows = query.status === undefined
-        ? await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE id > ${query.after} ORDER BY id LIMIT ${limit}`
-        : await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE status = ${query.status} AND id > ${query.after} ORDER BY id LIMIT ${limit}`;
+        ? await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE id > ${query.after} ORDER BY pets.id LIMIT ${limit}`
+        : await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE status = ${query.status} AND id > ${query.after} ORDER BY pets.id LIMIT ${limit}`;
       return { pets: rows.slice(0, query.limit).map(toPet), more: rows.length > query.limit };
     });
   }
