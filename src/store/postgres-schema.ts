@@ -1,4 +1,4 @@
-import type { Sql, TransactionSql } from 'postgres';
+import type { ReservedSql, Sql } from 'postgres';
 import { StoreOpenError } from './store.js';
 
 /**
@@ -51,24 +51,50 @@ export async function migrate(sql: Sql, migrations: readonly (readonly string[])
   const current = await schemaVersion(sql);
   if (current === target) return { from: current, to: current };
   refuseNewer(current, target);
-  return sql.begin(async (tx) => {
-    await tx`SET LOCAL statement_timeout = '60s'`;
-    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
-    // Another instance may have migrated while this one waited for the lock.
-    const from = await schemaVersion(tx);
-    refuseNewer(from, target);
-    if (from === 0) {
-      await tx.unsafe('CREATE SCHEMA IF NOT EXISTS petstore');
-      await tx.unsafe('CREATE TABLE petstore.schema_version (one boolean PRIMARY KEY DEFAULT true CHECK (one), version integer NOT NULL)');
-      await tx.unsafe('INSERT INTO petstore.schema_version (version) VALUES (0)');
+  // Instances starting together migrate one at a time. The lock is taken before the transaction
+  // begins, so that the transaction sees the tables another instance has just created (a lock taken
+  // inside it would leave this session's catalog cache from before the wait).
+  const session = await sql.reserve();
+  try {
+    await session`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
+    try {
+      return await inTransaction(session, async () => {
+        await session`SET LOCAL statement_timeout = '60s'`;
+        // Another instance may have migrated while this one waited for the lock.
+        const from = await schemaVersion(session);
+        refuseNewer(from, target);
+        if (from === 0) {
+          await session.unsafe('CREATE SCHEMA IF NOT EXISTS petstore');
+          await session.unsafe('CREATE TABLE petstore.schema_version (one boolean PRIMARY KEY DEFAULT true CHECK (one), version integer NOT NULL)');
+          await session.unsafe('INSERT INTO petstore.schema_version (version) VALUES (0)');
+        }
+        for (const statement of migrations.slice(from).flat()) await session.unsafe(statement);
+        await session`UPDATE petstore.schema_version SET version = ${target}`;
+        return { from, to: target };
+      });
+    } finally {
+      await session`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`;
     }
-    for (const statement of migrations.slice(from).flat()) await tx.unsafe(statement);
-    await tx`UPDATE petstore.schema_version SET version = ${target}`;
-    return { from, to: target };
-  });
+  } finally {
+    session.release();
+  }
 }
 
-async function schemaVersion(sql: Sql | TransactionSql): Promise<number> {
+/** BEGIN, `work`, COMMIT; ROLLBACK when `work` fails. */
+async function inTransaction<T>(session: ReservedSql, work: () => Promise<T>): Promise<T> {
+  await session`BEGIN`;
+  let result: T;
+  try {
+    result = await work();
+  } catch (error) {
+    await session`ROLLBACK`;
+    throw error;
+  }
+  await session`COMMIT`;
+  return result;
+}
+
+async function schemaVersion(sql: Sql): Promise<number> {
   const [table] = await sql<[{ exists: boolean }]>`SELECT to_regclass('petstore.schema_version') IS NOT NULL AS exists`;
   if (table?.exists !== true) return 0;
   const [row] = await sql<[{ version: number }]>`SELECT version FROM petstore.schema_version`;
