@@ -48,12 +48,13 @@ function childEnv() {
 /**
  * Spawns the server (`kind` "server", on `dataDir`), the floor ("floor") or the floor with the
  * contract's response headers ("headers"), waits for its "listening" line and one answered GET.
+ * `serverArgs` are further flags for the server (`--database-url …`).
  * `startMs` is spawn → first answer. Request log lines are read and dropped.
  */
-export async function start(kind, { dataDir, nodeFlags = [] } = {}) {
+export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [] } = {}) {
   const script = kind === 'server' ? join(ROOT, 'dist/server.js') : join(ROOT, 'bench/floor.js');
   const args = [...nodeFlags, script, '--port', '0', '--host', '127.0.0.1'];
-  if (kind === 'server') args.push('--data-dir', dataDir);
+  if (kind === 'server') args.push('--data-dir', dataDir, ...serverArgs);
   if (kind === 'headers') args.push('--contract-headers');
   const t0 = performance.now();
   const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });

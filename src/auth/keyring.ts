@@ -22,6 +22,7 @@ export class Keyring {
   readonly #keyFile: string | undefined;
   readonly #onReloadError: (error: unknown) => void;
   #fromFile: Buffer[] = [];
+  #shared: Buffer[] = [];
   #fileVersion = '';
   #checkedAt = 0;
 
@@ -53,7 +54,13 @@ export class Keyring {
     let found = false;
     for (const stored of this.#fixed) found = timingSafeEqual(stored, presented) || found;
     for (const stored of this.#fromFile) found = timingSafeEqual(stored, presented) || found;
+    for (const stored of this.#shared) found = timingSafeEqual(stored, presented) || found;
     return found ? presented.toString('base64url') : undefined;
+  }
+
+  /** Replaces the keys kept elsewhere (a database), given as hex SHA-256 digests; see KeyPoller. */
+  setSharedKeys(sha256: readonly string[]): void {
+    this.#shared = sha256.map((hex) => Buffer.from(hex, 'hex'));
   }
 
   #reload(now: number, strict: boolean): void {

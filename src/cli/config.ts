@@ -25,6 +25,8 @@ export interface Config {
   keepAliveTimeout: number;
   maxHeaderSize: number;
   shutdownTimeout: number;
+  databaseUrl: string | undefined;
+  databasePool: number;
 }
 
 interface Setting<K extends keyof Config> {
@@ -81,6 +83,8 @@ export const SETTINGS = [
   setting({ key: 'keepAliveTimeout', flag: 'keep-alive-timeout', env: 'PETSTORE_KEEP_ALIVE_TIMEOUT', default: SERVER_DEFAULTS.keepAliveTimeout, help: 'ms an idle keep-alive connection stays open', parse: integer(1, 3_600_000) }),
   setting({ key: 'maxHeaderSize', flag: 'max-header-size', env: 'PETSTORE_MAX_HEADER_SIZE', default: SERVER_DEFAULTS.maxHeaderSize, help: 'largest request header block in bytes (431 beyond)', parse: integer(1024, 1024 * 1024) }),
   setting({ key: 'shutdownTimeout', flag: 'shutdown-timeout', env: 'PETSTORE_SHUTDOWN_TIMEOUT', default: SERVER_DEFAULTS.shutdownTimeout, help: 'ms a graceful stop waits for requests in flight', parse: integer(0, 3_600_000) }),
+  setting({ key: 'databaseUrl', flag: 'database-url', env: 'PETSTORE_DATABASE_URL', default: undefined, help: 'postgres://… : keep pets and keys in PostgreSQL, shared by instances (needs npm install postgres)', parse: text }),
+  setting({ key: 'databasePool', flag: 'database-pool', env: 'PETSTORE_DATABASE_POOL', default: DEFAULTS.databasePool, help: 'database connections at most, per instance', parse: integer(1, 1000) }),
 ] as const;
 
 /** Resolves every setting: flag, else environment, else default. */
@@ -124,6 +128,9 @@ export function helpText(): string {
     '  node dist/server.js keys create [--label <text>] [--data-dir <dir>]',
     '  node dist/server.js keys list [--data-dir <dir>]',
     '  node dist/server.js keys revoke <id> [--data-dir <dir>]',
+    '                      (keys commands act on the database instead with --database-url)',
+    '  node dist/server.js migrate --data-dir <dir> --database-url <url>',
+    '                      copy a file store (pets and keys) into an empty database',
     '  node dist/server.js backup <dest-dir> [--data-dir <dir>]',
     '                                           copy the data directory (also while a server runs on it)',
     '                                           into a new or empty <dest-dir>; start a server there to restore',

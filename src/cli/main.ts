@@ -8,7 +8,7 @@ import { BackupRefused, runBackupCommand } from './backup-command.js';
 import { envKeys, helpText, resolveConfig, resolveSetting } from './config.js';
 import { CommandError, UsageError } from './errors.js';
 import { KeyFileError, keyFilePath, readKeyFile } from '../auth/key-file.js';
-import { runKeysCommand } from './keys-command.js';
+import { keyFileStorage, runKeysCommand } from './keys-command.js';
 import { listen } from '../service/listen.js';
 import { jsonLogger } from '../lib/logger.js';
 import { StoreOpenError } from '../store/store.js';
@@ -27,13 +27,24 @@ async function main(args: readonly string[]): Promise<void> {
   const label = values['label'] as string | undefined;
   if (label !== undefined && !(positionals[0] === 'keys' && positionals[1] === 'create')) throw new UsageError('--label applies only to "keys create"');
   const print = (line: string): void => void process.stdout.write(line + '\n');
+  const databaseUrl = resolveSetting('databaseUrl', flags, process.env);
+  if (positionals[0] === 'keys' && databaseUrl !== undefined) {
+    const { runDatabaseKeysCommand } = await import('./database-command.js');
+    await runDatabaseKeysCommand(databaseUrl, positionals.slice(1), label, print);
+    return;
+  }
   if (positionals[0] === 'keys') {
-    await runKeysCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), label, print);
+    await runKeysCommand(keyFileStorage(resolveSetting('dataDir', flags, process.env)), positionals.slice(1), label, print);
     return;
   }
   if (positionals[0] === 'backup') {
     const dataDir = resolveSetting('dataDir', flags, process.env);
     await runBackupCommand(dataDir, positionals.slice(1), print).catch((error: unknown) => exitWithError(error, 'backup failed'));
+    return;
+  }
+  if (positionals[0] === 'migrate') {
+    const { runMigrateCommand } = await import('./database-command.js');
+    await runMigrateCommand(resolveSetting('dataDir', flags, process.env), databaseUrl, positionals.slice(1), print);
     return;
   }
   const config = resolveConfig(flags, process.env);
@@ -48,10 +59,11 @@ async function main(args: readonly string[]): Promise<void> {
     onKeyGenerated: (key) => {
       process.stderr.write(
         `No API key was configured, so one was generated. It is shown only this once; ` +
-        `only its SHA-256 hash is kept in ${config.dataDir}/keys.json:\n\n  ${key}\n\n`,
+        `only its SHA-256 hash is kept in ${config.databaseUrl === undefined ? `${config.dataDir}/keys.json` : 'the database'}:\n\n  ${key}\n\n`,
       );
     },
   });
+  const where = config.databaseUrl === undefined ? { dataDir: config.dataDir } : { database: 'PostgreSQL' };
   let stopping = false;
   const stop = (signal: string): void => {
     // A second signal must not end the process by signal half-way (journal and lock left behind).
@@ -65,7 +77,7 @@ async function main(args: readonly string[]): Promise<void> {
     running.close().then(
       // close() has already written out the gathered request lines (createPetstore's close flushes its logger).
       () => {
-        logger.info('stopped', { signal, ms: Date.now() - started, dataDir: config.dataDir, result: 'requests in flight finished, store closed and durable, lock released' });
+        logger.info('stopped', { signal, ms: Date.now() - started, ...where, result: 'requests in flight finished, store closed and durable, lock released' });
         process.exit(0);
       },
       (error: unknown) => {
@@ -77,8 +89,8 @@ async function main(args: readonly string[]): Promise<void> {
   // Before the line that says it listens: whoever reads that line may signal at once.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, dataDir: config.dataDir, pid: process.pid });
-  if (keys.length === 0 && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
+  logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, ...where, pid: process.pid });
+  if (keys.length === 0 && config.databaseUrl === undefined && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
     logger.error(`no API key is configured: every request under /v1 is refused until one is created with "keys create"`);
   }
 }

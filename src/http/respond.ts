@@ -63,7 +63,10 @@ function toHttpError(error: unknown): HttpError {
   if (error instanceof JsonSyntaxError) return new HttpError(400, 'invalid_request', `request body is not valid JSON: ${error.message}`);
   if (error instanceof IdempotencyKeyReusedError) return new HttpError(422, 'idempotency_key_reused', error.message);
   if (error instanceof RequestInProgressError) return new HttpError(409, 'request_in_progress', error.message, { 'retry-after': '1' });
-  if (error instanceof StoreUnavailableError) return new HttpError(503, 'unavailable', 'the pet could not be made durable and is not acknowledged; try again later', { 'retry-after': '1' });
+  if (error instanceof StoreUnavailableError) {
+    const message = error.operation === 'read' ? 'the pets cannot be read right now; try again later' : 'the pet could not be made durable and is not acknowledged; try again later';
+    return new HttpError(503, 'unavailable', message, { 'retry-after': '1' });
+  }
   return new HttpError(500, 'internal_error', 'the server failed to handle the request');
 }
 

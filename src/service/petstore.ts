@@ -1,7 +1,7 @@
 import { AuthLimiter } from '../auth/limiter.js';
 import { createApp, type RequestListener } from '../http/app.js';
 import { corsPolicy } from '../http/cors.js';
-import { createMount } from '../http/mount.js';
+import { createMount, type Mount } from '../http/mount.js';
 import { generateFirstKey, keyFilePath } from '../auth/key-file.js';
 import { Keyring } from '../auth/keyring.js';
 import { jsonLogger, type Logger } from '../lib/logger.js';
@@ -13,6 +13,13 @@ export interface PetstoreOptions {
   dataDir?: string;
   /** A store of the embedder's own instead of the file store in `dataDir`. */
   store?: PetStore;
+  /**
+   * A PostgreSQL URL: pets and API keys are kept in that database, shared by every instance on it,
+   * instead of in `dataDir` (needs the `postgres` package). Ignored when `store` is given.
+   */
+  databaseUrl?: string | undefined;
+  /** Database connections at most (default 10). */
+  databasePool?: number | undefined;
   /** API keys accepted besides those in `<dataDir>/keys.json`; only their SHA-256 hashes are kept. */
   keys?: readonly string[];
   /** Largest accepted request body in bytes (default 65536). */
@@ -49,7 +56,7 @@ export interface PetstoreService {
 /** @deprecated The old name of PetstoreService, one letter away from the storage interface PetStore; kept for 1.x. */
 export type Petstore = PetstoreService;
 
-export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30, idempotencyWindow: 24 * 60 * 60 } as const;
+export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30, idempotencyWindow: 24 * 60 * 60, databasePool: 10 } as const;
 
 /**
  * Creates the service: opens the store, loads the keys, returns the request listener. No key, no
@@ -59,6 +66,11 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
   const logger = options.logger ?? jsonLogger();
   const mount = createMount(options.basePath, options.publicUrls);
   if (options.store !== undefined) checkStore(options.store);
+  if (options.databaseUrl !== undefined && options.store === undefined) {
+    const { openDatabase } = await import('./database.js');
+    const database = await openDatabase({ ...options, databaseUrl: options.databaseUrl, databasePool: options.databasePool ?? DEFAULTS.databasePool }, logger);
+    return service(database.store, database.keyring, options, logger, database.close, mount);
+  }
   let store = options.store;
   if (store === undefined) {
     if (options.dataDir === undefined) throw new TypeError('createPetstore needs a dataDir or a store');
@@ -85,8 +97,14 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
     await opened.close();
     throw error;
   }
+  return service(opened, keyring, options, logger, () => opened.close(), mount);
+}
+
+function service(
+  store: PetStore, keyring: Keyring, options: PetstoreOptions, logger: Logger, closeStore: () => Promise<void>, mount: Mount,
+): PetstoreService {
   const handler = createApp({
-    store: opened,
+    store,
     keyring,
     limiter: new AuthLimiter(options.authFailureLimit ?? DEFAULTS.authFailureLimit),
     bodyLimit: options.bodyLimit ?? DEFAULTS.bodyLimit,
@@ -96,12 +114,12 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
   });
   const close = async (): Promise<void> => {
     try {
-      await opened.close();
+      await closeStore();
     } finally {
       logger.flush?.();
     }
   };
-  return { handler, store: opened, close };
+  return { handler, store, close };
 }
 
 /** An embedder's store must have the whole interface; a plain object would fail on the first request. */

@@ -28,7 +28,7 @@ export interface ListText {
  *
  * Contract: ids are assigned by the store, ascending, never reused, and safe integers; `create`
  * resolves only once the pet is durable, and rejects with a StoreUnavailableError when it cannot be
- * made so (the client then gets a 503).
+ * made so (the client then gets a 503). A read may reject with a StoreUnavailableError too (also a 503).
  */
 export interface PetStore {
   list(query: ListQuery): ListPage | Promise<ListPage>;
@@ -77,11 +77,18 @@ export class RequestInProgressError extends Error {
   }
 }
 
-/** The store cannot accept or keep a write right now (disk full, I/O error, closing). */
+/**
+ * The store cannot accept or keep a write right now (disk full, I/O error, closing), or, for a
+ * remote store, cannot answer a read (the database is unreachable or overloaded). `operation` says
+ * which, so that the client is told whether a pet was not stored or only not read.
+ */
 export class StoreUnavailableError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
+  readonly operation: 'read' | 'write';
+
+  constructor(message: string, options?: ErrorOptions & { operation?: 'read' | 'write' }) {
     super(message, options);
     this.name = 'StoreUnavailableError';
+    this.operation = options?.operation ?? 'write';
   }
 }
 

@@ -1,0 +1,60 @@
+import type { Keyring } from './keyring.js';
+
+// How often the shared keys are read again: a key revoked on one instance stops working on every
+// instance within this time plus one query.
+const POLL_INTERVAL_MS = 1000;
+
+/** Reads the keys kept elsewhere (the database); only `sha256` is used. */
+export type KeySource = () => Promise<ReadonlyArray<{ sha256: string }>>;
+
+/**
+ * Keeps a Keyring's shared keys in step with a KeySource, reading it every second. When a read
+ * fails the last keys read stay in force (a revoke cannot happen while the source is away either),
+ * and the failure is reported once, not every second.
+ */
+export class KeyPoller {
+  readonly #keyring: Keyring;
+  readonly #read: KeySource;
+  readonly #onError: (error: unknown) => void;
+  #timer: NodeJS.Timeout | undefined;
+  #failing = false;
+  #stopped = false;
+
+  private constructor(keyring: Keyring, read: KeySource, onError: (error: unknown) => void) {
+    this.#keyring = keyring;
+    this.#read = read;
+    this.#onError = onError;
+  }
+
+  /** Reads the keys once (a failure is thrown: no server starts without knowing its keys), then every second. */
+  static async start(keyring: Keyring, read: KeySource, onError: (error: unknown) => void): Promise<KeyPoller> {
+    const poller = new KeyPoller(keyring, read, onError);
+    keyring.setSharedKeys((await read()).map((k) => k.sha256));
+    poller.#schedule();
+    return poller;
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    // Unref'd: the poller alone never keeps the process alive.
+    this.#timer = setTimeout(() => void this.#poll(), POLL_INTERVAL_MS).unref();
+  }
+
+  async #poll(): Promise<void> {
+    try {
+      const keys = await this.#read();
+      if (this.#stopped) return;
+      this.#keyring.setSharedKeys(keys.map((k) => k.sha256));
+      this.#failing = false;
+    } catch (error) {
+      if (!this.#failing) this.#onError(error);
+      this.#failing = true;
+    }
+    this.#schedule();
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The commands that work on a database (`keys …` with --database-url, `migrate`): loaded only for
+ * them, so that the file-store path never loads the `postgres` package.
+ */
+import { existsSync } from 'node:fs';
+import type { Sql } from 'postgres';
+import { keyFilePath, readKeyFile } from '../auth/key-file.js';
+import { FileStore } from '../store/file-store.js';
+import { describeUrl, openError, openPool } from '../store/postgres-driver.js';
+import { importPets } from '../store/postgres-import.js';
+import { addKey, readKeys, removeKey } from '../store/postgres-keys.js';
+import { migrate } from '../store/postgres-schema.js';
+import { StoreOpenError } from '../store/store.js';
+import type { Pet } from '../pet/pet.js';
+import { UsageError } from './config.js';
+import { runKeysCommand, type KeyStorage } from './keys-command.js';
+
+/** Runs `use` on the database at `url`, its schema created or brought up to date first; closes the connection afterwards. */
+async function withDatabase<T>(url: string, use: (sql: Sql) => Promise<T>): Promise<T> {
+  const sql = await openPool(url, { max: 1, statementTimeout: 30_000 });
+  try {
+    await migrate(sql).catch((error: unknown) => {
+      throw error instanceof StoreOpenError ? error : openError(url, error);
+    });
+    return await use(sql);
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/** `keys create | list | revoke` on the keys in the database, which every instance on it follows within about a second. */
+export function runDatabaseKeysCommand(url: string, args: readonly string[], label: string | undefined, out: (line: string) => void): Promise<void> {
+  return withDatabase(url, (sql) => {
+    const storage: KeyStorage = {
+      where: `the database ${describeUrl(url)}`,
+      add: (record) => addKey(sql, record),
+      list: () => readKeys(sql),
+      remove: (id) => removeKey(sql, id),
+    };
+    return runKeysCommand(storage, args, label, out);
+  });
+}
+
+/** `migrate --data-dir <dir> --database-url <url>`: the file store's pets (ids kept) and keys into an empty database. */
+export async function runMigrateCommand(dataDir: string, url: string | undefined, args: readonly string[], out: (line: string) => void): Promise<void> {
+  if (args.length > 0) throw new UsageError('"migrate" takes no arguments besides --data-dir and --database-url');
+  if (url === undefined) throw new UsageError('"migrate" needs --database-url (or PETSTORE_DATABASE_URL): the database to copy into');
+  if (!existsSync(dataDir)) throw new UsageError(`there is no data directory ${dataDir} to migrate`);
+  // Opening takes the directory lock: no server may write to the file store while it is copied.
+  const source = await FileStore.open(dataDir);
+  try {
+    const pets: Pet[] = [];
+    let more = true;
+    while (more) {
+      const page = source.list({ after: pets.at(-1)?.id ?? 0, limit: 10_000 });
+      for (const pet of page.pets) pets.push(pet);
+      more = page.more;
+    }
+    const keys = readKeyFile(keyFilePath(dataDir)) ?? [];
+    const result = await withDatabase(url, (sql) => importPets(sql, pets, keys));
+    out(`copied ${result.pets} pets (last id ${result.lastId}) and ${result.keys} of ${keys.length} API keys from ${dataDir} into ${describeUrl(url)}`);
+    out(`verified: the database holds ${result.pets} pets; new pets get ids from ${result.lastId + 1}`);
+  } finally {
+    await source.close();
+  }
+}

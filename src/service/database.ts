@@ -1,0 +1,55 @@
+/**
+ * The service over PostgreSQL (`databaseUrl`): the pets and the API keys are in the database, shared
+ * by every instance on it. Loaded only when a database URL is given, so that the file-store path
+ * never loads the `postgres` package.
+ */
+import { newKey } from '../auth/key-file.js';
+import { KeyPoller } from '../auth/key-poller.js';
+import { Keyring } from '../auth/keyring.js';
+import type { Logger } from '../lib/logger.js';
+import { describeUrl } from '../store/postgres-driver.js';
+import { PostgresStore } from '../store/postgres-store.js';
+import type { PetStore } from '../store/store.js';
+
+export interface DatabaseOptions {
+  databaseUrl: string;
+  databasePool: number;
+  keys?: readonly string[] | undefined;
+  onKeyGenerated?: ((key: string) => void) | undefined;
+}
+
+export interface OpenDatabase {
+  store: PetStore;
+  keyring: Keyring;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(options: DatabaseOptions, logger: Logger): Promise<OpenDatabase> {
+  const where = describeUrl(options.databaseUrl);
+  const store = await PostgresStore.open(options.databaseUrl, {
+    pool: options.databasePool,
+    onAvailability: (available, error) => {
+      if (available) logger.info('the database is reachable again', { database: where });
+      else logger.error('the database cannot be used; pets are answered 503 until it is back', error, { database: where });
+    },
+  });
+  try {
+    // As with the key file: only when no key is configured and this database never had one.
+    if (options.onKeyGenerated !== undefined && (options.keys ?? []).length === 0) {
+      const { key, record } = newKey('generated at first start');
+      if (await store.addFirstKey(record)) options.onKeyGenerated(key);
+    }
+    const keyring = new Keyring({ keys: options.keys ?? [] });
+    const poller = await KeyPoller.start(keyring, () => store.keys(), (error) => {
+      logger.error('cannot read the API keys from the database; the keys read last stay in force', error, { database: where });
+    });
+    const close = async (): Promise<void> => {
+      poller.stop();
+      await store.close();
+    };
+    return { store, keyring, close };
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}

@@ -1,0 +1,236 @@
+import type { Sql } from 'postgres';
+import type { PetStatus } from '../pet/contract.js';
+import type { NewPet, Pet } from '../pet/pet.js';
+import { isUnavailable, openError, openPool } from './postgres-driver.js';
+import { addFirstKey, readKeys, type KeyRecord } from './postgres-keys.js';
+import { migrate } from './postgres-schema.js';
+import { StoreOpenError, StoreUnavailableError, type ListPage, type ListQuery, type PetStore } from './store.js';
+
+export interface PostgresStoreOptions {
+  /** Connections at most (default 10). */
+  pool?: number;
+  /** Milliseconds a statement may take on the database (default 5000); a call gives up after twice that. */
+  statementTimeout?: number;
+  /** Creates waiting for their commit at most; beyond, a create is refused at once (default 1000). */
+  maxWaitingCreates?: number;
+  /** Reads in flight at most; beyond, a read is refused at once (default 256). */
+  maxReads?: number;
+  /** Told when the database goes away and when it is back; default: silent. */
+  onAvailability?: (available: boolean, error?: unknown) => void;
+}
+
+interface PendingCreate {
+  pet: NewPet;
+  resolve: (pet: Pet) => void;
+  reject: (error: Error) => void;
+}
+
+interface PetRow {
+  id: string;
+  name_json: string;
+  category_id: string;
+  status: PetStatus | null;
+}
+
+export const POSTGRES_DEFAULTS = { pool: 10, statementTimeout: 5000, maxWaitingCreates: 1000, maxReads: 256 } as const;
+// Creates committed in one statement at most; more wait for the next one.
+const MAX_BATCH = 500;
+// While the database is away, a write is tried this often, so that readiness comes back by itself.
+const PROBE_INTERVAL_MS = 1000;
+
+/**
+ * Pets in PostgreSQL, shared by every instance on the same database.
+ *
+ * Creates that arrive together are committed in one statement (group commit). That statement takes
+ * the row lock of `pet_ids` and holds it until its COMMIT, so the creates of all instances commit
+ * one batch at a time, in id order: a pet with a smaller id is always visible before one with a
+ * larger id, and a reader paging with `after` misses none. A pet is acknowledged only after COMMIT.
+ */
+export class PostgresStore implements PetStore {
+  readonly #sql: Sql;
+  readonly #deadline: number;
+  readonly #maxWaiting: number;
+  readonly #maxReads: number;
+  readonly #onAvailability: (available: boolean, error?: unknown) => void;
+  #queue: PendingCreate[] = [];
+  #committing: Promise<void> | undefined;
+  #reads = 0;
+  #available = true;
+  #probeTimer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  private constructor(sql: Sql, options: PostgresStoreOptions) {
+    this.#sql = sql;
+    this.#deadline = 2 * (options.statementTimeout ?? POSTGRES_DEFAULTS.statementTimeout);
+    this.#maxWaiting = options.maxWaitingCreates ?? POSTGRES_DEFAULTS.maxWaitingCreates;
+    this.#maxReads = options.maxReads ?? POSTGRES_DEFAULTS.maxReads;
+    this.#onAvailability = options.onAvailability ?? (() => {});
+  }
+
+  /** Connects, creates or migrates the schema; refuses with a StoreOpenError when the database cannot be used. */
+  static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const sql = await openPool(url, { max: options.pool ?? POSTGRES_DEFAULTS.pool, statementTimeout: options.statementTimeout ?? POSTGRES_DEFAULTS.statementTimeout });
+    try {
+      await migrate(sql);
+    } catch (error) {
+      await sql.end({ timeout: 1 });
+      throw error instanceof StoreOpenError ? error : openError(url, error);
+    }
+    return new PostgresStore(sql, options);
+  }
+
+  /** Open, and the last statement that reached the database succeeded (or a write probe since did). */
+  get ready(): boolean {
+    return !this.#closed && this.#available;
+  }
+
+  list(query: ListQuery): Promise<ListPage> {
+    const sql = this.#sql;
+    const limit = query.limit + 1;
+    return this.#read(async () => {
+      const rows = query.status === undefined
+        ? await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE id > ${query.after} ORDER BY pets.id LIMIT ${limit}`
+        : await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE status = ${query.status} AND id > ${query.after} ORDER BY pets.id LIMIT ${limit}`;
+      return { pets: rows.slice(0, query.limit).map(toPet), more: rows.length > query.limit };
+    });
+  }
+
+  get(id: number): Promise<Pet | undefined> {
+    const sql = this.#sql;
+    return this.#read(async () => {
+      const [row] = await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE id = ${id}`;
+      return row === undefined ? undefined : toPet(row);
+    });
+  }
+
+  create(pet: NewPet): Promise<Pet> {
+    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closing'));
+    // The queue is bounded: when the database is slow or gone, clients are told at once instead of waiting in memory.
+    if (this.#queue.length >= this.#maxWaiting) return Promise.reject(new StoreUnavailableError('too many creates are waiting for the database'));
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ pet, resolve, reject });
+      this.#committing ??= this.#commitLoop();
+    });
+  }
+
+  /** The API keys in the database (a read like any other: it also notices that the database went away). */
+  keys(): Promise<KeyRecord[]> {
+    return this.#read(() => readKeys(this.#sql));
+  }
+
+  /** Stores `key` if this database never had a key; whether it did. */
+  addFirstKey(key: KeyRecord): Promise<boolean> {
+    return addFirstKey(this.#sql, key);
+  }
+
+  async #commitLoop(): Promise<void> {
+    try {
+      while (this.#queue.length > 0) await this.#commit(this.#queue.splice(0, MAX_BATCH));
+    } finally {
+      this.#committing = undefined;
+    }
+  }
+
+  async #commit(batch: PendingCreate[]): Promise<void> {
+    const sql = this.#sql;
+    const count = batch.length;
+    // JSON carries every field exactly: the name as its JSON literal, categoryId as its decimal digits.
+    const pets = batch.map(({ pet }) => [JSON.stringify(pet.name), pet.categoryId.toString(), pet.status ?? null]);
+    // One statement, so one implicit transaction: the ids are taken under the row lock and the pets
+    // inserted, and the lock is released by the COMMIT that makes them visible.
+    const statement = sql<[{ base: string }?]>`
+      WITH ids AS (
+        UPDATE petstore.pet_ids SET last_id = last_id + ${count}
+        WHERE last_id + ${count} <= 9007199254740991
+        RETURNING last_id - ${count} AS base
+      ), stored AS (
+        INSERT INTO petstore.pets (id, name_json, category_id, status)
+        SELECT ids.base + p.n, p.pet->>0, (p.pet->>1)::bigint, p.pet->>2
+        FROM ids, jsonb_array_elements(${sql.json(pets)}) WITH ORDINALITY AS p(pet, n)
+      )
+      SELECT base::text FROM ids`.execute();
+    try {
+      const [row] = await this.#guard(statement, 'write');
+      if (row === undefined) throw new Error('pet ids are exhausted: the next id would not be a safe integer');
+      const base = Number(row.base);
+      this.#setAvailable(true);
+      for (const [i, p] of batch.entries()) p.resolve(plainPet(base + i + 1, p.pet.name, p.pet.categoryId, p.pet.status));
+    } catch (error) {
+      for (const p of batch) p.reject(error as Error);
+    }
+    // A statement given up on may still be running: the next batch starts only once it has ended,
+    // so that abandoned statements never pile up on the pool.
+    await Promise.allSettled([statement]);
+  }
+
+  /** Runs a read, bounded in number and time; what the database cannot answer becomes a StoreUnavailableError. */
+  async #read<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#closed) throw new StoreUnavailableError('the store is closing', { operation: 'read' });
+    if (this.#reads >= this.#maxReads) throw new StoreUnavailableError('too many reads are waiting for the database', { operation: 'read' });
+    this.#reads++;
+    const running = work();
+    void Promise.allSettled([running]).then(() => this.#reads--);
+    return this.#guard(running, 'read');
+  }
+
+  /** `work` within the deadline; an unreachable database marks the store unavailable until a write probe succeeds. */
+  async #guard<T>(work: Promise<T>, operation: 'read' | 'write'): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Error(`the database did not answer within ${this.#deadline} ms`);
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(late), this.#deadline);
+    });
+    try {
+      return await Promise.race([work, deadline]);
+    } catch (error) {
+      if (error !== late && !isUnavailable(error)) throw error;
+      this.#setAvailable(false, error);
+      throw new StoreUnavailableError(`the database cannot be used right now: ${(error as Error).message}`, { cause: error, operation });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #setAvailable(available: boolean, error?: unknown): void {
+    if (available === this.#available) return;
+    this.#available = available;
+    this.#onAvailability(available, error);
+    if (!available) this.#scheduleProbe();
+  }
+
+  /** While unavailable, a write that changes nothing is tried every second; its success makes the store ready again. */
+  #scheduleProbe(): void {
+    if (this.#probeTimer !== undefined || this.#closed) return;
+    this.#probeTimer = setTimeout(() => {
+      this.#probeTimer = undefined;
+      if (this.#closed || this.#available) return;
+      this.#guard(this.#sql`UPDATE petstore.pet_ids SET last_id = last_id`.execute(), 'write').then(
+        () => this.#setAvailable(true),
+        (error: unknown) => {
+          // An unexpected failure is reported like a lost connection: the probe goes on either way.
+          if (!(error instanceof StoreUnavailableError)) this.#onAvailability(false, error);
+          this.#scheduleProbe();
+        },
+      );
+    }, PROBE_INTERVAL_MS);
+    this.#probeTimer.unref();
+  }
+
+  /** Waits for the creates already accepted, then closes the pool. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#probeTimer);
+    while (this.#committing !== undefined) await this.#committing;
+    await this.#sql.end({ timeout: 5 });
+  }
+}
+
+function toPet(row: PetRow): Pet {
+  return plainPet(Number(row.id), JSON.parse(row.name_json) as string, BigInt(row.category_id), row.status ?? undefined);
+}
+
+/** A Pet as a plain object, without a `status` member when it has none (as petJson writes it). */
+function plainPet(id: number, name: string, categoryId: bigint, status: PetStatus | undefined): Pet {
+  return status === undefined ? { id, name, categoryId } : { id, name, categoryId, status };
+}

@@ -1,0 +1,122 @@
+/**
+ * A throwaway PostgreSQL cluster for the tests: Debian's `postgresql` package (installed here when it
+ * is missing, CI=true and we are root), `initdb` and `pg_ctl` run as the `postgres` user in a
+ * temporary directory, on a free port on 127.0.0.1 only, its socket in that directory. `destroy()`
+ * stops it (immediate) and removes the directory; a process exit does the same as a last resort.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+
+export const SKIP_REASON = 'PostgreSQL not installed: apt-get install postgresql, or run .ci/run';
+
+/** The bin directory of the newest installed PostgreSQL, or undefined. */
+function findBin(): string | undefined {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return undefined;
+  const versions = readdirSync(root).filter((v) => /^[0-9]+$/.test(v)).sort((a, b) => Number(b) - Number(a));
+  return versions.map((v) => join(root, v, 'bin')).find((bin) => existsSync(join(bin, 'initdb')) && existsSync(join(bin, 'pg_ctl')));
+}
+
+/**
+ * Where initdb and pg_ctl are. Missing: on CI as root the package is installed; on CI otherwise this
+ * throws (CI must run these tests); elsewhere undefined, and the tests are skipped.
+ */
+export function postgresBin(): string | undefined {
+  const found = findBin();
+  if (found !== undefined || process.env['CI'] !== 'true') return found;
+  if (process.getuid?.() !== 0) throw new Error(`${SKIP_REASON} (CI is set, but not running as root, so it cannot be installed here)`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  for (const args of [['update', '-q'], ['install', '-y', '-q', 'postgresql']]) {
+    const result = spawnSync('apt-get', args, { env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed: ${result.stderr}`);
+  }
+  const installed = findBin();
+  if (installed === undefined) throw new Error('apt-get installed postgresql, but no initdb was found under /usr/lib/postgresql');
+  return installed;
+}
+
+function postgresUser(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined; // not root: the cluster runs as ourselves
+  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));
+  if (line === undefined) throw new Error('running as root, but there is no "postgres" user to run the cluster as');
+  const [, , uid, gid] = line.split(':');
+  return { uid: Number(uid), gid: Number(gid) };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Cluster {
+  port: number;
+  /** A new, empty database on this cluster, and its URL. */
+  createDatabase(): Promise<string>;
+  /** pg_ctl stop -m immediate: as if the database machine went away. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** Stops the cluster and removes its directory. */
+  destroy(): Promise<void>;
+}
+
+const live = new Set<() => void>();
+process.on('exit', () => {
+  for (const destroy of live) destroy();
+});
+
+export async function startCluster(bin: string): Promise<Cluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-pg-'));
+  const owner = postgresUser();
+  if (owner !== undefined) chownSync(dir, owner.uid, owner.gid);
+  const data = join(dir, 'data');
+  const port = await freePort();
+  const run = (tool: string, args: string[]): Promise<void> => new Promise((resolve, reject) => {
+    const child = spawn(join(bin, tool), args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], ...owner });
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (output += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
+    child.once('error', reject);
+    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`${tool} ${args.join(' ')} exited ${code}:\n${output}`))));
+  });
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=on -c synchronous_commit=on`;
+  const stopNow = (): void => {
+    spawnSync(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop'], { cwd: dir, stdio: 'ignore', ...owner });
+    rmSync(dir, { recursive: true, force: true });
+  };
+  live.add(stopNow);
+  try {
+    await run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync']);
+    await run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', options, '-w', '-t', '60', 'start']);
+  } catch (error) {
+    live.delete(stopNow);
+    stopNow();
+    throw error;
+  }
+  const admin = postgres(`postgres://postgres@127.0.0.1:${port}/postgres`, { max: 1, onnotice: () => {} });
+  let databases = 0;
+  return {
+    port,
+    async createDatabase() {
+      const name = `petstore_${++databases}`;
+      await admin.unsafe(`CREATE DATABASE ${name}`);
+      return `postgres://postgres@127.0.0.1:${port}/${name}`;
+    },
+    stop: () => run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']),
+    start: () => run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', options, '-w', '-t', '60', 'start']),
+    async destroy() {
+      live.delete(stopNow);
+      await admin.end({ timeout: 1 });
+      stopNow();
+    },
+  };
+}

@@ -1,0 +1,27 @@
+/**
+ * Everything that needs a real PostgreSQL, in one suite on one throwaway cluster (postgres-support.ts),
+ * each test on a database of its own. Without PostgreSQL (and without CI=true) the suite is skipped
+ * with one line saying how to get it; on CI it is installed and always runs.
+ */
+import { after, before, describe } from 'node:test';
+import { postgresBin, SKIP_REASON, startCluster, type Cluster } from './postgres-support.js';
+import { cliTests } from './postgres/cli.js';
+import { instanceTests } from './postgres/instances.js';
+import { storeTests } from './postgres/store.js';
+
+const bin = postgresBin();
+
+describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, () => {
+  let cluster: Cluster | undefined;
+  before(async () => {
+    cluster = await startCluster(bin as string);
+  });
+  after(() => cluster?.destroy());
+  const context = (): Cluster => {
+    if (cluster === undefined) throw new Error('the cluster did not start');
+    return cluster;
+  };
+  storeTests(context);
+  cliTests(context);
+  instanceTests(context);
+});
