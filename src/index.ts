@@ -4,7 +4,7 @@ export { listen, type ListenOptions, type RunningServer } from './service/listen
 export type { RequestListener } from './http/app.js';
 export type { PetStore, ListQuery, ListPage, ListText } from './store/store.js';
 export { StoreUnavailableError, StoreOpenError, IdempotencyKeyReusedError, RequestInProgressError, type IdempotencyKey } from './store/store.js';
-export { FileStore, type FileStoreOptions } from './store/file-store.js';
+export { FileStore, type FileStoreOptions } from './store/file/file-store.js';
 export type { FileSystem, StoreFile } from './lib/file-system.js';
 export { petJson, petsJson, type Pet, type NewPet } from './pet/pet.js';
 export { PET_STATUSES, type PetStatus } from './pet/contract.js';

@@ -64,6 +64,22 @@ test('imports point one way: from a layer only to the layers after it, or within
   }
 });
 
+test('interchangeable parts of a layer (store/file, store/postgres) never import each other', () => {
+  const part = (file: string): string | undefined => {
+    const segments = file.split('/');
+    return segments.length > 2 ? segments.slice(0, 2).join('/') : undefined;
+  };
+  assert.ok(files.some((f) => part(f) === 'store/file') && files.some((f) => part(f) === 'store/postgres'), 'both stores are found');
+  for (const [file, imports] of graph) {
+    const mine = part(file);
+    if (mine === undefined) continue;
+    for (const target of imports) {
+      const theirs = part(target);
+      assert.ok(theirs === undefined || theirs === mine || theirs.split('/')[0] !== mine.split('/')[0], `${file} imports ${target}`);
+    }
+  }
+});
+
 test('there is no import cycle, type-only imports included', () => {
   const state = new Map<string, 'open' | 'done'>();
   const visit = (file: string, path: string[]): void => {

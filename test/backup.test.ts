@@ -7,8 +7,8 @@ import { appendFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/p
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runBackupCommand } from '#dist/cli/backup-command.js';
-import { readLiveDirectory } from '#dist/store/backup.js';
-import { FileStore } from '#dist/store/file-store.js';
+import { readLiveDirectory } from '#dist/store/file/backup.js';
+import { FileStore } from '#dist/store/file/file-store.js';
 import { TEST_KEY, request, runCli, spawnServerFor, startServer, stopProcess, type Response } from './helpers.js';
 import { TestFileSystem, assertStopped, dataDir, defer, isJournalPath, plain, snapshotText } from './store-support.js';
 

@@ -35,7 +35,7 @@ import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { FileStore } from '#dist/store/file-store.js';
+import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
 import { petJson, type Pet } from '#dist/pet/pet.js';
 import { startServer, request } from './helpers.js';

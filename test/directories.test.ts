@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import { FileStore } from '#dist/store/file-store.js';
+import { FileStore } from '#dist/store/file/file-store.js';
 import { SERVER_JS, runCli, tempDirFor } from './helpers.js';
 import { TestFileSystem, dataDir, defer } from './store-support.js';
 

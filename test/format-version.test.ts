@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { createHash } from 'node:crypto';
 import { readKeyFile, writeKeyFile, type StoredKey } from '#dist/auth/key-file.js';
-import { FileStore } from '#dist/store/file-store.js';
+import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
 import { nodeFileSystem } from '#dist/lib/file-system.js';
 import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';

@@ -9,7 +9,7 @@ import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { errorCode } from '#dist/lib/system-error.js';
-import { FileStore } from '#dist/store/file-store.js';
+import { FileStore } from '#dist/store/file/file-store.js';
 import { request, spawnServer, stopProcess, tempDir, waitFor, within, type ServerProcess } from './helpers.js';
 import { TestFileSystem, dataDir, defer, snapshotText } from './store-support.js';
 

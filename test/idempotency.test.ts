@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { FileStore } from '#dist/store/file-store.js';
+import { FileStore } from '#dist/store/file/file-store.js';
 import {
   TEST_KEY, rawRequest, request, spawnServer, startServer, tempDir, tempDirFor, type Response, type ServerProcess, type TestServer,
 } from './helpers.js';

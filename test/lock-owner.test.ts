@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { readlink, rm, stat, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { FileStore } from '#dist/store/file-store.js';
+import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
 import { request, spawnServerFor, stopProcess, tempDirFor, waitFor } from './helpers.js';
 import { dataDir, defer } from './store-support.js';

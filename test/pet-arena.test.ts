@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PetArena, statusCode, type StatusCode } from '#dist/store/pet-arena.js';
+import { PetArena, statusCode, type StatusCode } from '#dist/store/file/pet-arena.js';
 
 const text = (id: number, name: string, status?: string): string =>
   `{"id":${id},"name":${JSON.stringify(name)},"categoryId":${id * 7}${status === undefined ? '' : `,"status":"${status}"`}}`;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PetIndex } from '#dist/store/pet-index.js';
+import { PetIndex } from '#dist/store/file/pet-index.js';
 import type { Pet } from '#dist/pet/pet.js';
 import type { PetStatus } from '#dist/pet/contract.js';
 

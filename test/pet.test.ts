@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { petFromJson, petJson, petsJson, type Pet } from '#dist/pet/pet.js';
-import { readPetLine as readLine, type PetLine } from '#dist/store/pet-line.js';
+import { readPetLine as readLine, type PetLine } from '#dist/store/file/pet-line.js';
 
 /** The line reader's verdict as a value: the id and status it read, or undefined when it declined. */
 function readPetLine(buf: Buffer, start: number, end: number): PetLine | undefined {

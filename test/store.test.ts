@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdir, readFile, readlink, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
-import { FileStore } from '#dist/store/file-store.js';
+import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError, StoreUnavailableError } from '#dist/store/store.js';
 import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
 import type { PetStatus } from '#dist/pet/contract.js';

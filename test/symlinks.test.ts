@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { newKey } from '#dist/auth/key-file.js';
 import { petJson } from '#dist/pet/pet.js';
-import { FileStore } from '#dist/store/file-store.js';
+import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
 import { startServer } from './helpers.js';
 import { dataDir, defer } from './store-support.js';

@@ -4,7 +4,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { keyFilePath, readKeyFile, writeKeyFile } from '../auth/key-file.js';
 import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import { errorCode, reportToStderr } from '../lib/system-error.js';
-import { readLiveDirectory, writeStoreCopy } from '../store/backup.js';
+import { readLiveDirectory, writeStoreCopy } from '../store/file/backup.js';
 import { UsageError } from './config.js';
 
 /** The destination cannot take a backup (it holds files, or is not a directory). */

@@ -5,11 +5,11 @@
 import { existsSync } from 'node:fs';
 import type { Sql } from 'postgres';
 import { keyFilePath, readKeyFile } from '../auth/key-file.js';
-import { FileStore } from '../store/file-store.js';
-import { describeUrl, openError, openPool } from '../store/postgres-driver.js';
-import { importPets } from '../store/postgres-import.js';
-import { addKey, readKeys, removeKey } from '../store/postgres-keys.js';
-import { migrate } from '../store/postgres-schema.js';
+import { FileStore } from '../store/file/file-store.js';
+import { describeUrl, openError, openPool } from '../store/postgres/driver.js';
+import { importPets } from '../store/postgres/import.js';
+import { addKey, readKeys, removeKey } from '../store/postgres/keys.js';
+import { migrate } from '../store/postgres/schema.js';
 import { StoreOpenError } from '../store/store.js';
 import type { Pet } from '../pet/pet.js';
 import { UsageError } from './config.js';

@@ -7,8 +7,8 @@ import { newKey } from '../auth/key-file.js';
 import { KeyPoller } from '../auth/key-poller.js';
 import { Keyring } from '../auth/keyring.js';
 import type { Logger } from '../lib/logger.js';
-import { describeUrl } from '../store/postgres-driver.js';
-import { PostgresStore } from '../store/postgres-store.js';
+import { describeUrl } from '../store/postgres/driver.js';
+import { PostgresStore } from '../store/postgres/store.js';
 import type { PetStore } from '../store/store.js';
 
 export interface DatabaseOptions {

@@ -5,7 +5,7 @@ import { createMount, type Mount } from '../http/mount.js';
 import { generateFirstKey, keyFilePath } from '../auth/key-file.js';
 import { Keyring } from '../auth/keyring.js';
 import { jsonLogger, type Logger } from '../lib/logger.js';
-import { FileStore } from '../store/file-store.js';
+import { FileStore } from '../store/file/file-store.js';
 import type { PetStore } from '../store/store.js';
 
 export interface PetstoreOptions {

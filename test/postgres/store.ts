@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import postgres from 'postgres';
-import { migrate, MIGRATIONS, SCHEMA_VERSION } from '#dist/store/postgres-schema.js';
-import { PostgresStore } from '#dist/store/postgres-store.js';
+import { migrate, MIGRATIONS, SCHEMA_VERSION } from '#dist/store/postgres/schema.js';
+import { PostgresStore } from '#dist/store/postgres/store.js';
 import { StoreUnavailableError } from '#dist/store/store.js';
 import { runCli, startServer, TEST_KEY, type Response, type TestServer } from '../helpers.js';
 import type { Cluster } from '../postgres-support.js';

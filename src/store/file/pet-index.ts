@@ -1,7 +1,7 @@
-import type { PetStatus } from '../pet/contract.js';
-import { petFromJson, petJson, type Pet } from '../pet/pet.js';
+import type { PetStatus } from '../../pet/contract.js';
+import { petFromJson, petJson, type Pet } from '../../pet/pet.js';
 import { PetArena, statusCode } from './pet-arena.js';
-import type { ListPage, ListQuery, ListText } from './store.js';
+import type { ListPage, ListQuery, ListText } from '../store.js';
 
 /**
  * The pets in memory, ascending by id, with one list per status, kept in a PetArena as their exact

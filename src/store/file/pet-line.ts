@@ -1,4 +1,4 @@
-import { INT64_MAX, INT64_MIN, NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from '../pet/contract.js';
+import { INT64_MAX, INT64_MIN, NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from '../../pet/contract.js';
 
 /**
  * A fast reader for the one line format the store itself writes, `petJson(pet)`:

@@ -1,4 +1,4 @@
-import { PET_STATUSES, type PetStatus } from '../pet/contract.js';
+import { PET_STATUSES, type PetStatus } from '../../pet/contract.js';
 
 const CHUNK_BYTES = 1 << 20;
 const INITIAL_SLOTS = 1024;

@@ -1,7 +1,7 @@
 import type { Sql } from 'postgres';
-import type { Pet } from '../pet/pet.js';
-import type { KeyRecord } from './postgres-keys.js';
-import { StoreOpenError } from './store.js';
+import type { Pet } from '../../pet/pet.js';
+import type { KeyRecord } from './keys.js';
+import { StoreOpenError } from '../store.js';
 
 export interface ImportResult {
   pets: number;

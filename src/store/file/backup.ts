@@ -1,14 +1,14 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { FileSystem } from '../lib/file-system.js';
-import { replaceFile } from '../lib/replace-file.js';
-import { errorCode } from '../lib/system-error.js';
+import type { FileSystem } from '../../lib/file-system.js';
+import { replaceFile } from '../../lib/replace-file.js';
+import { errorCode } from '../../lib/system-error.js';
 import { SNAPSHOT_FILE, journalGeneration, type RecordSink } from './data-format.js';
 import { snapshotChunks } from './data-lines.js';
 import { Journal } from './journal.js';
 import { listDirectory, readDirectory } from './load.js';
 import type { PetIndex } from './pet-index.js';
-import { StoreOpenError } from './store.js';
+import { StoreOpenError } from '../store.js';
 
 /** What a backup copies: the pets, and the idempotency records stored with them. */
 export interface LiveDirectory {

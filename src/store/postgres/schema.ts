@@ -1,5 +1,5 @@
 import type { ReservedSql, Sql } from 'postgres';
-import { StoreOpenError } from './store.js';
+import { StoreOpenError } from '../store.js';
 
 /**
  * The tables of the PostgreSQL store, all in the schema `petstore`, and how an older layout is brought

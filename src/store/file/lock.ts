@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import { LockFile } from '../lib/lock-file.js';
-import { errorCode } from '../lib/system-error.js';
-import { StoreOpenError } from './store.js';
+import { LockFile } from '../../lib/lock-file.js';
+import { errorCode } from '../../lib/system-error.js';
+import { StoreOpenError } from '../store.js';
 
 const LOCK_FILE = 'petstore.lock';
 

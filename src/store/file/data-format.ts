@@ -1,12 +1,12 @@
 import { isUtf8 } from 'node:buffer';
-import { parseJson, JsonSyntaxError, type JsonValue } from '../lib/json.js';
-import type { PetStatus } from '../pet/contract.js';
-import { petJson, type Pet } from '../pet/pet.js';
-import { validateCategoryId, validateName, validateStatus, ValidationError } from '../pet/validate.js';
+import { parseJson, JsonSyntaxError, type JsonValue } from '../../lib/json.js';
+import type { PetStatus } from '../../pet/contract.js';
+import { petJson, type Pet } from '../../pet/pet.js';
+import { validateCategoryId, validateName, validateStatus, ValidationError } from '../../pet/validate.js';
 import { isIdempotencyRecord, type IdempotencyRecord } from './idempotency.js';
 import { PetIndex } from './pet-index.js';
 import { readPetLine, type PetLine } from './pet-line.js';
-import { StoreOpenError } from './store.js';
+import { StoreOpenError } from '../store.js';
 
 /**
  * The files of a data directory, all readable JSON:

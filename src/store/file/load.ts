@@ -1,12 +1,12 @@
 import { join } from 'node:path';
-import type { FileSystem } from '../lib/file-system.js';
-import { UnsafeFileError } from '../lib/private-file.js';
-import { errorCode } from '../lib/system-error.js';
+import type { FileSystem } from '../../lib/file-system.js';
+import { UnsafeFileError } from '../../lib/private-file.js';
+import { errorCode } from '../../lib/system-error.js';
 import {
   SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration, parseJournal, parseSnapshot, type RecordSink, type Snapshot,
 } from './data-format.js';
 import { PetIndex } from './pet-index.js';
-import { StoreOpenError } from './store.js';
+import { StoreOpenError } from '../store.js';
 
 /** What a data directory holds, checked and in memory. */
 export interface LoadedDirectory {

@@ -1,5 +1,5 @@
-import type { LockFile } from '../lib/lock-file.js';
-import { petJson, type NewPet, type Pet } from '../pet/pet.js';
+import type { LockFile } from '../../lib/lock-file.js';
+import { petJson, type NewPet, type Pet } from '../../pet/pet.js';
 import type { Compaction } from './compaction.js';
 import { journalLines } from './data-lines.js';
 import type { IdempotencyIndex, IdempotencyRecord } from './idempotency.js';
@@ -8,7 +8,7 @@ import { openStore, type FileStoreOptions, type OpenedStore } from './open-store
 import type { PetIndex } from './pet-index.js';
 import {
   IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type ListText, type PetStore,
-} from './store.js';
+} from '../store.js';
 
 interface PendingCreate {
   pet: NewPet;

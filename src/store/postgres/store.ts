@@ -1,10 +1,10 @@
 import type { Sql } from 'postgres';
-import type { PetStatus } from '../pet/contract.js';
-import type { NewPet, Pet } from '../pet/pet.js';
-import { isUnavailable, openError, openPool } from './postgres-driver.js';
-import { addFirstKey, readKeys, type KeyRecord } from './postgres-keys.js';
-import { migrate } from './postgres-schema.js';
-import { StoreOpenError, StoreUnavailableError, type ListPage, type ListQuery, type PetStore } from './store.js';
+import type { PetStatus } from '../../pet/contract.js';
+import type { NewPet, Pet } from '../../pet/pet.js';
+import { isUnavailable, openError, openPool } from './driver.js';
+import { addFirstKey, readKeys, type KeyRecord } from './keys.js';
+import { migrate } from './schema.js';
+import { StoreOpenError, StoreUnavailableError, type ListPage, type ListQuery, type PetStore } from '../store.js';
 
 export interface PostgresStoreOptions {
   /** Connections at most (default 10). */

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { FileSystem, StoreFile } from '../lib/file-system.js';
+import type { FileSystem, StoreFile } from '../../lib/file-system.js';
 import { journalFile } from './data-format.js';
 
 // Bytes written past the durable end, fdatasync'ed and cut again, to find out whether the disk takes

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
-import { makeDirectory, nodeFileSystem, type FileSystem } from '../lib/file-system.js';
-import type { LockFile } from '../lib/lock-file.js';
-import { assertPrivateDirectory } from '../lib/private-file.js';
-import { reportToStderr } from '../lib/system-error.js';
+import { makeDirectory, nodeFileSystem, type FileSystem } from '../../lib/file-system.js';
+import type { LockFile } from '../../lib/lock-file.js';
+import { assertPrivateDirectory } from '../../lib/private-file.js';
+import { reportToStderr } from '../../lib/system-error.js';
 import { Compaction } from './compaction.js';
 import { journalFile } from './data-format.js';
 import { IdempotencyIndex } from './idempotency.js';

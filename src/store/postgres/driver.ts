@@ -1,5 +1,5 @@
 import type { Options, Sql } from 'postgres';
-import { StoreOpenError } from './store.js';
+import { StoreOpenError } from '../store.js';
 
 /**
  * The `postgres` package (porsager/postgres), an optional peer dependency: loaded here, and only
