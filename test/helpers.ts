@@ -159,7 +159,7 @@ export function spawnServer(args: string[], env: NodeJS.ProcessEnv = {}, timeout
       reject(new Error(`server did not start in ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`));
     }, timeoutMs);
     const onData = (): void => {
-      const match = /"msg":"listening","url":"(http:\/\/[^"]+)\/v1"/.exec(out);
+      const match = /"msg":"listening","url":"(https?:\/\/[^"]+)\/v1"/.exec(out);
       if (match === null) return;
       clearTimeout(timer);
       child.stdout?.off('data', onData);

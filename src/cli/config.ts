@@ -25,6 +25,8 @@ export interface Config {
   keepAliveTimeout: number;
   maxHeaderSize: number;
   shutdownTimeout: number;
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
   databaseUrl: string | undefined;
   databasePool: number;
 }
@@ -82,6 +84,8 @@ export const SETTINGS = [
   setting({ key: 'requestTimeout', flag: 'request-timeout', env: 'PETSTORE_REQUEST_TIMEOUT', default: SERVER_DEFAULTS.requestTimeout, help: 'ms to receive a whole request (408 beyond)', parse: integer(1, 3_600_000) }),
   setting({ key: 'keepAliveTimeout', flag: 'keep-alive-timeout', env: 'PETSTORE_KEEP_ALIVE_TIMEOUT', default: SERVER_DEFAULTS.keepAliveTimeout, help: 'ms an idle keep-alive connection stays open', parse: integer(1, 3_600_000) }),
   setting({ key: 'maxHeaderSize', flag: 'max-header-size', env: 'PETSTORE_MAX_HEADER_SIZE', default: SERVER_DEFAULTS.maxHeaderSize, help: 'largest request header block in bytes (431 beyond)', parse: integer(1024, 1024 * 1024) }),
+  setting({ key: 'tlsCert', flag: 'tls-cert', env: 'PETSTORE_TLS_CERT', default: undefined, help: 'PEM certificate (chain) file: serve HTTPS; needs --tls-key', parse: text }),
+  setting({ key: 'tlsKey', flag: 'tls-key', env: 'PETSTORE_TLS_KEY', default: undefined, help: 'PEM private key file of --tls-cert', parse: text }),
   setting({ key: 'shutdownTimeout', flag: 'shutdown-timeout', env: 'PETSTORE_SHUTDOWN_TIMEOUT', default: SERVER_DEFAULTS.shutdownTimeout, help: 'ms a graceful stop waits for requests in flight', parse: integer(0, 3_600_000) }),
   setting({ key: 'databaseUrl', flag: 'database-url', env: 'PETSTORE_DATABASE_URL', default: undefined, help: 'postgres://… : keep pets and keys in PostgreSQL, shared by instances (needs npm install postgres)', parse: text }),
   setting({ key: 'databasePool', flag: 'database-pool', env: 'PETSTORE_DATABASE_POOL', default: DEFAULTS.databasePool, help: 'database connections at most, per instance', parse: integer(1, 1000) }),

@@ -7,6 +7,7 @@ import { packageVersion, parseCommandLine, unknownCommand } from './args.js';
 import { BackupRefused, runBackupCommand } from './backup-command.js';
 import { envKeys, helpText, resolveConfig, resolveSetting } from './config.js';
 import { CommandError, UsageError } from './errors.js';
+import { isLoopback, readTlsFiles } from './tls.js';
 import { KeyFileError, keyFilePath, readKeyFile } from '../auth/key-file.js';
 import { keyFileStorage, runKeysCommand } from './keys-command.js';
 import { listen } from '../service/listen.js';
@@ -52,8 +53,10 @@ async function main(args: readonly string[]): Promise<void> {
 
   const logger = jsonLogger(config.logLevel);
   const keys = envKeys(process.env);
+  const tls = readTlsFiles(config.tlsCert, config.tlsKey);
   const running = await listen({
     ...config,
+    tls,
     keys,
     logger,
     onKeyGenerated: (key) => {
@@ -90,6 +93,9 @@ async function main(args: readonly string[]): Promise<void> {
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, ...where, pid: process.pid });
+  if (tls === undefined && !isLoopback(config.host)) {
+    logger.error(`warning: serving plain HTTP on ${config.host}: bearer keys travel in clear; use --tls-cert and --tls-key, or a TLS proxy in front`);
+  }
   if (keys.length === 0 && config.databaseUrl === undefined && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
     logger.error(`no API key is configured: every request under /v1 is refused until one is created with "keys create"`);
   }

@@ -1,5 +1,7 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { createSecureContext } from 'node:tls';
 import { Connections } from '../http/connections.js';
 import { clientErrorHandler, connectHandler, refuseExpectation, refuseWhileStopping } from '../http/edge.js';
 import { jsonLogger } from '../lib/logger.js';
@@ -16,12 +18,14 @@ export interface ListenOptions extends PetstoreOptions {
   maxConnections?: number;
   /** How long a graceful stop waits for requests in flight before closing their connections. */
   shutdownTimeout?: number;
+  /** Serve HTTPS (node:https) with this certificate chain and private key, both PEM; plain HTTP without. */
+  tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
 }
 
 export interface RunningServer {
-  server: Server;
+  server: Server | HttpsServer;
   petstore: Petstore;
-  /** `http://host:port`, with the port actually bound (useful with port 0). */
+  /** `http://host:port` (`https://` with TLS), with the port actually bound (useful with port 0). */
   url: string;
   /** Stops accepting, finishes requests in flight, makes the store durable. */
   close(): Promise<void>;
@@ -41,9 +45,11 @@ export const SERVER_DEFAULTS = {
 /** How long the stop keeps a connection that owes nothing open, for a request already on its way. */
 const STOP_GRACE_MS = 200;
 
-/** Creates the service and serves it on `node:http`. */
+/** Creates the service and serves it on `node:http`, or `node:https` with `tls`. */
 export async function listen(options: ListenOptions): Promise<RunningServer> {
   const logger = options.logger ?? jsonLogger();
+  // Before the store is opened: a certificate and key that do not go together refuse the start.
+  if (options.tls !== undefined) checkTls(options.tls);
   const petstore = await createPetstore({ ...options, logger });
   const connections = new Connections();
   let stopping = false;
@@ -54,7 +60,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   };
   const headersTimeout = options.headersTimeout ?? SERVER_DEFAULTS.headersTimeout;
   const requestTimeout = options.requestTimeout ?? SERVER_DEFAULTS.requestTimeout;
-  const server = createServer({
+  const httpOptions: ServerOptions = {
     maxHeaderSize: options.maxHeaderSize ?? SERVER_DEFAULTS.maxHeaderSize,
     headersTimeout,
     requestTimeout,
@@ -65,9 +71,11 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     connectionsCheckingInterval: checkingInterval(headersTimeout, requestTimeout),
     // HTTP/1.1 without Host is refused by the app with an Error body, instead of Node's bare 400.
     requireHostHeader: false,
-  }, onRequest);
+  };
+  const server = options.tls === undefined ? createServer(httpOptions, onRequest) : createHttpsServer({ ...httpOptions, ...options.tls }, onRequest);
   server.maxConnections = options.maxConnections ?? SERVER_DEFAULTS.maxConnections;
-  server.on('connection', (socket: Socket) => connections.add(socket));
+  // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
+  server.on(options.tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => connections.add(socket));
   // Answer `Expect: 100-continue` ourselves, so that 401, 413 and 415 go out before the body is sent.
   server.on('checkContinue', onRequest);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
@@ -101,7 +109,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     await petstore.close();
   })());
 
-  return { server, petstore, url: `http://${host}:${address.port}`, close };
+  return { server, petstore, url: `${options.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`, close };
 }
 
 /**
@@ -109,7 +117,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
  * closes their connections after them; a connection that owes nothing is closed once it has been
  * quiet for the grace; whatever is still open after `timeoutMs` is cut.
  */
-async function drain(server: Server, connections: Connections, timeoutMs: number): Promise<void> {
+async function drain(server: Server | HttpsServer, connections: Connections, timeoutMs: number): Promise<void> {
   for (const res of connections.unsent()) res.setHeader('connection', 'close');
   const stopped = new Promise<void>((resolve) => {
     // Node's close() also destroys the connections its parser sees as idle, which cuts a keep-alive
@@ -129,6 +137,18 @@ async function drain(server: Server, connections: Connections, timeoutMs: number
   } finally {
     clearInterval(sweep);
     clearTimeout(deadline);
+  }
+}
+
+/** A TypeError that says what is wrong with the pair, instead of OpenSSL's code, when they cannot serve. */
+function checkTls(tls: { cert: string | Buffer; key: string | Buffer }): void {
+  try {
+    createSecureContext(tls);
+  } catch (error) {
+    const code = error instanceof Error && 'code' in error ? String(error.code) : '';
+    const why = code === 'ERR_OSSL_X509_KEY_VALUES_MISMATCH' ? 'the TLS key does not belong to the TLS certificate' : `the TLS certificate or key cannot be used (${(error as Error).message})`;
+    // A code, as Node's own errors carry, so that the command line shows the message alone.
+    throw Object.assign(new TypeError(why, { cause: error }), { code: 'ERR_PETSTORE_TLS' });
   }
 }
 

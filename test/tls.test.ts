@@ -1,0 +1,107 @@
+/**
+ * HTTPS without a proxy (--tls-cert, --tls-key): the same answers over TLS, clear refusals for a
+ * missing or mismatched pair, and a warning when plain HTTP is served beyond loopback.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';
+
+const ENV = { PETSTORE_API_KEYS: TEST_KEY };
+
+function hasOpenssl(): boolean {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false; // not installed: the tests that need a certificate say so and skip
+  }
+}
+const OPENSSL = hasOpenssl();
+const needsOpenssl = OPENSSL ? {} : { skip: 'openssl is not installed: no test certificate can be made' };
+
+/** A self-signed certificate for 127.0.0.1 and its key, as files in `dir`. */
+function certificate(dir: string, name: string): { cert: string; key: string } {
+  const cert = join(dir, `${name}.crt`);
+  const key = join(dir, `${name}.key`);
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  return { cert, key };
+}
+
+function get(url: string, path: string, ca: Buffer): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(`${url}${path}`, { ca, headers: { authorization: `Bearer ${TEST_KEY}` }, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (s: string) => (body += s)).on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function dirs(t: TestContext): Promise<{ data: string; certs: string }> {
+  return { data: await tempDirFor(t, 'petstore-tls-data-'), certs: await tempDirFor(t, 'petstore-tls-certs-') };
+}
+
+test('with --tls-cert and --tls-key the server speaks HTTPS, with the same answers', needsOpenssl, async (t) => {
+  const { data, certs } = await dirs(t);
+  const { cert, key } = certificate(certs, 'server');
+  const server = await spawnServerFor(t, ['--data-dir', data, '--tls-cert', cert, '--tls-key', key], ENV);
+  assert.match(server.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+  const ca = await readFile(cert);
+  const listed = await get(server.url, '/v1/pets', ca);
+  assert.equal(listed.status, 200);
+  assert.equal(listed.body, '[]');
+  const openapi = await get(server.url, '/v1/openapi.json', ca);
+  assert.equal(openapi.status, 200);
+  // Plain HTTP on the TLS port gets no answer a client could mistake for the API's.
+  const plain = await request(server.url.replace('https:', 'http:'), 'GET', '/v1/pets').then((r) => r.status, () => 0);
+  assert.notEqual(plain, 200);
+  assert.equal(await stopProcess(server), 0);
+  assert.doesNotMatch(server.stderr(), /warning/, 'TLS on loopback: nothing to warn about');
+});
+
+test('the TLS environment twins configure it too', needsOpenssl, async (t) => {
+  const { data, certs } = await dirs(t);
+  const { cert, key } = certificate(certs, 'server');
+  const server = await spawnServerFor(t, ['--data-dir', data], { ...ENV, PETSTORE_TLS_CERT: cert, PETSTORE_TLS_KEY: key });
+  assert.match(server.url, /^https:/);
+  assert.equal((await get(server.url, '/healthz', await readFile(cert))).status, 200);
+});
+
+test('a key that does not belong to the certificate refuses the start with a clear message', needsOpenssl, async (t) => {
+  const { data, certs } = await dirs(t);
+  const one = certificate(certs, 'one');
+  const other = certificate(certs, 'other');
+  const { code, stdout, stderr } = await runCli(['--port', '0', '--data-dir', data, '--tls-cert', one.cert, '--tls-key', other.key], ENV);
+  assert.equal(code, 1);
+  assert.equal(stderr, 'cannot start: the TLS key does not belong to the TLS certificate\n');
+  assert.doesNotMatch(stdout, /listening/);
+});
+
+test('a missing certificate or key file refuses the start naming it; one without the other is a usage error', async (t) => {
+  const { data, certs } = await dirs(t);
+  const missing = join(certs, 'missing.pem');
+  const both = await runCli(['--port', '0', '--data-dir', data, '--tls-cert', missing, '--tls-key', missing], ENV);
+  assert.equal(both.code, 1);
+  assert.equal(both.stderr, `error: cannot read the TLS certificate file ${missing} (ENOENT)\n`);
+  const alone = await runCli(['--port', '0', '--data-dir', data, '--tls-cert', missing], ENV);
+  assert.equal(alone.code, 2);
+  assert.match(alone.stderr, /--tls-cert and --tls-key go together/);
+});
+
+test('plain HTTP on an address beyond loopback logs one warning line; on loopback none', async (t) => {
+  const { data } = await dirs(t);
+  const open = await spawnServerFor(t, ['--data-dir', data, '--host', '0.0.0.0'], ENV);
+  assert.equal(await stopProcess(open), 0); // all its output read
+  const warnings = open.stderr().split('\n').filter((line) => line.includes('warning'));
+  assert.equal(warnings.length, 1, open.stderr());
+  assert.match(warnings[0] as string, /serving plain HTTP on 0\.0\.0\.0: bearer keys travel in clear/);
+  const local = await spawnServerFor(t, ['--data-dir', await tempDirFor(t)], ENV);
+  assert.equal(await stopProcess(local), 0);
+  assert.doesNotMatch(local.stderr(), /warning/);
+});
