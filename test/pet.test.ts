@@ -4,9 +4,10 @@ import { petFromJson, petJson, petsJson, type Pet } from '#dist/pet/pet.js';
 import { readPetLine as readLine, type PetLine } from '#dist/store/file/pet-line.js';
 
 /** The line reader's verdict as a value: the id and status it read, or undefined when it declined. */
-function readPetLine(buf: Buffer, start: number, end: number): PetLine | undefined {
-  const out: PetLine = { id: 0, status: undefined };
-  return readLine(buf, start, end, out) ? out : undefined;
+function readPetLine(buf: Buffer, start: number, end: number): Pick<PetLine, 'id' | 'status'> | undefined {
+  const out: PetLine = { id: 0, status: undefined, end: 0 };
+  // The callers take a line only when the pet ends exactly where the line does.
+  return readLine(buf, start, end, out) && out.end === end ? { id: out.id, status: out.status } : undefined;
 }
 
 const PETS: Pet[] = [

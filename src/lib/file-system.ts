@@ -60,7 +60,17 @@ export const nodeFileSystem: FileSystem = {
   async readFile(path) {
     const handle = await openPrivate(path, constants.O_RDONLY);
     try {
-      return await handle.readFile();
+      // One read of the whole size where handle.readFile takes 512 KiB at a time: a 65 MB snapshot
+      // was some 130 round trips through the thread pool at start-up.
+      const { size } = await handle.stat();
+      const buffer = Buffer.allocUnsafeSlow(size);
+      let filled = 0;
+      while (filled < size) {
+        const { bytesRead } = await handle.read(buffer, filled, size - filled, filled);
+        if (bytesRead === 0) break; // the file shrank meanwhile: what was read is all there is
+        filled += bytesRead;
+      }
+      return filled === size ? buffer : buffer.subarray(0, filled);
     } finally {
       await handle.close();
     }

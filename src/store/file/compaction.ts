@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { FileSystem } from '../../lib/file-system.js';
 import { replaceFile } from '../../lib/replace-file.js';
-import { SNAPSHOT_FILE, journalFile } from './data-format.js';
+import { SNAPSHOT_FILE, journalFile } from './file-names.js';
 import { snapshotChunks } from './data-lines.js';
 import type { IdempotencyIndex } from './idempotency.js';
 import type { Journal } from './journal.js';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { FileSystem, StoreFile } from '../../lib/file-system.js';
-import { journalFile } from './data-format.js';
+import { journalFile } from './file-names.js';
 
 // Bytes written past the durable end, fdatasync'ed and cut again, to find out whether the disk takes
 // writes again after a failure: a truncate alone succeeds even on a full disk.

@@ -2,9 +2,8 @@ import { join } from 'node:path';
 import type { FileSystem } from '../../lib/file-system.js';
 import { UnsafeFileError } from '../../lib/private-file.js';
 import { errorCode } from '../../lib/system-error.js';
-import {
-  SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration, parseJournal, parseSnapshot, type RecordSink, type Snapshot,
-} from './data-format.js';
+import { parseJournal, parseSnapshot, type RecordSink, type Snapshot } from './data-format.js';
+import { SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration } from './file-names.js';
 import { PetIndex } from './pet-index.js';
 import { StoreOpenError } from '../store.js';
 

@@ -4,7 +4,7 @@ import type { LockFile } from '../../lib/lock-file.js';
 import { assertPrivateDirectory } from '../../lib/private-file.js';
 import { reportToStderr } from '../../lib/system-error.js';
 import { Compaction } from './compaction.js';
-import { journalFile } from './data-format.js';
+import { journalFile } from './file-names.js';
 import { IdempotencyIndex } from './idempotency.js';
 import { Journal } from './journal.js';
 import { loadDirectory, openStep } from './load.js';
