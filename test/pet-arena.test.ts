@@ -95,3 +95,24 @@ test('many statuses and pets grow the typed arrays without losing any', () => {
   assert.deepEqual(pending, ids.filter((id) => id % 3 === 0));
   assert.equal(arena.positionOf(20_000), 19_999);
 });
+
+test('pets kept in place and copied pets may alternate without a new chunk for each (keyed lines are copied)', () => {
+  const arena = new PetArena();
+  const file = Buffer.from(Array.from({ length: 2000 }, (_, i) => text(2 * i + 1, `kept ${i}`)).join('\n'));
+  let at = 0;
+  for (let i = 0; i < 2000; i++) {
+    const end = file.indexOf(0x0a, at) === -1 ? file.length : file.indexOf(0x0a, at);
+    arena.appendInPlace(2 * i + 1, 0, file, at, end);
+    arena.append(2 * i + 2, 0, Buffer.from(text(2 * i + 2, `copied ${i}`)));
+    at = end + 1;
+  }
+  assert.equal(arena.size, 4000);
+  for (let id = 1; id <= 4000; id++) {
+    const expected = id % 2 === 1 ? text(id, `kept ${(id - 1) / 2}`) : text(id, `copied ${id / 2 - 1}`);
+    assert.equal(arena.textAt(arena.positionOf(id)).toString(), expected, `pet ${id}`);
+  }
+  // One chunk for the file, one for the copies: a view of a copied pet lies in the same Buffer as the others.
+  const copies = new Set([2, 1000, 4000].map((id) => arena.textAt(arena.positionOf(id)).buffer));
+  assert.equal(copies.size, 1, 'the copied pets share one chunk');
+  assert.equal(arena.textAt(arena.positionOf(1)).buffer, file.buffer, 'a kept pet is a view of the file itself');
+});

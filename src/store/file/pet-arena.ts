@@ -16,7 +16,11 @@ export const statusCode = (status: PetStatus | undefined): StatusCode => (status
  */
 export class PetArena {
   readonly #chunks: Buffer[] = [];
-  #used = CHUNK_BYTES; // of the last chunk: full, so that the first append allocates one
+  /** The chunk copied texts go to, and how much of it is used; -1: none yet. */
+  #copyChunk = -1;
+  #used = 0;
+  /** The chunk that is the buffer most recently kept in place (a data file's), or -1. */
+  #inPlaceChunk = -1;
   #count = 0;
   #ids: Float64Array;
   #chunkOf: Uint32Array;
@@ -45,12 +49,12 @@ export class PetArena {
   /** Adds a pet whose JSON text is `bytes[start..end)`, copied in; its id must be above every id so far. */
   append(id: number, status: StatusCode, bytes: Uint8Array, start = 0, end = bytes.length): void {
     const length = this.#check(id, start, end);
-    if (this.#used + length > CHUNK_BYTES) {
+    if (this.#copyChunk === -1 || this.#used + length > (this.#chunks[this.#copyChunk] as Buffer).length) {
       // A pet never spans two chunks: at most one pet's worth is left unused at a chunk's end.
-      this.#chunks.push(Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, length)));
+      this.#copyChunk = this.#chunks.push(Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, length))) - 1;
       this.#used = 0;
     }
-    const chunk = this.#chunks.length - 1;
+    const chunk = this.#copyChunk;
     (this.#chunks[chunk] as Buffer).set(bytes.subarray(start, end), this.#used);
     this.#add(id, status, chunk, this.#used, length);
     this.#used += length;
@@ -62,11 +66,9 @@ export class PetArena {
    */
   appendInPlace(id: number, status: StatusCode, buffer: Buffer, start: number, end: number): void {
     const length = this.#check(id, start, end);
-    if (this.#chunks.at(-1) !== buffer) {
-      this.#chunks.push(buffer);
-      this.#used = CHUNK_BYTES; // the next copied pet starts a chunk of its own
-    }
-    this.#add(id, status, this.#chunks.length - 1, start, length);
+    // Copied and kept pets may alternate (keyed lines are copied): each keeps its own chunk.
+    if (this.#chunks[this.#inPlaceChunk] !== buffer) this.#inPlaceChunk = this.#chunks.push(buffer) - 1;
+    this.#add(id, status, this.#inPlaceChunk, start, length);
   }
 
   #check(id: number, start: number, end: number): number {
