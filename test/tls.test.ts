@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';
@@ -63,6 +64,19 @@ test('with --tls-cert and --tls-key the server speaks HTTPS, with the same answe
   assert.notEqual(plain, 200);
   assert.equal(await stopProcess(server), 0);
   assert.doesNotMatch(server.stderr(), /warning/, 'TLS on loopback: nothing to warn about');
+});
+
+test('a connection that never sends its TLS hello does not hold up the stop', needsOpenssl, async (t) => {
+  const { data, certs } = await dirs(t);
+  const { cert, key } = certificate(certs, 'server');
+  const server = await spawnServerFor(t, ['--data-dir', data, '--tls-cert', cert, '--tls-key', key], ENV);
+  const silent = connect(Number(new URL(server.url).port), '127.0.0.1');
+  t.after(() => silent.destroy());
+  await new Promise((resolve) => silent.once('connect', resolve));
+  const started = Date.now();
+  assert.equal(await stopProcess(server), 0);
+  const took = Date.now() - started;
+  assert.ok(took < 1000, `stopped in ${took} ms, not after a handshake timeout`);
 });
 
 test('the TLS environment twins configure it too', needsOpenssl, async (t) => {

@@ -26,7 +26,8 @@ export function refuseExpectation(_req: IncomingMessage, res: ServerResponse): v
 export function clientErrorHandler(connections: Connections): (error: Error, socket: Duplex) => void {
   return (error, socket) => {
     const code = errorCode(error);
-    if (code === 'ECONNRESET' || !socket.writable) {
+    // A TLS failure (a handshake that timed out) has no session to carry an HTTP answer: just close.
+    if (code === 'ECONNRESET' || code?.startsWith('ERR_TLS') === true || code?.startsWith('ERR_SSL') === true || !socket.writable) {
       socket.destroy();
       return;
     }

@@ -72,10 +72,25 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     // HTTP/1.1 without Host is refused by the app with an Error body, instead of Node's bare 400.
     requireHostHeader: false,
   };
-  const server = options.tls === undefined ? createServer(httpOptions, onRequest) : createHttpsServer({ ...httpOptions, ...options.tls }, onRequest);
+  // A TLS handshake gets no longer than the request headers do (Node's own default is 120 s).
+  const server = options.tls === undefined
+    ? createServer(httpOptions, onRequest)
+    : createHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
   server.maxConnections = options.maxConnections ?? SERVER_DEFAULTS.maxConnections;
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
   server.on(options.tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => connections.add(socket));
+  // With TLS, a client that connects and never sends its hello has no TLS socket yet: the stop
+  // closes such silent connections itself, or it would wait for the 120 s handshake timeout.
+  const handshaking = new Map<Socket, number>();
+  if (options.tls !== undefined) {
+    server.on('connection', (raw: Socket) => {
+      handshaking.set(raw, Date.now());
+      raw.once('close', () => handshaking.delete(raw));
+    });
+  }
+  const closeSilent = (graceMs: number): void => {
+    for (const [raw, since] of handshaking) if (raw.bytesRead === 0 && Date.now() - since >= graceMs) raw.destroy();
+  };
   // Answer `Expect: 100-continue` ourselves, so that 401, 413 and 415 go out before the body is sent.
   server.on('checkContinue', onRequest);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
@@ -105,7 +120,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => (closed ??= (async () => {
     stopping = true;
-    await drain(server, connections, options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout);
+    await drain(server, connections, closeSilent, options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout);
     await petstore.close();
   })());
 
@@ -117,7 +132,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
  * closes their connections after them; a connection that owes nothing is closed once it has been
  * quiet for the grace; whatever is still open after `timeoutMs` is cut.
  */
-async function drain(server: Server | HttpsServer, connections: Connections, timeoutMs: number): Promise<void> {
+async function drain(server: Server | HttpsServer, connections: Connections, closeSilent: (graceMs: number) => void, timeoutMs: number): Promise<void> {
   for (const res of connections.unsent()) res.setHeader('connection', 'close');
   const stopped = new Promise<void>((resolve) => {
     // Node's close() also destroys the connections its parser sees as idle, which cuts a keep-alive
@@ -129,9 +144,13 @@ async function drain(server: Server | HttpsServer, connections: Connections, tim
       Reflect.deleteProperty(server, 'closeIdleConnections');
     }
   });
-  const sweep = setInterval(() => connections.closeQuiet(STOP_GRACE_MS), 25);
+  const quiet = (): void => {
+    connections.closeQuiet(STOP_GRACE_MS);
+    closeSilent(STOP_GRACE_MS);
+  };
+  const sweep = setInterval(quiet, 25);
   const deadline = setTimeout(() => server.closeAllConnections(), timeoutMs);
-  connections.closeQuiet(STOP_GRACE_MS);
+  quiet();
   try {
     await stopped;
   } finally {
