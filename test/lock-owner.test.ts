@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
-import { request, spawnServerFor, stopProcess, tempDirFor, waitFor } from './helpers.js';
+import { SERVER_JS, request, spawnServerFor, stopProcess, tempDirFor, waitFor } from './helpers.js';
 import { dataDir, defer } from './store-support.js';
 
 const HAS_PROC = existsSync('/proc/self/stat') && existsSync('/proc/sys/kernel/random/boot_id');
@@ -120,4 +120,56 @@ test('a copy (cp -a) of a running server\'s data directory starts beside it, and
   }
   assert.equal(await stopProcess(second), 0);
   assert.equal(await stopProcess(first), 0);
+});
+
+function canUnsharePid(): boolean {
+  try {
+    execFileSync('unshare', ['-p', '-f', '--mount-proc', '--kill-child', 'true'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false; // not root, or no unshare: the test below says so and skips
+  }
+}
+const skipWithoutNamespaces = canUnsharePid() ? false : 'needs unshare -p (root) to run servers in PID namespaces of their own';
+
+test('two servers in PID namespaces of their own (both pid 1, as in containers) never share a directory; a dead one\'s lock goes stale by its heartbeat', { skip: skipWithoutNamespaces, timeout: 20_000 }, async (t) => {
+  const dir = join(await tempDirFor(t), 'data');
+  const key = 'ns-key-0123456789abcdef';
+  const inNamespace = (port: number): ReturnType<typeof spawn> => spawn('unshare', ['-p', '-f', '--mount-proc', '--kill-child', process.execPath, SERVER_JS, '--port', String(port), '--data-dir', dir],
+    { env: { PATH: process.env['PATH'], PETSTORE_API_KEYS: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = (child: ReturnType<typeof spawn>): { text: () => string; exited: Promise<number | null> } => {
+    let text = '';
+    child.stdout?.setEncoding('utf8').on('data', (s: string) => (text += s));
+    child.stderr?.setEncoding('utf8').on('data', (s: string) => (text += s));
+    return { text: () => text, exited: new Promise((r) => child.on('exit', (code) => r(code))) };
+  };
+  const first = inNamespace(0);
+  t.after(() => first.kill('SIGKILL'));
+  const firstOut = output(first);
+  await waitFor(() => firstOut.text().includes('"msg":"listening"'), 10_000, 'the first server listens');
+  assert.match(await readlink(join(dir, 'petstore.lock')), /^1 /, 'pid 1 in its own namespace');
+
+  const second = inNamespace(0);
+  t.after(() => second.kill('SIGKILL'));
+  const secondOut = output(second);
+  assert.equal(await secondOut.exited, 1, secondOut.text());
+  assert.match(secondOut.text(), /in use by another server \(pid 1/);
+
+  // --kill-child: the server dies with its unshare, as with kill -9 (no stop, the lock left behind).
+  first.kill('SIGKILL');
+  await firstOut.exited;
+  const started = Date.now();
+  let third: ReturnType<typeof spawn> | undefined;
+  let thirdOut: ReturnType<typeof output> | undefined;
+  for (;;) {
+    third = inNamespace(0);
+    thirdOut = output(third);
+    const listening = waitFor(() => thirdOut?.text().includes('"msg":"listening"') === true, 5000, 'listens').then(() => true, () => false);
+    if (await Promise.race([listening, thirdOut.exited.then(() => false)])) break;
+    assert.ok(Date.now() - started < 10_000, 'the dead server\'s lock went stale within 10 s');
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  t.after(() => third?.kill('SIGKILL'));
+  third.kill('SIGKILL');
+  await thirdOut.exited;
 });

@@ -1,6 +1,6 @@
-import { closeSync, constants, lstatSync, openSync, readFileSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, lstatSync, lutimesSync, openSync, readFileSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { currentOwner, formatOwner, isLiveOwner, parseOwner } from './lock-owner.js';
+import { currentOwner, formatOwner, inOtherNamespace, isLiveOwner, parseOwner, type LockOwner } from './lock-owner.js';
 import { errorCode } from './system-error.js';
 
 /**
@@ -10,17 +10,23 @@ import { errorCode } from './system-error.js';
  * ext4 under 60 bytes, xfs), so the lock is taken on a full disk, where writing a few bytes to a new
  * file fails with ENOSPC. Mercurial and Emacs lock the same way. The link is only ever read with
  * readlink, never followed. A lock whose owner no longer holds it (killed, rebooted, copied) is taken over.
+ * The holder touches the link's times every HEARTBEAT_MS: an owner in another PID namespace (another
+ * container on the same volume), whose pid cannot be checked from here, is live while they are fresh.
  */
 export class LockFile {
   /** Lock files this process holds: a lock naming our own pid but not in here is a dead namesake's. */
   static readonly #held = new Set<string>();
+
   readonly #path: string;
   readonly #target: string;
+  readonly #heartbeat: NodeJS.Timeout;
 
   private constructor(path: string, target: string) {
     this.#path = path;
     this.#target = target;
     LockFile.#held.add(path);
+    this.#heartbeat = setInterval(() => touch(path), HEARTBEAT_MS);
+    this.#heartbeat.unref();
   }
 
   /** The lock, or the pid of the live process that holds it. System errors (EACCES, EROFS…) are thrown. */
@@ -33,7 +39,7 @@ export class LockFile {
       const owner = found === undefined ? undefined : parseOwner(found);
       // In a container the server is often pid 1 on every start: our own pid on a lock we do not hold
       // is a killed predecessor's.
-      const live = owner !== undefined && (owner.pid === process.pid ? LockFile.#held.has(path) : isLiveOwner(owner, self));
+      const live = owner !== undefined && (owner.pid === process.pid && !inOtherNamespace(owner, self) ? LockFile.#held.has(path) : isLive(owner, self, path));
       if (live) return { owner: owner.pid };
       if (!takeOverStale(path, found, target)) return { owner: owner?.pid ?? 0 };
     }
@@ -54,8 +60,41 @@ export class LockFile {
 
   /** Removes the lock, unless another process has taken it over meanwhile (then it is theirs). */
   release(): void {
+    clearInterval(this.#heartbeat);
     LockFile.#held.delete(this.#path);
     if (readTarget(this.#path) === this.#target) remove(this.#path);
+  }
+}
+
+// The holder refreshes its lock this often; one not refreshed for STALE_AFTER_MS has no live holder.
+const HEARTBEAT_MS = 1000;
+const STALE_AFTER_MS = 5000;
+
+/**
+ * Whether another process's lock is held still. (Our own pid in our own namespace on a lock we do not
+ * hold is a killed predecessor's: in a container the server is often pid 1 on every start.) In another
+ * PID namespace the pid means nothing here: the heartbeat decides.
+ */
+function isLive(owner: LockOwner, self: LockOwner, path: string): boolean {
+  if (!inOtherNamespace(owner, self)) return isLiveOwner(owner, self);
+  const touched = lstatSync(path, { throwIfNoEntry: false })?.mtimeMs;
+  return touched !== undefined && Date.now() - touched < STALE_AFTER_MS && !differsFrom(owner, self);
+}
+
+/** Another boot or another directory makes a lock stale, whichever namespace made it. */
+function differsFrom(owner: LockOwner, self: LockOwner): boolean {
+  return (owner.boot !== undefined && self.boot !== undefined && owner.boot !== self.boot)
+    || (owner.dir !== undefined && self.dir !== undefined && owner.dir !== self.dir);
+}
+
+function touch(path: string): void {
+  const now = new Date();
+  try {
+    lutimesSync(path, now, now);
+  } catch (error) {
+    // A heartbeat that cannot be written only lets the lock look stale sooner to another namespace;
+    // it must not end the server from a timer. Anything but a system error is a bug and is thrown.
+    if (errorCode(error) === undefined) throw error;
   }
 }
 

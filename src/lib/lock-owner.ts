@@ -14,29 +14,35 @@ export interface LockOwner {
   boot: string | undefined;
   /** Device and inode of the directory the lock is in (hex): a copy is another inode; a rename is not. */
   dir: string | undefined;
+  /**
+   * The PID namespace (the inode of /proc/self/ns/pid, hex). Containers sharing a volume each have
+   * their own, where the other's pid cannot be seen (and both may be pid 1): an owner in another
+   * namespace is judged by the lock's heartbeat instead (see LockFile).
+   */
+  ns: string | undefined;
 }
 
-let thisProcess: { start: string | undefined; boot: string | undefined } | undefined;
+let thisProcess: { start: string | undefined; boot: string | undefined; ns: string | undefined } | undefined;
 
 /** This process as the owner of a lock in `dir`. */
 export function currentOwner(dir: string): LockOwner {
-  thisProcess ??= { start: processStat('self')?.start, boot: bootId() };
+  thisProcess ??= { start: processStat('self')?.start, boot: bootId(), ns: pidNamespace() };
   const { dev, ino } = statSync(dir, { bigint: true });
   return { pid: process.pid, ...thisProcess, dir: `${dev.toString(16)}:${ino.toString(16)}` };
 }
 
-/** `<pid> <start> <boot> <dev:ino>`, `-` for what is unknown: at most about 55 bytes (see LockFile). */
+/** `<pid> <start> <boot> <dev:ino> <ns>`, `-` for what is unknown: at most about 60 bytes (see LockFile). */
 export function formatOwner(owner: LockOwner): string {
-  return [owner.pid, owner.start ?? '-', owner.boot ?? '-', owner.dir ?? '-'].join(' ');
+  return [owner.pid, owner.start ?? '-', owner.boot ?? '-', owner.dir ?? '-', owner.ns ?? '-'].join(' ');
 }
 
 /** The owner a lock names, or undefined when it names none. A bare pid (an earlier version's lock) is an owner of unknown start, boot and directory. */
 export function parseOwner(text: string): LockOwner | undefined {
-  const [pid = '', start, boot, dir, ...rest] = text.trim().split(' ');
+  const [pid = '', start, boot, dir, ns, ...rest] = text.trim().split(' ');
   // Linux pids fit in 31 bits; anything else is not a pid (and process.kill would throw on it).
   if (!/^[1-9][0-9]{0,9}$/.test(pid) || Number(pid) > 2 ** 31 - 1 || rest.length > 0) return undefined;
   const known = (field: string | undefined): string | undefined => (field === undefined || field === '-' ? undefined : field);
-  return { pid: Number(pid), start: known(start), boot: known(boot), dir: known(dir) };
+  return { pid: Number(pid), start: known(start), boot: known(boot), dir: known(dir), ns: known(ns) };
 }
 
 /**
@@ -45,7 +51,6 @@ export function parseOwner(text: string): LockOwner | undefined {
  * another process that got the same pid later.
  */
 export function isLiveOwner(owner: LockOwner, self: LockOwner): boolean {
-  const differs = (a: string | undefined, b: string | undefined): boolean => a !== undefined && b !== undefined && a !== b;
   if (differs(owner.dir, self.dir) || differs(owner.boot, self.boot)) return false;
   try {
     process.kill(owner.pid, 0);
@@ -56,6 +61,24 @@ export function isLiveOwner(owner: LockOwner, self: LockOwner): boolean {
   const stat = processStat(String(owner.pid));
   if (stat === undefined) return true; // no /proc (or hidden): the pid being alive is all we know
   return !stat.zombie && !differs(owner.start, stat.start);
+}
+
+/** Whether the owner is in another PID namespace, where its pid says nothing to this process. */
+export function inOtherNamespace(owner: LockOwner, self: LockOwner): boolean {
+  return differs(owner.ns, self.ns);
+}
+
+function differs(a: string | undefined, b: string | undefined): boolean {
+  return a !== undefined && b !== undefined && a !== b;
+}
+
+function pidNamespace(): string | undefined {
+  try {
+    return statSync('/proc/self/ns/pid').ino.toString(16);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT' || errorCode(error) === 'EACCES') return undefined;
+    throw error;
+  }
 }
 
 function processStat(pid: string): { start: string | undefined; zombie: boolean } | undefined {
