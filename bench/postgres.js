@@ -10,7 +10,7 @@
  * Environment: BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_WARMUP (1), BENCH_TMPDIR.
  */
 import { spawnSync } from 'node:child_process';
-import { chownSync, copyFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chownSync, copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { envNumber, fmt, machine, measure, median, removeDir, start, stop, tempDir, writeSection, ROOT } from './harness.js';
@@ -97,6 +97,7 @@ export async function postgresMode() {
   if (bin === undefined) throw new Error('PostgreSQL is not installed: apt-get install postgresql');
   const seedDir = tempDir();
   writeSnapshot(join(seedDir, 'pets.json'), SEED_PETS);
+  writeFileSync(join(seedDir, 'pets-journal.1.jsonl'), '', { mode: 0o600 }); // the journal pets.json names
   const cluster = await startCluster(bin);
   const setups = ['file', 'pg1', 'pg3'];
   const loads = { post1: [create, 1], post16: [create, 16], list: [list, 10] };
@@ -118,7 +119,7 @@ export async function postgresMode() {
           for (let i = 0; i < (setup === 'pg3' ? 3 : 1); i++) {
             const dir = tempDir();
             dirs.push(dir);
-            if (setup === 'file') copyFileSync(join(seedDir, 'pets.json'), join(dir, 'pets.json'));
+            if (setup === 'file') for (const file of ['pets.json', 'pets-journal.1.jsonl']) copyFileSync(join(seedDir, file), join(dir, file));
             servers.push(await start('server', { dataDir: dir, serverArgs }));
           }
           for (const [key, [workload, connections]] of Object.entries(loads)) {
