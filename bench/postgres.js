@@ -24,6 +24,9 @@ const progress = (text) => process.stderr.write(`${text}\n`);
 
 let created = 0;
 const create = { method: 'POST', path: '/v1/pets', body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`, expect: 201 };
+// Each create with a key of its own: what a client that always sends Idempotency-Key costs.
+let keys = 0;
+const createKeyed = { ...create, headers: () => ({ 'idempotency-key': `"bench-key-${++keys}"` }) };
 const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 
 function postgresBin() {
@@ -100,7 +103,7 @@ export async function postgresMode() {
   writeFileSync(join(seedDir, 'pets-journal.1.jsonl'), '', { mode: 0o600 }); // the journal pets.json names
   const cluster = await startCluster(bin);
   const setups = ['file', 'pg1', 'pg3'];
-  const loads = { post1: [create, 1], post16: [create, 16], list: [list, 10] };
+  const loads = { post1: [create, 1], post16: [create, 16], post16key: [createKeyed, 16], list: [list, 10] };
   const results = Object.fromEntries(setups.map((s) => [s, Object.fromEntries(Object.keys(loads).map((k) => [k, []]))]));
   try {
     for (let r = 0; r < ROUNDS; r++) {
@@ -161,6 +164,7 @@ export async function postgresMode() {
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     row('POST /v1/pets (durable, 201), 1 connection, creates/s', 'post1'),
     row('POST /v1/pets (durable, 201), 16 connections, creates/s', 'post16'),
+    row('POST /v1/pets with an Idempotency-Key of its own (durable, 201), 16 connections, creates/s', 'post16key'),
     row('GET /v1/pets?limit=20, 10 connections, req/s', 'list'),
     '',
     'Errors: responses other than 201/200, plus socket errors, summed over rounds and setups.',
