@@ -163,17 +163,19 @@ export async function measure(target, workload, { seconds, connections }) {
     if (m !== undefined) peakRss = Math.max(peakRss, m.rss);
   };
   const sampler = setInterval(sample, 50);
-  const dynamic = typeof workload.path === 'function' || typeof workload.body === 'function';
+  const dynamic = typeof workload.path === 'function' || typeof workload.body === 'function' || typeof workload.headers === 'function';
+  const headers = { ...AUTH, ...(workload.body === undefined ? {} : { 'content-type': 'application/json' }) };
   const request = {
     method: workload.method,
     path: typeof workload.path === 'function' ? workload.path() : workload.path,
-    headers: { ...AUTH, ...(workload.body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: { ...headers, ...workload.headers?.() },
     ...(workload.body === undefined ? {} : { body: typeof workload.body === 'function' ? workload.body() : workload.body }),
     ...(dynamic
       ? {
           setupRequest: (req) => {
             if (typeof workload.path === 'function') req.path = workload.path();
             if (typeof workload.body === 'function') req.body = workload.body();
+            if (typeof workload.headers === 'function') req.headers = { ...headers, ...workload.headers() };
             return req;
           },
         }

@@ -10,7 +10,7 @@
  * Environment: BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_WARMUP (1), BENCH_TMPDIR.
  */
 import { spawnSync } from 'node:child_process';
-import { chownSync, copyFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chownSync, copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { envNumber, fmt, machine, measure, median, removeDir, start, stop, tempDir, writeSection, ROOT } from './harness.js';
@@ -24,6 +24,9 @@ const progress = (text) => process.stderr.write(`${text}\n`);
 
 let created = 0;
 const create = { method: 'POST', path: '/v1/pets', body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`, expect: 201 };
+// Each create with a key of its own: what a client that always sends Idempotency-Key costs.
+let keys = 0;
+const createKeyed = { ...create, headers: () => ({ 'idempotency-key': `"bench-key-${++keys}"` }) };
 const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 
 function postgresBin() {
@@ -97,9 +100,10 @@ export async function postgresMode() {
   if (bin === undefined) throw new Error('PostgreSQL is not installed: apt-get install postgresql');
   const seedDir = tempDir();
   writeSnapshot(join(seedDir, 'pets.json'), SEED_PETS);
+  writeFileSync(join(seedDir, 'pets-journal.1.jsonl'), '', { mode: 0o600 }); // the journal pets.json names
   const cluster = await startCluster(bin);
   const setups = ['file', 'pg1', 'pg3'];
-  const loads = { post1: [create, 1], post16: [create, 16], list: [list, 10] };
+  const loads = { post1: [create, 1], post16: [create, 16], post16key: [createKeyed, 16], list: [list, 10] };
   const results = Object.fromEntries(setups.map((s) => [s, Object.fromEntries(Object.keys(loads).map((k) => [k, []]))]));
   try {
     for (let r = 0; r < ROUNDS; r++) {
@@ -118,7 +122,7 @@ export async function postgresMode() {
           for (let i = 0; i < (setup === 'pg3' ? 3 : 1); i++) {
             const dir = tempDir();
             dirs.push(dir);
-            if (setup === 'file') copyFileSync(join(seedDir, 'pets.json'), join(dir, 'pets.json'));
+            if (setup === 'file') for (const file of ['pets.json', 'pets-journal.1.jsonl']) copyFileSync(join(seedDir, file), join(dir, file));
             servers.push(await start('server', { dataDir: dir, serverArgs }));
           }
           for (const [key, [workload, connections]] of Object.entries(loads)) {
@@ -160,6 +164,7 @@ export async function postgresMode() {
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     row('POST /v1/pets (durable, 201), 1 connection, creates/s', 'post1'),
     row('POST /v1/pets (durable, 201), 16 connections, creates/s', 'post16'),
+    row('POST /v1/pets with an Idempotency-Key of its own (durable, 201), 16 connections, creates/s', 'post16key'),
     row('GET /v1/pets?limit=20, 10 connections, req/s', 'list'),
     '',
     'Errors: responses other than 201/200, plus socket errors, summed over rounds and setups.',

@@ -6,6 +6,7 @@
 import { after, before, describe } from 'node:test';
 import { postgresBin, SKIP_REASON, startCluster, type Cluster } from './postgres-support.js';
 import { cliTests } from './postgres/cli.js';
+import { idempotencyTests } from './postgres/idempotency.js';
 import { instanceTests } from './postgres/instances.js';
 import { storeTests } from './postgres/store.js';
 
@@ -23,5 +24,6 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   };
   storeTests(context);
   cliTests(context);
+  idempotencyTests(context);
   instanceTests(context);
 });

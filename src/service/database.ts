@@ -14,6 +14,8 @@ import type { PetStore } from '../store/store.js';
 export interface DatabaseOptions {
   databaseUrl: string;
   databasePool: number;
+  /** Seconds an Idempotency-Key is remembered after its create. */
+  idempotencyWindow: number;
   keys?: readonly string[] | undefined;
   onKeyGenerated?: ((key: string) => void) | undefined;
 }
@@ -28,6 +30,7 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
   const where = describeUrl(options.databaseUrl);
   const store = await PostgresStore.open(options.databaseUrl, {
     pool: options.databasePool,
+    idempotencyWindow: options.idempotencyWindow,
     onAvailability: (available, error) => {
       if (available) logger.info('the database is reachable again', { database: where });
       else logger.error('the database cannot be used; pets are answered 503 until it is back', error, { database: where });

@@ -68,7 +68,12 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
   if (options.store !== undefined) checkStore(options.store);
   if (options.databaseUrl !== undefined && options.store === undefined) {
     const { openDatabase } = await import('./database.js');
-    const database = await openDatabase({ ...options, databaseUrl: options.databaseUrl, databasePool: options.databasePool ?? DEFAULTS.databasePool }, logger);
+    const database = await openDatabase({
+      ...options,
+      databaseUrl: options.databaseUrl,
+      databasePool: options.databasePool ?? DEFAULTS.databasePool,
+      idempotencyWindow: options.idempotencyWindow ?? DEFAULTS.idempotencyWindow,
+    }, logger);
     return service(database.store, database.keyring, options, logger, database.close, mount);
   }
   let store = options.store;

@@ -29,6 +29,18 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     // Present once a key was ever created: as the key file's existence, it stops a first key from being generated again.
     'CREATE TABLE petstore.api_keys_initialised (one boolean PRIMARY KEY DEFAULT true CHECK (one))',
   ],
+  [
+    // Idempotency keys, inserted in the pet's own transaction. The primary key is what makes one key
+    // one pet across instances; rows past the window are reused or deleted by later creates.
+    `CREATE TABLE petstore.idempotency_keys (
+      scope text NOT NULL,
+      key text NOT NULL,
+      pet_id bigint NOT NULL REFERENCES petstore.pets (id),
+      created_at timestamptz NOT NULL,
+      PRIMARY KEY (scope, key)
+    )`,
+    'CREATE INDEX idempotency_keys_created_at ON petstore.idempotency_keys (created_at)',
+  ],
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

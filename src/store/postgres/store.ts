@@ -1,10 +1,14 @@
 import type { Sql } from 'postgres';
-import type { PetStatus } from '../../pet/contract.js';
 import type { NewPet, Pet } from '../../pet/pet.js';
+import { insertBatch, type BatchEntry } from './batch.js';
 import { isUnavailable, openError, openPool } from './driver.js';
+import { keyedPet, replayOf } from './idempotency.js';
 import { addFirstKey, readKeys, type KeyRecord } from './keys.js';
+import { plainPet, toPet, type PetRow } from './pet-row.js';
 import { migrate } from './schema.js';
-import { StoreOpenError, StoreUnavailableError, type ListPage, type ListQuery, type PetStore } from '../store.js';
+import {
+  RequestInProgressError, StoreOpenError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type PetStore,
+} from '../store.js';
 
 export interface PostgresStoreOptions {
   /** Connections at most (default 10). */
@@ -15,24 +19,19 @@ export interface PostgresStoreOptions {
   maxWaitingCreates?: number;
   /** Reads in flight at most; beyond, a read is refused at once (default 256). */
   maxReads?: number;
+  /** Seconds an idempotency key is remembered after its create (default 86400). */
+  idempotencyWindow?: number;
   /** Told when the database goes away and when it is back; default: silent. */
   onAvailability?: (available: boolean, error?: unknown) => void;
 }
 
-interface PendingCreate {
-  pet: NewPet;
-  resolve: (pet: Pet) => void;
+interface PendingCreate extends BatchEntry {
+  /** The stored pet, or undefined when its idempotency key had been taken meanwhile (nothing stored). */
+  resolve: (pet: Pet | undefined) => void;
   reject: (error: Error) => void;
 }
 
-interface PetRow {
-  id: string;
-  name_json: string;
-  category_id: string;
-  status: PetStatus | null;
-}
-
-export const POSTGRES_DEFAULTS = { pool: 10, statementTimeout: 5000, maxWaitingCreates: 1000, maxReads: 256 } as const;
+export const POSTGRES_DEFAULTS = { pool: 10, statementTimeout: 5000, maxWaitingCreates: 1000, maxReads: 256, idempotencyWindow: 86_400 } as const;
 // Creates committed in one statement at most; more wait for the next one.
 const MAX_BATCH = 500;
 // While the database is away, a write is tried this often, so that readiness comes back by itself.
@@ -41,17 +40,21 @@ const PROBE_INTERVAL_MS = 1000;
 /**
  * Pets in PostgreSQL, shared by every instance on the same database.
  *
- * Creates that arrive together are committed in one statement (group commit). That statement takes
- * the row lock of `pet_ids` and holds it until its COMMIT, so the creates of all instances commit
- * one batch at a time, in id order: a pet with a smaller id is always visible before one with a
- * larger id, and a reader paging with `after` misses none. A pet is acknowledged only after COMMIT.
+ * Creates that arrive together, with or without an idempotency key, are committed in one statement
+ * (group commit, batch.ts). That statement takes the row lock of `pet_ids` and holds it until its
+ * COMMIT, so the creates of all instances commit one batch at a time, in id order: a pet with a
+ * smaller id is always visible before one with a larger id, and a reader paging with `after` misses
+ * none. A pet is acknowledged only after COMMIT.
  */
 export class PostgresStore implements PetStore {
   readonly #sql: Sql;
   readonly #deadline: number;
   readonly #maxWaiting: number;
   readonly #maxReads: number;
+  readonly #windowSeconds: number;
   readonly #onAvailability: (available: boolean, error?: unknown) => void;
+  // Keys of this instance's creates still committing: a repeat here is a 409 (one on another instance waits on the id row).
+  readonly #pendingKeys = new Set<string>();
   #queue: PendingCreate[] = [];
   #committing: Promise<void> | undefined;
   #reads = 0;
@@ -64,6 +67,7 @@ export class PostgresStore implements PetStore {
     this.#deadline = 2 * (options.statementTimeout ?? POSTGRES_DEFAULTS.statementTimeout);
     this.#maxWaiting = options.maxWaitingCreates ?? POSTGRES_DEFAULTS.maxWaitingCreates;
     this.#maxReads = options.maxReads ?? POSTGRES_DEFAULTS.maxReads;
+    this.#windowSeconds = options.idempotencyWindow ?? POSTGRES_DEFAULTS.idempotencyWindow;
     this.#onAvailability = options.onAvailability ?? (() => {});
   }
 
@@ -104,11 +108,41 @@ export class PostgresStore implements PetStore {
   }
 
   create(pet: NewPet): Promise<Pet> {
+    // Without an idempotency key nothing can stop the pet from being stored.
+    return this.#enqueue(pet, undefined) as Promise<Pet>;
+  }
+
+  /**
+   * See PetStore.createOnce. The key is stored in the pet's own transaction, unique per (scope, key)
+   * in the database. A repeat on this instance while the first is committing is a 409; on another
+   * instance it waits for the first's COMMIT on the id row, stores nothing, and gets the replay.
+   */
+  async createOnce(pet: NewPet, key: IdempotencyKey): Promise<{ pet: Pet; replayed: boolean }> {
+    // Scopes are hashes and hold no newline, so a scope and a key cannot run together ambiguously.
+    const name = `${key.scope}\n${key.key}`;
+    if (this.#pendingKeys.has(name)) throw new RequestInProgressError();
+    this.#pendingKeys.add(name);
+    let stored: Pet | undefined;
+    try {
+      const first = await this.#read(() => keyedPet(this.#sql, key, this.#windowSeconds), 'write');
+      if (first !== undefined) return replayOf(first, pet);
+      stored = await this.#enqueue(pet, key);
+    } finally {
+      this.#pendingKeys.delete(name);
+    }
+    if (stored !== undefined) return { pet: stored, replayed: false };
+    // Another instance committed this key while this create waited for the id row.
+    const first = await this.#read(() => keyedPet(this.#sql, key, this.#windowSeconds), 'write');
+    if (first === undefined) throw new RequestInProgressError(); // already past its window: a retry creates
+    return replayOf(first, pet);
+  }
+
+  #enqueue(pet: NewPet, key: IdempotencyKey | undefined): Promise<Pet | undefined> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closing'));
     // The queue is bounded: when the database is slow or gone, clients are told at once instead of waiting in memory.
     if (this.#queue.length >= this.#maxWaiting) return Promise.reject(new StoreUnavailableError('too many creates are waiting for the database'));
     return new Promise((resolve, reject) => {
-      this.#queue.push({ pet, resolve, reject });
+      this.#queue.push({ pet, key, resolve, reject });
       this.#committing ??= this.#commitLoop();
     });
   }
@@ -132,29 +166,15 @@ export class PostgresStore implements PetStore {
   }
 
   async #commit(batch: PendingCreate[]): Promise<void> {
-    const sql = this.#sql;
-    const count = batch.length;
-    // JSON carries every field exactly: the name as its JSON literal, categoryId as its decimal digits.
-    const pets = batch.map(({ pet }) => [JSON.stringify(pet.name), pet.categoryId.toString(), pet.status ?? null]);
-    // One statement, so one implicit transaction: the ids are taken under the row lock and the pets
-    // inserted, and the lock is released by the COMMIT that makes them visible.
-    const statement = sql<[{ base: string }?]>`
-      WITH ids AS (
-        UPDATE petstore.pet_ids SET last_id = last_id + ${count}
-        WHERE last_id + ${count} <= 9007199254740991
-        RETURNING last_id - ${count} AS base
-      ), stored AS (
-        INSERT INTO petstore.pets (id, name_json, category_id, status)
-        SELECT ids.base + p.n, p.pet->>0, (p.pet->>1)::bigint, p.pet->>2
-        FROM ids, jsonb_array_elements(${sql.json(pets)}) WITH ORDINALITY AS p(pet, n)
-      )
-      SELECT base::text FROM ids`.execute();
+    const statement = insertBatch(this.#sql, batch, this.#windowSeconds);
     try {
-      const [row] = await this.#guard(statement, 'write');
-      if (row === undefined) throw new Error('pet ids are exhausted: the next id would not be a safe integer');
-      const base = Number(row.base);
+      const result = await this.#guard(statement, 'write');
+      if (result === undefined) throw new Error('pet ids are exhausted: the next id would not be a safe integer');
       this.#setAvailable(true);
-      for (const [i, p] of batch.entries()) p.resolve(plainPet(base + i + 1, p.pet.name, p.pet.categoryId, p.pet.status));
+      for (const [i, p] of batch.entries()) {
+        const id = result.base + i + 1;
+        p.resolve(p.key === undefined || result.keyedIds.has(id) ? plainPet(id, p.pet.name, p.pet.categoryId, p.pet.status) : undefined);
+      }
     } catch (error) {
       for (const p of batch) p.reject(error as Error);
     }
@@ -164,13 +184,13 @@ export class PostgresStore implements PetStore {
   }
 
   /** Runs a read, bounded in number and time; what the database cannot answer becomes a StoreUnavailableError. */
-  async #read<T>(work: () => Promise<T>): Promise<T> {
-    if (this.#closed) throw new StoreUnavailableError('the store is closing', { operation: 'read' });
-    if (this.#reads >= this.#maxReads) throw new StoreUnavailableError('too many reads are waiting for the database', { operation: 'read' });
+  async #read<T>(work: () => Promise<T>, operation: 'read' | 'write' = 'read'): Promise<T> {
+    if (this.#closed) throw new StoreUnavailableError('the store is closing', { operation });
+    if (this.#reads >= this.#maxReads) throw new StoreUnavailableError('too many reads are waiting for the database', { operation });
     this.#reads++;
     const running = work();
     void Promise.allSettled([running]).then(() => this.#reads--);
-    return this.#guard(running, 'read');
+    return this.#guard(running, operation);
   }
 
   /** `work` within the deadline; an unreachable database marks the store unavailable until a write probe succeeds. */
@@ -224,13 +244,4 @@ export class PostgresStore implements PetStore {
     while (this.#committing !== undefined) await this.#committing;
     await this.#sql.end({ timeout: 5 });
   }
-}
-
-function toPet(row: PetRow): Pet {
-  return plainPet(Number(row.id), JSON.parse(row.name_json) as string, BigInt(row.category_id), row.status ?? undefined);
-}
-
-/** A Pet as a plain object, without a `status` member when it has none (as petJson writes it). */
-function plainPet(id: number, name: string, categoryId: bigint, status: PetStatus | undefined): Pet {
-  return status === undefined ? { id, name, categoryId } : { id, name, categoryId, status };
 }
