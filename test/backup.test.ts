@@ -143,6 +143,17 @@ test('backup refuses a destination that is not empty or not a directory, exit 1,
   assert.deepEqual(await tempsBeside(root), []);
 });
 
+test('backup of a directory that holds no store (a mistyped --data-dir) is refused, and makes nothing', async (t) => {
+  const base = await dataDir(t);
+  for (const source of [join(base, 'absent'), base]) {
+    const dest = join(base, 'copy');
+    const { code, stderr } = await runCli(['backup', dest, '--data-dir', source]);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /^backup failed: (there is no data directory|.* holds no pet store)/);
+    await assert.rejects(readdir(dest), { code: 'ENOENT' });
+  }
+});
+
 test('a backup that fails before it is complete leaves no destination, only a temp directory that no backup or server takes for one', async (t) => {
   const root = await dataDir(t);
   const dir = join(root, 'data');

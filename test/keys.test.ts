@@ -156,6 +156,16 @@ test('keys revoke in a directory without a key file exits 1 saying so, and creat
   await assert.rejects(readdir(dir), { code: 'ENOENT' });
 });
 
+test('a label with a control character is refused: keys list shows one key per line', async (t) => {
+  const dir = await temp(t);
+  for (const label of ['two\nlines', 'tab\there', 'bell\u0007']) {
+    const { code, stderr } = await runCli(['keys', 'create', '--label', label, '--data-dir', dir]);
+    assert.equal(code, 2, label);
+    assert.match(stderr, /--label must not hold control characters/);
+  }
+  await assert.rejects(readFile(join(dir, 'keys.json')), { code: 'ENOENT' }, 'no key was made');
+});
+
 test('keys revoke removes the key from the list', async (t) => {
   const dir = await temp(t);
   const a = await createKey(dir, 'goes');

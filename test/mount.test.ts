@@ -67,10 +67,10 @@ test('without a mount the document and the answers are as before: servers /v1, h
 
 test('a bad basePath or public URL is refused at creation with a TypeError', async (t) => {
   const dataDir = await tempDirFor(t);
-  for (const basePath of ['api', '/api/', '/a?b', '/a%20b', '/']) {
+  for (const basePath of ['api', '/api/', '/a?b', '/a%20b', '/', '/a/../b', '/a/./b', '/..']) {
     await assert.rejects(createPetstore({ dataDir, keys: [TEST_KEY], logger: silentLoggerForTests, basePath }), TypeError, basePath);
   }
-  for (const url of ['/v1', 'ftp://x/v1', 'https://x/api', 'https://x/v1/', 'https://x/v1?a=1']) {
+  for (const url of ['/v1', 'ftp://x/v1', 'https://x/api', 'https://x/v1/', 'https://x/v1?a=1', 'https://user:secret@x/v1', 'https://user@x/v1']) {
     await assert.rejects(createPetstore({ dataDir, keys: [TEST_KEY], logger: silentLoggerForTests, publicUrls: [url] }), TypeError, url);
   }
 });
@@ -91,5 +91,5 @@ test('--base-path and --public-url configure the server from the command line; b
   assert.deepEqual(((await res.json()) as Json)['servers'], [{ url: 'https://api.example.com/v1' }]);
   const bad = await runCli(['--data-dir', dir, '--public-url', 'https://api.example.com/'], { PETSTORE_API_KEYS: TEST_KEY });
   assert.equal(bad.code, 2);
-  assert.match(bad.stderr, /--public-url: a public URL must be an absolute http\(s\) URL ending in \/v1/);
+  assert.match(bad.stderr, /--public-url: a public URL must be an absolute http\(s\) URL without credentials, ending in \/v1/);
 });

@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { keyFilePath, readKeyFile, writeKeyFile } from '../auth/key-file.js';
-import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
+import { makeDirectory, nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import { errorCode, reportToStderr } from '../lib/system-error.js';
 import { readLiveDirectory, writeStoreCopy } from '../store/file/backup.js';
+import { SNAPSHOT_FILE, journalGeneration } from '../store/file/file-names.js';
 import { UsageError } from './config.js';
 
 /** The destination cannot take a backup (it holds files, or is not a directory). */
@@ -24,8 +25,9 @@ export async function runBackupCommand(dataDir: string, args: readonly string[],
   const [dest, ...extra] = args;
   if (dest === undefined || extra.length > 0) throw new UsageError('usage: backup <dest-dir> [--data-dir <dir>]');
   await checkEmpty(dest);
+  await checkIsStore(fs, dataDir);
   const parent = dirname(resolve(dest));
-  await mkdir(parent, { recursive: true, mode: 0o700 });
+  await makeDirectory(fs, parent);
   const temp = join(parent, `.${basename(resolve(dest))}.${randomBytes(6).toString('hex')}.tmp`);
   await mkdir(temp, { mode: 0o700 });
   let placed = false;
@@ -54,4 +56,18 @@ async function checkEmpty(dest: string): Promise<void> {
     throw error;
   }
   if (names.length > 0) throw new BackupRefused(`${dest} is not empty; a backup goes into a new or empty directory`);
+}
+
+/** A directory without pets.json or a journal holds no store: a mistyped --data-dir must not look like a good backup. */
+async function checkIsStore(fs: FileSystem, dataDir: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await fs.readdir(dataDir);
+  } catch (error) {
+    if (errorCode(error) !== 'ENOENT' && errorCode(error) !== 'ENOTDIR') throw error;
+    throw new BackupRefused(`there is no data directory ${dataDir}`);
+  }
+  if (!names.some((name) => name === SNAPSHOT_FILE || journalGeneration(name) !== undefined)) {
+    throw new BackupRefused(`${dataDir} holds no pet store (no pets.json, no journal): nothing to back up; is --data-dir right?`);
+  }
 }

@@ -39,6 +39,8 @@ export async function runKeysCommand(storage: KeyStorage, args: readonly string[
   switch (action) {
     case 'create': {
       if (rest.length > 0) throw new UsageError('"keys create" takes no arguments besides --label');
+      // A label is shown one per line by keys list: a control character could forge lines there.
+      if (label !== undefined && /[\x00-\x1f\x7f]/.test(label)) throw new UsageError('--label must not hold control characters (newlines, tabs, …)');
       const { key, record } = newKey(label ?? '');
       await storage.add(record);
       out(`created key ${record.id}${record.label === '' ? '' : ` (${record.label})`}; it is shown only this once:`);

@@ -14,8 +14,8 @@ const PREFIX = /^(\/[A-Za-z0-9._~!$&'()*+,;=:@-]+)+$/;
 
 /** Checks an embedder's `basePath` and `publicUrls`; a TypeError says what is wrong. */
 export function createMount(basePath = '', publicUrls: readonly string[] = []): Mount {
-  if (basePath !== '' && !PREFIX.test(basePath)) {
-    throw new TypeError(`basePath must be empty or a path like "/api": segments after "/", no trailing "/", no "?", "#" or "%"; got ${JSON.stringify(basePath)}`);
+  if (basePath !== '' && (!PREFIX.test(basePath) || /\/\.{1,2}(\/|$)/.test(basePath))) {
+    throw new TypeError(`basePath must be empty or a path like "/api": segments after "/", no "." or ".." segment, no trailing "/", no "?", "#" or "%"; got ${JSON.stringify(basePath)}`);
   }
   for (const url of publicUrls) checkPublicUrl(url);
   return { root: basePath, base: basePath + BASE_PATH, publicUrls: [...publicUrls] };
@@ -37,6 +37,7 @@ function checkPublicUrl(url: string): void {
   }
   // The contract: both base addresses end with the version segment /v1.
   const ok = parsed !== undefined && (parsed.protocol === 'https:' || parsed.protocol === 'http:')
-    && parsed.search === '' && parsed.hash === '' && parsed.pathname.endsWith(BASE_PATH) && url.endsWith(BASE_PATH);
-  if (!ok) throw new TypeError(`a public URL must be an absolute http(s) URL ending in ${BASE_PATH}, such as https://api.example.com${BASE_PATH}; got ${JSON.stringify(url)}`);
+    && parsed.search === '' && parsed.hash === '' && parsed.username === '' && parsed.password === ''
+    && parsed.pathname.endsWith(BASE_PATH) && url.endsWith(BASE_PATH);
+  if (!ok) throw new TypeError(`a public URL must be an absolute http(s) URL without credentials, ending in ${BASE_PATH}, such as https://api.example.com${BASE_PATH}; got ${JSON.stringify(url)}`);
 }

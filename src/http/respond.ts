@@ -54,7 +54,8 @@ export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly
 export function errorReply(error: unknown): Reply & { serverFault: boolean } {
   const http = toHttpError(error);
   const body = JSON.stringify({ code: http.code, message: http.message, status: http.status });
-  return { status: http.status, body, headers: http.headers, serverFault: http.status >= 500 };
+  // An HttpError is an answer the code chose (a 503 from /readyz on a full disk): not a fault to log.
+  return { status: http.status, body, headers: http.headers, serverFault: http.status >= 500 && !(error instanceof HttpError) };
 }
 
 function toHttpError(error: unknown): HttpError {

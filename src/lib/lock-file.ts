@@ -121,8 +121,10 @@ function takeOverStale(path: string, stale: string | undefined, target: string):
   const guard = `${path}.takeover`;
   if (!create(target, guard)) {
     const age = Date.now() - (lstatSync(guard, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-    if (age > GUARD_STALE_MS) remove(guard);
-    return false;
+    // A guard that old was left by a process that died taking over: remove it and take over now.
+    if (age <= GUARD_STALE_MS) return false;
+    remove(guard);
+    if (!create(target, guard)) return false;
   }
   try {
     if (readTarget(path) === stale) remove(path);

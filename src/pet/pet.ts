@@ -24,6 +24,11 @@ export function petFromJson(text: string): Pet {
   return pet;
 }
 
+/** The stored Pet of `id` and `pet`: a plain object, without a `status` member when it has none. */
+export function petWithId(id: number, pet: NewPet): Pet {
+  return pet.status === undefined ? { id, name: pet.name, categoryId: pet.categoryId } : { id, name: pet.name, categoryId: pet.categoryId, status: pet.status };
+}
+
 /**
  * Serialises a Pet without a general-purpose reflection path: the field order is fixed and
  * `categoryId` is written as its exact decimal digits, which `JSON.stringify` cannot do for a bigint.

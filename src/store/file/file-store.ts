@@ -1,5 +1,5 @@
 import type { LockFile } from '../../lib/lock-file.js';
-import { petJson, type NewPet, type Pet } from '../../pet/pet.js';
+import { petJson, petWithId, type NewPet, type Pet } from '../../pet/pet.js';
 import type { Compaction } from './compaction.js';
 import { journalLines } from './data-lines.js';
 import type { IdempotencyIndex, IdempotencyRecord } from './idempotency.js';
@@ -142,7 +142,7 @@ export class FileStore implements PetStore {
       return;
     }
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
-    const pets = batch.map(({ pet }) => withId(this.#nextId++, pet));
+    const pets = batch.map(({ pet }) => petWithId(this.#nextId++, pet));
     const texts = pets.map(petJson);
     try {
       await this.#journal.append(Buffer.from(journalLines(texts, batch.map((p) => p.record))));
@@ -209,9 +209,4 @@ export class FileStore implements PetStore {
 /** The same pet, as the client meant it: name, the exact categoryId digits and status. */
 function samePet(stored: Pet, pet: NewPet): boolean {
   return stored.name === pet.name && stored.categoryId === pet.categoryId && stored.status === pet.status;
-}
-
-/** The stored Pet: a plain object, without a `status` member when it has none. */
-function withId(id: number, pet: NewPet): Pet {
-  return pet.status === undefined ? { id, name: pet.name, categoryId: pet.categoryId } : { id, name: pet.name, categoryId: pet.categoryId, status: pet.status };
 }

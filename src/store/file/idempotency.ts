@@ -83,7 +83,9 @@ export class IdempotencyIndex {
     const record = this.#recordById.get(id);
     if (record === undefined || now - record.at < this.#windowMs) return record;
     this.#recordById.delete(id);
-    this.#idByName.delete(entryName(record.scope, record.key));
+    // The key may name a newer pet by now (restored from a later create): only this pet's mapping goes.
+    const name = entryName(record.scope, record.key);
+    if (this.#idByName.get(name) === id) this.#idByName.delete(name);
     return undefined;
   }
 }

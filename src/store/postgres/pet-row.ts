@@ -1,5 +1,5 @@
 import type { PetStatus } from '../../pet/contract.js';
-import type { Pet } from '../../pet/pet.js';
+import { petWithId, type Pet } from '../../pet/pet.js';
 
 /** A pet as a query selects it: `id::text, name_json, category_id::text, status`. */
 export interface PetRow {
@@ -15,5 +15,5 @@ export function toPet(row: PetRow): Pet {
 
 /** A Pet as a plain object, without a `status` member when it has none (as petJson writes it). */
 export function plainPet(id: number, name: string, categoryId: bigint, status: PetStatus | undefined): Pet {
-  return status === undefined ? { id, name, categoryId } : { id, name, categoryId, status };
+  return petWithId(id, { name, categoryId, status });
 }
