@@ -4,6 +4,9 @@
  * as the pet (kill -9, snapshot, restart).
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
 import {
@@ -204,6 +207,17 @@ test('keys past their window are dropped at load: after a restart the same reque
   assert.equal(again.status, 201);
   assert.equal(again.headers['idempotent-replayed'], undefined);
   assert.equal(await petCount(server.url), 2);
+});
+
+test('the data files keep a slow-hashed scope, never the API key\'s plain SHA-256, which a weak key could be guessed from', async (t) => {
+  const dir = await tempDir(); // removed by server.close()
+  const server = await serve(t, { dataDir: dir });
+  assert.equal((await create(server.url, '{"name":"Rex","categoryId":1}', 'scoped')).status, 201);
+  const journal = (await readdir(dir)).find((name) => name.endsWith('.jsonl')) as string;
+  const line = await readFile(join(dir, journal), 'utf8');
+  const scope = /"scope":"([^"]+)"/.exec(line)?.[1];
+  assert.match(String(scope), /^[A-Za-z0-9_-]{22}$/);
+  for (const encoding of ['hex', 'base64url'] as const) assert.ok(!line.includes(createHash('sha256').update(TEST_KEY).digest(encoding)), encoding);
 });
 
 test('kill -9 during keyed creates, round after round: retrying every key makes exactly one pet per key', { timeout: 30_000 }, async (t) => {

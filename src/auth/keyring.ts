@@ -46,7 +46,8 @@ export class Keyring {
 
   /**
    * The accepted key's identity, or undefined: its SHA-256 digest in base64url, what the key file
-   * keeps of it anyway. Things scoped to one API key (idempotency keys) are filed under it.
+   * keeps of it anyway. Things scoped to one API key are stored under a name derived from it with
+   * scrypt (auth/scope.ts), never under the identity itself.
    */
   identify(key: string, now = Date.now()): string | undefined {
     this.#reload(now, false);

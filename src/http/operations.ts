@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { storedScope } from '../auth/scope.js';
 import { readJsonBody } from './body.js';
 import { HttpError } from './http-error.js';
 import { idempotencyKey } from './idempotency-key.js';
@@ -68,7 +69,7 @@ export const createPet: Handler = async (ctx) => {
   if (ctx.store.createOnce === undefined || ctx.scope === undefined) {
     throw new HttpError(400, 'invalid_request', 'the Idempotency-Key header is not supported by this server\'s store');
   }
-  const result = await ctx.store.createOnce(pet, { scope: ctx.scope, key });
+  const result = await ctx.store.createOnce(pet, { scope: await storedScope(ctx.scope), key });
   return created(result.pet, ctx.mount, result.replayed);
 };
 
