@@ -130,6 +130,17 @@ export async function startServer(options: Partial<ListenOptions> = {}): Promise
   };
 }
 
+/** The error a start on `dir` fails with; a server that starts anyway is stopped and the test fails. */
+export async function startError(dir: string): Promise<Error> {
+  try {
+    const server = await startServer({ dataDir: dir });
+    await server.stop();
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error(`the server started on ${dir}`);
+}
+
 export interface ServerProcess {
   child: ChildProcess;
   url: string;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { newKey, updateKeyFile, type StoredKey } from '#dist/auth/key-file.js';
 import { petJson } from '#dist/pet/pet.js';
-import { SERVER_JS, request, runCli, startServer, waitFor } from './helpers.js';
+import { SERVER_JS, request, runCli, startError, startServer, waitFor } from './helpers.js';
 import { dataDir, defer } from './store-support.js';
 import type { Logger } from './support.js';
 
@@ -25,17 +25,6 @@ async function populated(t: TestContext): Promise<{ dir: string; key: string }> 
   await writeFile(join(dir, 'pets.json'), `{"format":"petstore-pets/1","pets":[\n${petJson({ id: 1, name: 'Rex', categoryId: 7n })}\n]}\n`, { mode: 0o600 });
   await writeFile(join(dir, 'pets-journal.1.jsonl'), petJson({ id: 2, name: 'Tom', categoryId: 7n }) + '\n', { mode: 0o600 });
   return { dir, key };
-}
-
-/** The error a start on `dir` fails with; a server that starts anyway is stopped and the test fails. */
-async function startError(dir: string): Promise<Error> {
-  try {
-    const server = await startServer({ dataDir: dir });
-    await server.stop();
-  } catch (error) {
-    return error as Error;
-  }
-  assert.fail(`the server started on ${dir}`);
 }
 
 test('the server refuses to start, naming it, on a data directory writable by group or others', async (t) => {

@@ -10,7 +10,7 @@ import { newKey } from '#dist/auth/key-file.js';
 import { petJson } from '#dist/pet/pet.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
-import { startServer } from './helpers.js';
+import { startError } from './helpers.js';
 import { dataDir, defer } from './store-support.js';
 
 const SNAPSHOT = `{"format":"petstore-pets/1","pets":[\n${petJson({ id: 1, name: 'Rex', categoryId: 7n })}\n]}\n`;
@@ -37,17 +37,6 @@ async function assertRefusedNaming(t: TestContext, dir: string, path: string): P
     assert.match(error.message, /symbolic link|not a regular file/);
     return true;
   });
-}
-
-/** The error a start on `dir` fails with; a server that starts anyway is stopped and the test fails. */
-async function startError(dir: string): Promise<Error> {
-  try {
-    const server = await startServer({ dataDir: dir });
-    await server.stop();
-  } catch (error) {
-    return error as Error;
-  }
-  assert.fail(`the server started on ${dir}`);
 }
 
 test('a symlink at the name of the next journal is refused, naming it, and the file it points to is untouched', async (t) => {

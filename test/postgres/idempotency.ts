@@ -12,7 +12,7 @@ import { PostgresStore } from '#dist/store/postgres/store.js';
 import { StoreUnavailableError } from '#dist/store/store.js';
 import { request, spawnServer, spawnServerFor, startServer, TEST_KEY, type Response, type ServerProcess, type TestServer } from '../helpers.js';
 import type { Cluster } from '../postgres-support.js';
-import { connect } from './store.js';
+import { connect, holdIds } from './store.js';
 
 const OTHER_KEY = 'other-key-0123456789abcdef';
 // The statements of schema version 1 as released (cb7f43c): what a database of that version holds.
@@ -29,21 +29,6 @@ async function serve(t: TestContext, databaseUrl: string, idempotencyWindow?: nu
   const server = await startServer({ databaseUrl, keys: [TEST_KEY, OTHER_KEY], ...(idempotencyWindow === undefined ? {} : { idempotencyWindow }) });
   t.after(() => server.close());
   return server;
-}
-
-/** Holds the id row, as a commit of another instance would, until `release()`. */
-async function holdIds(sql: ReturnType<typeof connect>): Promise<{ release: () => Promise<void> }> {
-  let release: () => void = () => {};
-  const held = new Promise<void>((r) => (release = r));
-  let locked: () => void = () => {};
-  const isLocked = new Promise<void>((r) => (locked = r));
-  const holder = sql.begin(async (tx) => {
-    await tx`SELECT last_id FROM petstore.pet_ids FOR UPDATE`;
-    locked();
-    await held;
-  });
-  await isLocked;
-  return { release: async () => { release(); await holder; } };
 }
 
 async function count(sql: ReturnType<typeof connect>, table: 'pets' | 'idempotency_keys'): Promise<number> {

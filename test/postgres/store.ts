@@ -20,6 +20,21 @@ export function connect(t: { after(fn: () => Promise<void>): void }, url: string
   return sql;
 }
 
+/** Holds the id row, as a commit of another instance would, until `release()`. */
+export async function holdIds(sql: ReturnType<typeof connect>): Promise<{ release: () => Promise<void> }> {
+  let release: () => void = () => {};
+  const held = new Promise<void>((r) => (release = r));
+  let locked: () => void = () => {};
+  const isLocked = new Promise<void>((r) => (locked = r));
+  const holder = sql.begin(async (tx) => {
+    await tx`SELECT last_id FROM petstore.pet_ids FOR UPDATE`;
+    locked();
+    await held;
+  });
+  await isLocked;
+  return { release: async () => { release(); await holder; } };
+}
+
 /** Status, headers (but for the two that change with every answer) and body, to compare two servers. */
 function shown(res: Response): string {
   const headers = [];
@@ -90,16 +105,7 @@ export function storeTests(cluster: () => Cluster): void {
     t.after(() => server.close());
     const sql = connect(t, url);
     // Another transaction holds the id row, as a commit of another instance would.
-    let release: () => void = () => {};
-    const held = new Promise<void>((r) => (release = r));
-    let locked: () => void = () => {};
-    const isLocked = new Promise<void>((r) => (locked = r));
-    const holder = sql.begin(async (tx) => {
-      await tx`SELECT last_id FROM petstore.pet_ids FOR UPDATE`;
-      locked();
-      await held;
-    });
-    await isLocked;
+    const ids = await holdIds(sql);
     let answered = false;
     const create = server.request('POST', '/v1/pets', { headers: JSON_HEADERS, body: '{"name":"waits","categoryId":1}' }).then((r) => {
       answered = true;
@@ -108,8 +114,7 @@ export function storeTests(cluster: () => Cluster): void {
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(answered, false, 'no answer while the commit cannot happen');
     assert.equal((await sql`SELECT count(*)::int AS n FROM petstore.pets`)[0]?.['n'], 0);
-    release();
-    await holder;
+    await ids.release();
     const res = await create;
     assert.equal(res.status, 201);
     assert.deepEqual([...await sql`SELECT id::int, name_json, category_id::text FROM petstore.pets`], [{ id: 1, name_json: '"waits"', category_id: '1' }]);
@@ -121,16 +126,7 @@ export function storeTests(cluster: () => Cluster): void {
     t.after(() => store.close());
     const sql = connect(t, url);
     const pet = { name: 'p', categoryId: 1n };
-    let release: () => void = () => {};
-    const held = new Promise<void>((r) => (release = r));
-    let locked: () => void = () => {};
-    const isLocked = new Promise<void>((r) => (locked = r));
-    const holder = sql.begin(async (tx) => {
-      await tx`SELECT last_id FROM petstore.pet_ids FOR UPDATE`;
-      locked();
-      await held;
-    });
-    await isLocked;
+    const ids = await holdIds(sql);
     const first = store.create(pet); // in its statement, waiting for the lock
     await new Promise((r) => setTimeout(r, 50));
     const waiting = [store.create(pet), store.create(pet), store.create(pet)];
@@ -138,8 +134,7 @@ export function storeTests(cluster: () => Cluster): void {
     // The statement waiting for the lock is cancelled by the database after 400 ms.
     await assert.rejects(first, (error: Error) => error instanceof StoreUnavailableError);
     assert.equal(store.ready, false, 'a timed-out write makes the store not ready');
-    release();
-    await holder;
+    await ids.release();
     const stored = await Promise.all(waiting);
     assert.deepEqual(stored.map((p) => p.id), [1, 2, 3]);
     assert.equal(store.ready, true, 'a successful write makes it ready again');
