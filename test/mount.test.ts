@@ -40,6 +40,7 @@ test('mounted at /api, the OpenAPI document names /api/v1 as its server and the 
   const server = await serve(t, { basePath: '/api' });
   const doc = (await server.request('GET', '/api/v1/openapi.json', { auth: false })).json as Json;
   assert.deepEqual(doc['servers'], [{ url: '/api/v1' }]);
+  assert.match(String((doc['info'] as Json)['description']), /Every operation under \/api\/v1 but this document/);
   const paths = doc['paths'] as Record<string, Json>;
   assert.deepEqual(paths['/healthz']?.['servers'], [{ url: '/api/' }]);
   const headers = (doc['components'] as Json)['headers'] as Record<string, Json>;

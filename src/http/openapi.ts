@@ -43,7 +43,7 @@ export function openApiDocument(routes: readonly RouteSpec[], mount: Mount): Jso
       title: 'Pet Store API',
       version: API_VERSION,
       license: { name: 'MIT', identifier: 'MIT' },
-      description: 'List, add and get pets. Every operation under /v1 but this document requires a bearer API key. HEAD is answered wherever GET is, with the same status and headers and no body.',
+      description: `List, add and get pets. Every operation under ${mount.base} but this document requires a bearer API key. HEAD is answered wherever GET is, with the same status and headers and no body.`,
     },
     servers: mount.publicUrls.length === 0 ? [{ url: mount.base }] : mount.publicUrls.map((url) => ({ url })),
     security: [{ bearerAuth: [] }],
