@@ -5,7 +5,7 @@ import { readPetLine as readLine, type PetLine } from '#dist/store/file/pet-line
 
 /** The line reader's verdict as a value: the id and status it read, or undefined when it declined. */
 function readPetLine(buf: Buffer, start: number, end: number): Pick<PetLine, 'id' | 'status'> | undefined {
-  const out: PetLine = { id: 0, status: undefined, end: 0 };
+  const out: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
   // The callers take a line only when the pet ends exactly where the line does.
   return readLine(buf, start, end, out) && out.end === end ? { id: out.id, status: out.status } : undefined;
 }
@@ -65,4 +65,29 @@ test('the line reader counts a name in UTF-16 units from its UTF-8 bytes, as the
   assert.equal(readPetLine(over, 0, over.length), undefined);
   const long = line('名'.repeat(257));
   assert.equal(readPetLine(long, 0, long.length), undefined);
+});
+
+test('the line reader reads a keyed create\'s idempotency record, and where the pet\'s own text ends', () => {
+  const pet = { id: 9, name: 'Rex', categoryId: -7n, status: 'sold' as const };
+  const record = { scope: 'AbC_-09xyzAbC_-09xyzAb', key: 'f47ac10b 58cc', at: 1764130000123 };
+  const line = `${petJson(pet).slice(0, -1)},"idempotency":{"scope":"${record.scope}","key":"${record.key}","at":${record.at}}}`;
+  const buf = Buffer.from(line);
+  const out: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
+  assert.ok(readLine(buf, 0, buf.length, out));
+  assert.deepEqual(out.record, record);
+  assert.equal(out.end, buf.length);
+  assert.equal(`${buf.toString('utf8', 0, out.textEnd)}}`, petJson(pet), 'the pet\'s text is the line without its record');
+  const plain = Buffer.from(petJson({ id: 3, name: 'Kit', categoryId: 1n }));
+  assert.ok(readLine(plain, 0, plain.length, out));
+  assert.equal(out.record, undefined, 'a line without a record leaves none behind from the last one');
+  for (const bad of [
+    line.replace(record.key, 'with \\" escape'),
+    line.replace(`"at":${record.at}`, '"at":01'),
+    line.replace(`"scope":"${record.scope}"`, '"scope":"no spaces allowed"'),
+    line.replace(`"key":"${record.key}"`, '"key":""'),
+    line.replace('}}', '},"extra":1}'),
+  ]) {
+    const b = Buffer.from(bad);
+    assert.ok(!readLine(b, 0, b.length, out) || out.end !== b.length, `left to the general parser: ${bad}`);
+  }
 });

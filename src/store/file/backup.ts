@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { FileSystem } from '../../lib/file-system.js';
 import { replaceFile } from '../../lib/replace-file.js';
 import { errorCode } from '../../lib/system-error.js';
-import { type RecordSink } from './data-format.js';
+import type { RecordSink } from './idempotency.js';
 import { SNAPSHOT_FILE, journalGeneration } from './file-names.js';
 import { snapshotChunks } from './data-lines.js';
 import { Journal } from './journal.js';

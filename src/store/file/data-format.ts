@@ -3,9 +3,9 @@ import { parseJson, JsonSyntaxError, type JsonValue } from '../../lib/json.js';
 import type { PetStatus } from '../../pet/contract.js';
 import { petJson, type Pet } from '../../pet/pet.js';
 import { validateCategoryId, validateName, validateStatus, ValidationError } from '../../pet/validate.js';
-import { isIdempotencyRecord, type IdempotencyRecord } from './idempotency.js';
+import { isIdempotencyRecord, type IdempotencyRecord, type RecordSink } from './idempotency.js';
 import { PetIndex } from './pet-index.js';
-import { readPetLine, type PetLine } from './pet-line.js';
+import { readPetLine, takeLine, withoutRecord, type PetLine } from './pet-line.js';
 import { StoreOpenError } from '../store.js';
 
 /**
@@ -25,8 +25,6 @@ const FORMAT_NAME = 'petstore-pets';
 const FORMAT_VERSION = 2;
 export const SNAPSHOT_FORMAT = `${FORMAT_NAME}/${FORMAT_VERSION}`;
 
-/** Where a parser puts the idempotency records it meets, with the id of their pet. */
-export type RecordSink = Array<{ id: number; record: IdempotencyRecord }>;
 
 /**
  * Receives each pet of a journal in order: its id, status and exact JSON text, `bytes[start..end)`.
@@ -83,12 +81,12 @@ function readSnapshotLines(bytes: Buffer, file: string, records: RecordSink): Sn
   const journal = head[1] === undefined ? undefined : Number(head[1]);
   // A pet's line takes at least 36 bytes: room for them all, in typed arrays whose untouched pages cost nothing.
   const index = new PetIndex(Math.ceil(bytes.length / 36));
-  const line: PetLine = { id: 0, status: undefined, end: 0 };
+  const line: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
   let pos = headEnd + 1;
   for (;;) {
     // The common line: one pet in the store's form, then ",\n"; read without searching for its end.
     if (readPetLine(bytes, pos, bytes.length, line) && bytes[line.end] === 0x2c && bytes[line.end + 1] === 0x0a && line.id > index.lastId) {
-      index.appendInPlace(line.id, line.status, bytes, pos, line.end);
+      takeLine(index, bytes, pos, line, records);
       pos = line.end + 2;
       continue;
     }
@@ -104,7 +102,7 @@ function readSnapshotLines(bytes: Buffer, file: string, records: RecordSink): Sn
     const contentEnd = comma ? lineEnd - 1 : lineEnd;
     if (!comma && bytes.subarray(lineEnd + 1, lineEnd + 1 + SNAPSHOT_TAIL.length).compare(SNAPSHOT_TAIL) !== 0) return undefined;
     if (readPetLine(bytes, pos, contentEnd, line) && line.end === contentEnd && line.id > index.lastId) {
-      index.appendInPlace(line.id, line.status, bytes, pos, contentEnd);
+      takeLine(index, bytes, pos, line, records);
     } else {
       const n = index.size + 1;
       const where = (): string => `${file}, pet #${n}`;
@@ -162,14 +160,18 @@ export interface JournalContents {
 export function parseJournal(bytes: Buffer, file: string, onPet: PetSink, records: RecordSink = []): JournalContents {
   const end = bytes.lastIndexOf(0x0a) + 1;
   checkUtf8(bytes.subarray(0, end), file);
-  const line: PetLine = { id: 0, status: undefined, end: 0 };
+  const line: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
   let pos = 0;
   for (let n = 1; pos < end; n++) {
     const known = readPetLine(bytes, pos, end, line) && bytes[line.end] === 0x0a;
     const lineEnd = known ? line.end : bytes.indexOf(0x0a, pos);
     const where = (): string => `${file}, line ${n}`;
-    if (known) {
+    if (known && line.record === undefined) {
       onPet(line.id, line.status, bytes, pos, lineEnd, where, true);
+    } else if (known) {
+      records.push({ id: line.id, record: line.record as IdempotencyRecord });
+      const text = withoutRecord(bytes, pos, line);
+      onPet(line.id, line.status, text, 0, text.length, where, false);
     } else {
       const pet = parseLine(bytes.toString('utf8', pos, lineEnd), where, records);
       const text = Buffer.from(petJson(pet));

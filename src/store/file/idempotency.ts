@@ -21,6 +21,9 @@ export function isIdempotencyRecord(value: unknown): value is { scope: string; k
     && typeof record['at'] === 'bigint' && record['at'] >= 0n && record['at'] <= BigInt(Number.MAX_SAFE_INTEGER);
 }
 
+/** Where a parser puts the idempotency records it meets, with the id of their pet. */
+export type RecordSink = Array<{ id: number; record: IdempotencyRecord }>;
+
 /**
  * The keys of the creates made within the window, each with the id of its pet, and the keys of the
  * creates still being committed. A key older than the window is forgotten: the same request then

@@ -46,16 +46,22 @@ export class PetArena {
     return this.#count === 0 ? 0 : (this.#ids[this.#count - 1] as number);
   }
 
-  /** Adds a pet whose JSON text is `bytes[start..end)`, copied in; its id must be above every id so far. */
-  append(id: number, status: StatusCode, bytes: Uint8Array, start = 0, end = bytes.length): void {
-    const length = this.#check(id, start, end);
+  /**
+   * Adds a pet whose JSON text is `bytes[start..end)`, copied in, followed by the byte `closing` if
+   * given (a keyed line's text without its record: no Buffer is made to join them). Its id must be
+   * above every id so far.
+   */
+  append(id: number, status: StatusCode, bytes: Uint8Array, start = 0, end = bytes.length, closing?: number): void {
+    const length = this.#check(id, start, end) + (closing === undefined ? 0 : 1);
     if (this.#copyChunk === -1 || this.#used + length > (this.#chunks[this.#copyChunk] as Buffer).length) {
       // A pet never spans two chunks: at most one pet's worth is left unused at a chunk's end.
       this.#copyChunk = this.#chunks.push(Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, length))) - 1;
       this.#used = 0;
     }
     const chunk = this.#copyChunk;
-    (this.#chunks[chunk] as Buffer).set(bytes.subarray(start, end), this.#used);
+    const target = this.#chunks[chunk] as Buffer;
+    target.set(bytes.subarray(start, end), this.#used);
+    if (closing !== undefined) target[this.#used + length - 1] = closing;
     this.#add(id, status, chunk, this.#used, length);
     this.#used += length;
   }

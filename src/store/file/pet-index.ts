@@ -24,9 +24,12 @@ export class PetIndex {
     return this.#arena.lastId;
   }
 
-  /** Adds a pet whose exact JSON text (`petJson`) is `bytes[start..end)`; its id must be above the last. */
-  appendText(id: number, status: PetStatus | undefined, bytes: Uint8Array, start = 0, end = bytes.length): void {
-    this.#arena.append(id, statusCode(status), bytes, start, end);
+  /**
+   * Adds a pet whose exact JSON text (`petJson`) is `bytes[start..end)`, or that followed by the byte
+   * `closing`; its id must be above the last.
+   */
+  appendText(id: number, status: PetStatus | undefined, bytes: Uint8Array, start = 0, end = bytes.length, closing?: number): void {
+    this.#arena.append(id, statusCode(status), bytes, start, end, closing);
   }
 
   /** As appendText, keeping the text where it is in `buffer`, which must never change (a data file read at start). */

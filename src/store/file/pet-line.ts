@@ -1,4 +1,6 @@
 import { INT64_MAX, INT64_MIN, NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from '../../pet/contract.js';
+import type { IdempotencyRecord, RecordSink } from './idempotency.js';
+import type { PetIndex } from './pet-index.js';
 
 /**
  * A fast reader for the one line format the store itself writes, `petJson(pet)`:
@@ -13,15 +15,22 @@ const ID = bytes('{"id":');
 const NAME = bytes(',"name":"');
 const CATEGORY = bytes('","categoryId":');
 const STATUS = bytes(',"status":"');
-const END_STATUS = bytes('"}');
+const RECORD = bytes(',"idempotency":{"scope":"');
+const KEY = bytes('","key":"');
+const AT = bytes('","at":');
+const END_RECORD = bytes('}}');
 const STATUS_TEXTS = PET_STATUSES.map((status) => ({ status, bytes: bytes(status) }));
 
 /** What readPetLine found on a line it accepted. */
 export interface PetLine {
   id: number;
   status: PetStatus | undefined;
-  /** Just after the pet's closing brace. */
+  /** Just after the line's closing brace. */
   end: number;
+  /** Where the pet's own text stops: `end - 1` but for a line with an idempotency record after it. */
+  textEnd: number;
+  /** The idempotency record the pet was created with, if the line carries one. */
+  record: IdempotencyRecord | undefined;
 }
 
 /**
@@ -61,23 +70,66 @@ export function readPetLine(buf: Buffer, start: number, end: number, out: PetLin
     if (categoryId < INT64_MIN || categoryId > INT64_MAX) return false;
   }
   let status: PetStatus | undefined;
-  if (buf[pos] === 0x7d) {
-    pos++;
-  } else {
+  if (buf[pos] === 0x2c && buf[pos + 2] === 0x73) { // ,"s…: the status
     pos = expect(buf, pos, STATUS);
     if (pos < 0) return false;
     // Compared as bytes, not decoded: a million lines would make a million short strings.
     status = STATUS_TEXTS.find((candidate) => expect(buf, pos, candidate.bytes) > 0)?.status;
-    if (status === undefined) return false;
-    pos = expect(buf, pos + status.length, END_STATUS);
-    if (pos < 0) return false;
+    if (status === undefined || buf[pos + status.length] !== 0x22) return false;
+    pos += status.length + 1;
+  }
+  // The pet's own text ends here; a line of a keyed create carries its idempotency record after it.
+  const textEnd = pos;
+  let record: IdempotencyRecord | undefined;
+  if (buf[pos] === 0x7d) {
+    pos++;
+  } else {
+    const read = readRecord(buf, pos, end);
+    if (read === undefined) return false;
+    [record, pos] = read;
   }
   // Only a pet that is certainly valid is taken here; anything doubtful goes to the general parser.
   if (pos > end || nameLength === 0 || nameLength > NAME_MAX_LENGTH) return false;
   out.id = id;
   out.status = status;
   out.end = pos;
+  out.textEnd = textEnd;
+  out.record = record;
   return true;
+}
+
+/**
+ * `,"idempotency":{"scope":"…","key":"…","at":N}}` as the store writes it, at `pos`: the record and
+ * the position after it. A key with an escape, or anything unexpected, is left to the general parser.
+ */
+function readRecord(buf: Buffer, pos: number, end: number): [IdempotencyRecord, number] | undefined {
+  pos = expect(buf, pos, RECORD);
+  if (pos < 0) return undefined;
+  const scopeStart = pos;
+  while (pos < end && pos - scopeStart <= 64 && isScopeChar(buf[pos] as number)) pos++;
+  if (pos === scopeStart || pos - scopeStart > 64) return undefined;
+  const scope = buf.toString('latin1', scopeStart, pos);
+  pos = expect(buf, pos, KEY);
+  if (pos < 0) return undefined;
+  const keyStart = pos;
+  for (; pos < end && buf[pos] !== 0x22; pos++) {
+    const c = buf[pos] as number;
+    if (c < 0x20 || c > 0x7e || c === 0x5c) return undefined;
+  }
+  if (pos === keyStart || pos - keyStart > 255) return undefined;
+  const key = buf.toString('latin1', keyStart, pos);
+  pos = expect(buf, pos, AT);
+  if (pos < 0) return undefined;
+  const atStart = pos;
+  let at = 0;
+  while (pos < end && isDigit(buf[pos] as number) && pos - atStart < 16) at = at * 10 + ((buf[pos++] as number) - 0x30);
+  if (pos === atStart || (pos - atStart > 1 && buf[atStart] === 0x30) || at > Number.MAX_SAFE_INTEGER) return undefined;
+  pos = expect(buf, pos, END_RECORD);
+  return pos < 0 ? undefined : [{ scope, key, at }, pos];
+}
+
+function isScopeChar(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x2d || c === 0x5f;
 }
 
 function bytes(text: string): Buffer {
@@ -92,4 +144,21 @@ function expect(buf: Buffer, pos: number, token: Buffer): number {
 
 function isDigit(c: number): boolean {
   return c >= 0x30 && c <= 0x39;
+}
+
+/** A line the fast reader took: kept in place, or, with an idempotency record, its pet text copied. */
+export function takeLine(index: PetIndex, bytes: Buffer, start: number, line: PetLine, records: RecordSink): void {
+  if (line.record === undefined) {
+    index.appendInPlace(line.id, line.status, bytes, start, line.end);
+    return;
+  }
+  records.push({ id: line.id, record: line.record });
+  index.appendText(line.id, line.status, bytes, start, line.textEnd, 0x7d); // and its closing brace
+}
+
+const CLOSE = Buffer.from('}');
+
+/** The pet's own text of a line that carries an idempotency record after it. */
+export function withoutRecord(bytes: Buffer, start: number, line: PetLine): Buffer {
+  return Buffer.concat([bytes.subarray(start, line.textEnd), CLOSE]);
 }
