@@ -85,10 +85,6 @@ export function createApp(options: AppOptions): RequestListener {
   function dispatch(req: IncomingMessage, res: ServerResponse, method: string, match: Match<RouteSpec>, search: string): Reply | Promise<Reply> {
     const { path, value: route, allowed, params } = match;
     checkRequestLine(req);
-    // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own check is off, see listen.ts).
-    if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
-      throw new HttpError(400, 'invalid_request', 'an HTTP/1.1 request needs a Host header');
-    }
     if (options.cors !== undefined && path !== undefined && method === 'OPTIONS') {
       const preflight = preflightReply(options.cors, req, allowed);
       if (preflight !== undefined) return preflight;

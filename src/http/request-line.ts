@@ -13,13 +13,17 @@ export function versionNotSupported(): HttpError {
 }
 
 /**
- * RFC 9112 §2.3 and §3.2: only HTTP/1.0 and 1.1 are served (505), and a Host header, when present,
- * is sent once and names a host[:port] (400). Node's parser lets all of these through.
+ * RFC 9112 §2.3 and §3.2: only HTTP/1.0 and 1.1 are served (505); HTTP/1.1 needs a Host header, and
+ * a Host header, when present, is sent once and names a host[:port] (400). Node's parser lets all of
+ * these through (its own Host check is off, see listen.ts, so that the answer has the Error body).
  */
 export function checkRequestLine(req: IncomingMessage): void {
   if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) throw versionNotSupported();
   const host = req.headers.host;
-  if (host === undefined) return;
+  if (host === undefined) {
+    if (req.httpVersionMinor === 1) throw new HttpError(400, 'invalid_request', 'an HTTP/1.1 request needs a Host header');
+    return;
+  }
   if (headerCount(req, 'host') > 1) throw new HttpError(400, 'invalid_request', 'the Host header is given more than once');
   if (!validHost(host)) throw new HttpError(400, 'invalid_request', 'the Host header must be a host name or address, with an optional port');
 }

@@ -15,7 +15,7 @@ export class UnsafeFileError extends Error {
 const NO_FOLLOW = constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 /** Throws an UnsafeFileError unless `stats` is a regular file or directory (`kind`) that only this user or root can change. */
-export function assertPrivate(path: string, stats: Stats, kind: 'file' | 'directory'): void {
+function assertPrivate(path: string, stats: Stats, kind: 'file' | 'directory'): void {
   if (kind === 'file' ? !stats.isFile() : !stats.isDirectory()) {
     throw new UnsafeFileError(`${path} is not a regular ${kind}; refusing to use it`);
   }

@@ -4,8 +4,7 @@ import type { FileSystem } from './file-system.js';
 import { errorCode } from './system-error.js';
 
 /** The temp name a replacement of `name` is written under: hidden, unique, recognisable after a crash. */
-export const TEMP_SUFFIX = /\.[0-9a-f]{12}\.tmp$/;
-export const tempName = (name: string): string => `.${name}.${randomBytes(6).toString('hex')}.tmp`;
+const tempName = (name: string): string => `.${name}.${randomBytes(6).toString('hex')}.tmp`;
 
 /**
  * Replaces `path` atomically and durably: the content goes to a uniquely named temp file beside it,

@@ -31,3 +31,6 @@ export function deprecationHeaders(base: string = BASE_PATH): Readonly<Record<st
 }
 
 export const AUTH_REALM = 'petstore';
+
+/** How long an Idempotency-Key is remembered after its create, by default (decisions.md): 24 hours. */
+export const IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60;

@@ -1,4 +1,5 @@
 import { AuthLimiter } from '../auth/limiter.js';
+import { IDEMPOTENCY_WINDOW_SECONDS } from '../pet/contract.js';
 import { createApp, type RequestListener } from '../http/app.js';
 import { corsPolicy } from '../http/cors.js';
 import { createMount, type Mount } from '../http/mount.js';
@@ -56,7 +57,7 @@ export interface PetstoreService {
 /** @deprecated The old name of PetstoreService, one letter away from the storage interface PetStore; kept for 1.x. */
 export type Petstore = PetstoreService;
 
-export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30, idempotencyWindow: 24 * 60 * 60, databasePool: 10 } as const;
+export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30, idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS, databasePool: 10 } as const;
 
 /**
  * Creates the service: opens the store, loads the keys, returns the request listener. No key, no

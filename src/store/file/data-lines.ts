@@ -8,7 +8,7 @@ const COMMA_NEWLINE = Buffer.from(',\n');
 const NEWLINE = Buffer.from('\n');
 
 /** A pet's line: its JSON text, with the idempotency record it was created with, if any, as one more member. */
-export function withRecord(text: string, record: IdempotencyRecord | undefined): string {
+function withRecord(text: string, record: IdempotencyRecord | undefined): string {
   if (record === undefined) return text;
   return `${text.slice(0, -1)},"idempotency":{"scope":${JSON.stringify(record.scope)},"key":${JSON.stringify(record.key)},"at":${record.at}}}`;
 }

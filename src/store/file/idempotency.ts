@@ -40,11 +40,6 @@ export class IdempotencyIndex {
     this.#windowMs = windowMs;
   }
 
-  /** Keys remembered (some may have expired since the last sweep). */
-  get size(): number {
-    return this.#idByName.size;
-  }
-
   /** The pet id a key was used for, if that create is within the window. */
   lookup(scope: string, key: string, now: number): number | undefined {
     const id = this.#idByName.get(entryName(scope, key));

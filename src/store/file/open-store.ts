@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { IDEMPOTENCY_WINDOW_SECONDS } from '../../pet/contract.js';
 import { makeDirectory, nodeFileSystem, type FileSystem } from '../../lib/file-system.js';
 import type { LockFile } from '../../lib/lock-file.js';
 import { assertPrivateDirectory } from '../../lib/private-file.js';
@@ -40,7 +41,6 @@ export interface OpenedStore {
 const DEFAULT_COMPACT_AFTER = 4 * 1024 * 1024;
 // Below this much free space at open, a probe write decides whether the store starts ready.
 const LOW_SPACE_BYTES = 64 * 1024;
-export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Opens (creating if needed) the store in `dir`: takes the directory lock, loads what is there, cuts
@@ -54,7 +54,7 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
   const lock = DirectoryLock.acquire(dir);
   try {
     const { index, snapshotBytes, snapshotJournal, generations, journalLength, tornBytes, records } = await loadDirectory(fs, dir);
-    const idempotency = new IdempotencyIndex(options.idempotencyWindowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS);
+    const idempotency = new IdempotencyIndex(options.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_SECONDS * 1000);
     // Keys past their window are not loaded: they would only be dropped at the next compaction.
     const now = Date.now();
     for (const { id, record } of records) idempotency.restore(record, id, now);

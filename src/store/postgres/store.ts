@@ -1,4 +1,5 @@
 import type { Sql } from 'postgres';
+import { IDEMPOTENCY_WINDOW_SECONDS } from '../../pet/contract.js';
 import type { NewPet, Pet } from '../../pet/pet.js';
 import { insertBatch, type BatchEntry } from './batch.js';
 import { isUnavailable, openError, openPool } from './driver.js';
@@ -31,7 +32,7 @@ interface PendingCreate extends BatchEntry {
   reject: (error: Error) => void;
 }
 
-export const POSTGRES_DEFAULTS = { pool: 10, statementTimeout: 5000, maxWaitingCreates: 1000, maxReads: 256, idempotencyWindow: 86_400 } as const;
+export const POSTGRES_DEFAULTS = { pool: 10, statementTimeout: 5000, maxWaitingCreates: 1000, maxReads: 256, idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS } as const;
 // Creates committed in one statement at most; more wait for the next one.
 const MAX_BATCH = 500;
 // While the database is away, a write is tried this often, so that readiness comes back by itself.
