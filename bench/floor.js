@@ -24,7 +24,7 @@ const port = portFlag === -1 ? 0 : Number(process.argv[portFlag + 1]);
 const pets = Array.from({ length: 1000 }, (_, i) => makePet(i + 1));
 const contractHeaders = process.argv.includes('--contract-headers');
 // Loaded only then, so the plain floor's cold start stays two files of its own.
-const { newRequestId } = contractHeaders ? await import('../dist/request-id.js') : {};
+const { newRequestId } = contractHeaders ? await import('../dist/http/request-id.js') : {};
 const NEXT_PAGE = ['link', '</v1/pets?limit=20&after=20>; rel="next"'];
 const DEPRECATED = ['deprecation', '@1795564800', 'sunset', 'Thu, 05 Dec 2030 00:00:00 GMT', 'link', '</v1/pets>; rel="successor-version"'];
 

@@ -2,7 +2,8 @@
  * The benchmark's pets: the same deterministic pets for the seeded server and the floor, so both
  * answer the same bytes. Half are "sold" (even ids); the rest alternate "available" and "pending".
  */
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, openSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 
 export function makePet(id) {
   const status = id % 2 === 0 ? 'sold' : id % 4 === 1 ? 'available' : 'pending';
@@ -30,4 +31,14 @@ export function writeSnapshot(path, count) {
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Makes `dir` a stopped server's data directory holding the pets of `snapshot` (a file written by
+ * writeSnapshot): the snapshot as pets.json and the empty journal it names, without which the
+ * server refuses the directory as an incomplete copy.
+ */
+export function seedDirectory(dir, snapshot) {
+  copyFileSync(snapshot, join(dir, 'pets.json'));
+  writeFileSync(join(dir, 'pets-journal.1.jsonl'), '', { mode: 0o600 });
 }

@@ -4,10 +4,10 @@
  * so the profile is written, and prints the top self-time functions (also written to results.md).
  * The .cpuprofile stays in BENCH_PROF_DIR (default /tmp/prof) for Chrome DevTools.
  */
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ROOT, envNumber, fmt, machine, measure, removeDir, start, stop, tempDir, writeSection } from './harness.js';
-import { writeSnapshot } from './pets.js';
+import { seedDirectory, writeSnapshot } from './pets.js';
 
 const SECONDS = envNumber('BENCH_SECONDS', 10, 1);
 const TOP = envNumber('BENCH_TOP', 15, 1);
@@ -33,7 +33,7 @@ const seedDir = tempDir();
 const dataDir = tempDir();
 try {
   writeSnapshot(join(seedDir, 'pets.json'), 1000);
-  copyFileSync(join(seedDir, 'pets.json'), join(dataDir, 'pets.json'));
+  seedDirectory(dataDir, join(seedDir, 'pets.json'));
   mkdirSync(PROF_DIR, { recursive: true });
   const before = new Set(readdirSync(PROF_DIR));
   const server = await start('server', { dataDir, nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${PROF_DIR}`] });

@@ -15,12 +15,12 @@
  * (1000,100000,1000000), BENCH_TMPDIR (os.tmpdir(); fsync figures depend on its filesystem).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ROOT, envNumber, fdatasyncProbe, fmt, get, machine, measure, median, memory, removeDir, sleep, start, stop, tempDir, writeSection,
 } from './harness.js';
-import { writeSnapshot } from './pets.js';
+import { seedDirectory, writeSnapshot } from './pets.js';
 
 const SCALE = process.argv.includes('--scale') || process.env.BENCH_SCALE === '1';
 const POSTGRES = process.argv.includes('--postgres');
@@ -45,8 +45,7 @@ const opts = (connections = CONNECTIONS, seconds = SECONDS) => ({ seconds, conne
 
 function seededDir(snapshot) {
   const dir = tempDir();
-  copyFileSync(snapshot, join(dir, 'pets.json'));
-  writeFileSync(join(dir, 'pets-journal.1.jsonl'), '', { mode: 0o600 }); // the journal pets.json names
+  seedDirectory(dir, snapshot);
   return dir;
 }
 
