@@ -9,7 +9,16 @@ export function headerCount(req: IncomingMessage, lowerCaseName: string): number
   let count = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
-    if (name.length === lowerCaseName.length && name.toLowerCase() === lowerCaseName) count++;
+    if (name.length === lowerCaseName.length && sameLetters(name, lowerCaseName)) count++;
   }
   return count;
+}
+
+/** `name` equals the lower-case `lower` ignoring ASCII case, without making a lower-case copy per header. */
+function sameLetters(name: string, lower: string): boolean {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if ((c >= 0x41 && c <= 0x5a ? c | 0x20 : c) !== lower.charCodeAt(i)) return false; // A–Z folded
+  }
+  return true;
 }
