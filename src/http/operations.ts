@@ -6,7 +6,7 @@ import { idempotencyKey } from './idempotency-key.js';
 import { petJson, petsJson, type Pet } from '../pet/pet.js';
 import type { Mount } from './mount.js';
 import { json, type Reply } from './respond.js';
-import type { ListPage, ListQuery, ListText, PetStore } from '../store/store.js';
+import type { ListPage, ListQuery, ListText, PetStore, PetText } from '../store/store.js';
 import { parseQuery, decodeComponent, singleParam } from './url.js';
 import { parseInt64, parseLimit, validateNewPet, validateStatus } from '../pet/validate.js';
 
@@ -88,12 +88,12 @@ export const getPet: Handler = (ctx) => {
   return petReply(text, raw);
 };
 
-function textOf(pet: Pet | undefined | Promise<Pet | undefined>): string | undefined | Promise<string | undefined> {
+function textOf(pet: Pet | undefined | Promise<Pet | undefined>): PetText | undefined | Promise<PetText | undefined> {
   if (pet instanceof Promise) return pet.then((p) => (p === undefined ? undefined : petJson(p)));
   return pet === undefined ? undefined : petJson(pet);
 }
 
-function petReply(text: string | undefined, raw: string): Reply {
+function petReply(text: PetText | undefined, raw: string): Reply {
   if (text === undefined) throw notFound(raw);
   return json(200, text);
 }

@@ -4,10 +4,14 @@ import { JsonSyntaxError } from '../lib/json.js';
 import { IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError } from '../store/store.js';
 import { ValidationError } from '../pet/validate.js';
 
-/** What a handler answers: the body is already JSON text, so sending cannot fail half-way. */
+/**
+ * What a handler answers: the body is already JSON text, so sending cannot fail half-way. It may be
+ * the bytes of that text (UTF-8), as a store that keeps pets as text hands them out: no decoding to a
+ * string and encoding back for the socket.
+ */
 export interface Reply {
   status: number;
-  body: string;
+  body: string | Uint8Array;
   headers?: Readonly<Record<string, string>> | undefined;
 }
 
@@ -18,7 +22,7 @@ const BASE_HEADERS = {
   'x-content-type-options': 'nosniff',
 } as const;
 
-export function json(status: number, body: string, headers?: Readonly<Record<string, string>>): Reply {
+export function json(status: number, body: string | Uint8Array, headers?: Readonly<Record<string, string>>): Reply {
   return { status, body, headers };
 }
 
@@ -41,7 +45,7 @@ export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly
     ...contextHeaders,
   ];
   if (reply.headers !== undefined) for (const name in reply.headers) headers.push(name, reply.headers[name] as string);
-  headers.push('content-length', Buffer.byteLength(reply.body));
+  headers.push('content-length', typeof reply.body === 'string' ? Buffer.byteLength(reply.body) : reply.body.byteLength);
   res.writeHead(reply.status, headers);
   res.end(reply.body);
 }
@@ -51,7 +55,7 @@ export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly
  * wrong; anything else is a 500 whose message reveals nothing. `serverFault` tells the caller to log
  * the real error: the client did not cause it.
  */
-export function errorReply(error: unknown): Reply & { serverFault: boolean } {
+export function errorReply(error: unknown): Reply & { body: string; serverFault: boolean } {
   const http = toHttpError(error);
   const body = JSON.stringify({ code: http.code, message: http.message, status: http.status });
   // An HttpError is an answer the code chose (a 503 from /readyz on a full disk): not a fault to log.

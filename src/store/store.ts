@@ -8,6 +8,9 @@ export interface ListQuery {
   status?: PetStatus | undefined;
 }
 
+/** A pet's JSON text (`petJson`), or that text's UTF-8 bytes. */
+export type PetText = string | Uint8Array;
+
 export interface ListPage {
   /** At most `limit` pets, ascending by id. */
   pets: readonly Pet[];
@@ -15,9 +18,12 @@ export interface ListPage {
   more: boolean;
 }
 
-/** A page as JSON text: what `petsJson` of the page's pets would be, and the last id for the cursor. */
+/**
+ * A page as JSON text, or that text's UTF-8 bytes: what `petsJson` of the page's pets would be; and
+ * the last id for the cursor.
+ */
 export interface ListText {
-  json: string;
+  json: string | Uint8Array;
   lastId: number | undefined;
   more: boolean;
 }
@@ -36,10 +42,11 @@ export interface PetStore {
   /**
    * Optional fast paths: a page, or one pet, as the JSON text the API answers with (exactly `petsJson`
    * and `petJson` of what `list` and `get` return). A store that keeps pets as text saves the
-   * formatting; without them the HTTP layer formats what `list` and `get` return.
+   * formatting; without them the HTTP layer formats what `list` and `get` return. The text may be
+   * given as its UTF-8 bytes, which are sent as they are and must not change afterwards.
    */
   listText?(query: ListQuery): ListText | Promise<ListText>;
-  getText?(id: number): string | undefined | Promise<string | undefined>;
+  getText?(id: number): PetText | undefined | Promise<PetText | undefined>;
   create(pet: NewPet): Promise<Pet>;
   /**
    * Optional: `create` once per idempotency key and API key within the store's window. A repeat with

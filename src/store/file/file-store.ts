@@ -87,7 +87,7 @@ export class FileStore implements PetStore {
     return this.#index.listText(query);
   }
 
-  getText(id: number): string | undefined {
+  getText(id: number): Buffer | undefined {
     return this.#index.getText(id);
   }
 

@@ -43,12 +43,13 @@ export class PetIndex {
 
   get(id: number): Pet | undefined {
     const text = this.getText(id);
-    return text === undefined ? undefined : petFromJson(text);
+    return text === undefined ? undefined : petFromJson(text.toString());
   }
 
-  getText(id: number): string | undefined {
+  /** The pet's JSON text as bytes: a view of the arena, which never changes them. */
+  getText(id: number): Buffer | undefined {
     const at = this.#arena.positionOf(id);
-    return at === -1 ? undefined : this.#arena.textAt(at).toString();
+    return at === -1 ? undefined : this.#arena.textAt(at);
   }
 
   list(query: ListQuery): ListPage {
@@ -56,10 +57,11 @@ export class PetIndex {
     return { pets: positions.map((p) => petFromJson(this.#arena.textAt(p).toString())), more };
   }
 
+  /** The page's JSON text as bytes, built in one Buffer: the HTTP layer sends it as it is. */
   listText(query: ListQuery): ListText {
     const { positions, more } = this.#page(query);
     const last = positions.at(-1);
-    return { json: this.#arena.jsonArray(positions).toString(), lastId: last === undefined ? undefined : this.#arena.idAt(last), more };
+    return { json: this.#arena.jsonArray(positions), lastId: last === undefined ? undefined : this.#arena.idAt(last), more };
   }
 
   /** The id and text of each of the first `count` pets, in id order (the text is a view: copy it before the arena changes). */
