@@ -11,7 +11,7 @@
  * cost. Every figure is the median over rounds; p99 sits beside it.
  *
  * Environment: BENCH_ROUNDS (5; 3 in scale mode), BENCH_SECONDS per measurement (5), BENCH_WARMUP seconds (1),
- * BENCH_CONNECTIONS (10), BENCH_SPAWNS for cold start (11; 3 in scale mode), BENCH_SCALE_SIZES
+ * BENCH_CONNECTIONS (10), BENCH_SPAWNS for cold start (11; 5 in scale mode), BENCH_SCALE_SIZES
  * (1000,100000,1000000), BENCH_TMPDIR (os.tmpdir(); fsync figures depend on its filesystem).
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -28,7 +28,7 @@ const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is no
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 10, 1);
-const SPAWNS = envNumber('BENCH_SPAWNS', SCALE ? 3 : 11, 1);
+const SPAWNS = envNumber('BENCH_SPAWNS', SCALE ? 5 : 11, 1);
 // An empty store first: the baseline that start-up and memory per pet are measured against.
 const SIZES = [0, ...(process.env.BENCH_SCALE_SIZES ?? '1000,100000,1000000').split(',').map(Number)];
 const RESULTS = join(ROOT, 'bench/results.md');
@@ -242,17 +242,27 @@ async function mainMode() {
   console.log(markdown);
 }
 
+/**
+ * Scale mode. Start-up and idle RSS first: every spawn round starts each size once, the order
+ * alternating, so the empty store (the baseline) is measured at the same moments as the others.
+ * Then one server per size, all running together, and the GET rounds alternate between them (order
+ * alternating per round) so that ratios between sizes come from the same moments; the POST rounds
+ * come after every GET round, since they grow the journals and set off compactions.
+ */
 async function scaleMode() {
   const bySize = [];
-  for (const size of SIZES) {
-    progress(`scale: ${fmt.int(size)} pets`);
-    const template = tempDir();
-    const snapshot = join(template, 'pets.json');
-    writeSnapshot(snapshot, size);
-    const row = { size, snapshotKb: statSync(snapshot).size / 1024, startup: [], idle: [], hwm: [], loads: {} };
-    try {
-      for (let i = 0; i < SPAWNS; i++) {
-        const dir = seededDir(snapshot);
+  const servers = [];
+  try {
+    for (const size of SIZES) {
+      const template = tempDir();
+      const snapshot = join(template, 'pets.json');
+      writeSnapshot(snapshot, size);
+      bySize.push({ size, template, snapshot, snapshotKb: statSync(snapshot).size / 1024, startup: [], idle: [], hwm: [], loads: {} });
+    }
+    for (let i = 0; i < SPAWNS; i++) {
+      progress(`scale: start-up and idle RSS, spawn ${i + 1}/${SPAWNS}`);
+      for (const row of i % 2 === 0 ? bySize : [...bySize].reverse()) {
+        const dir = seededDir(row.snapshot);
         try {
           const t = await start('server', { dataDir: dir });
           row.startup.push(t.startMs);
@@ -265,35 +275,45 @@ async function scaleMode() {
           removeDir(dir);
         }
       }
-      progress(`  start-up ${fmt.ms(median(row.startup))} ms, idle ${fmt.mb(median(row.idle))} MB`);
-      if (size === 0) {
-        bySize.push(row);
-        continue;
-      }
-      const dir = seededDir(snapshot);
-      let server;
-      try {
-        server = await start('server', { dataDir: dir });
-        const workloads = { sold: [sold(20)], one: [one(size)], post1: [create, 1], post16: [create, 16] };
-        if (WARMUP > 0) for (const [w, c] of Object.values(workloads)) await measure(server, w, opts(c, WARMUP));
-        for (let r = 0; r < ROUNDS; r++) {
-          for (const [key, [w, c]] of Object.entries(workloads)) {
-            const m = await measure(server, w, opts(c));
-            (row.loads[key] ??= []).push(m);
-            progress(`  ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`);
-          }
-        }
-        // The POSTs above grew the journal past its bound: a compaction ran in the background.
-        row.loadHwm = memory(server.pid)?.hwm ?? NaN;
-        row.loadRss = memory(server.pid)?.rss ?? NaN;
-      } finally {
-        row.stopMs = server === undefined ? NaN : await stop(server);
-        removeDir(dir);
-      }
-    } finally {
-      removeDir(template);
     }
-    bySize.push(row);
+    for (const row of bySize) progress(`  ${fmt.int(row.size)} pets: start-up ${fmt.ms(median(row.startup))} ms, idle ${fmt.mb(median(row.idle))} MB`);
+
+    const sized = bySize.slice(1);
+    for (const row of sized) {
+      row.dir = seededDir(row.snapshot);
+      row.server = await start('server', { dataDir: row.dir });
+      servers.push(row);
+    }
+    const run = async (row, key, workload, connections) => {
+      const m = await measure(row.server, workload, opts(connections));
+      (row.loads[key] ??= []).push(m);
+      progress(`  ${fmt.int(row.size).padStart(9)} ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`);
+    };
+    const gets = (row) => ({ sold: [sold(20)], one: [one(row.size)] });
+    if (WARMUP > 0) for (const row of sized) for (const [w, c] of Object.values(gets(row))) await measure(row.server, w, opts(c, WARMUP));
+    for (let r = 0; r < ROUNDS; r++) {
+      progress(`scale: GET round ${r + 1}/${ROUNDS}`);
+      const order = r % 2 === 0 ? sized : [...sized].reverse();
+      for (const key of ['sold', 'one']) for (const row of order) await run(row, key, ...gets(row)[key]);
+    }
+    for (let r = 0; r < ROUNDS; r++) {
+      progress(`scale: POST round ${r + 1}/${ROUNDS}`);
+      for (const row of r % 2 === 0 ? sized : [...sized].reverse()) {
+        await run(row, 'post1', create, 1);
+        await run(row, 'post16', create, 16);
+      }
+    }
+    for (const row of sized) {
+      // The POSTs above grew the journal past its bound: a compaction ran in the background.
+      row.loadHwm = memory(row.server.pid)?.hwm ?? NaN;
+      row.stopMs = await stop(row.server);
+    }
+  } finally {
+    for (const row of servers) await stop(row.server);
+    for (const row of bySize) {
+      if (row.dir !== undefined) removeDir(row.dir);
+      removeDir(row.template);
+    }
   }
 
   const m = machine();
@@ -315,8 +335,10 @@ async function scaleMode() {
     '## Scale (store size)',
     '',
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
-    `Snapshot written directly before start (half "sold"). Start-up and idle RSS: median of ${SPAWNS} spawns. ` +
-      `Loads: one server per size, ${ROUNDS} rounds × ${SECONDS} s after ${WARMUP} s warm-up, ${CONNECTIONS} connections for GETs; medians over rounds.`,
+    `Snapshots written before the first start (half "sold"). Start-up and idle RSS: median of ${SPAWNS} spawns per size, ` +
+      'the sizes taking turns (order alternating), the empty store among them; RSS is VmRSS from /proc/<pid>/status 1 s after the first answer. ' +
+      `Loads: one server per size, all running together; ${ROUNDS} GET rounds × ${SECONDS} s after ${WARMUP} s warm-up, each round going through ` +
+      `the sizes in turn (order alternating), ${CONNECTIONS} connections; then the POST rounds the same way. Medians over rounds.`,
     '',
     `Empty store: start-up ${fmt.ms(median(empty.startup))} ms, RSS idle ${fmt.mb(median(empty.idle))} MB (the baseline below).`,
     '',

@@ -111,8 +111,56 @@ test('pets kept in place and copied pets may alternate without a new chunk for e
     const expected = id % 2 === 1 ? text(id, `kept ${(id - 1) / 2}`) : text(id, `copied ${id / 2 - 1}`);
     assert.equal(arena.textAt(arena.positionOf(id)).toString(), expected, `pet ${id}`);
   }
-  // One chunk for the file, one for the copies: a view of a copied pet lies in the same Buffer as the others.
-  const copies = new Set([2, 1000, 4000].map((id) => arena.textAt(arena.positionOf(id)).buffer));
-  assert.equal(copies.size, 1, 'the copied pets share one chunk');
+  // About 110 KB of copies: a chunk of 64 KiB, then one of 128 KiB, not a chunk for each pet.
+  const copies = new Set(Array.from({ length: 2000 }, (_, i) => arena.textAt(arena.positionOf(2 * i + 2)).buffer));
+  assert.equal(copies.size, 2, 'the copied pets share two chunks');
   assert.equal(arena.textAt(arena.positionOf(1)).buffer, file.buffer, 'a kept pet is a view of the file itself');
+});
+
+test('ids 2^32 and more above the first one are kept exactly, up to the largest safe integer', () => {
+  const arena = new PetArena();
+  const first = 5;
+  const ids = [first, first + 1, first + 2 ** 32 - 1, first + 2 ** 32, first + 2 ** 32 + 1, 2 ** 40, Number.MAX_SAFE_INTEGER - 1, Number.MAX_SAFE_INTEGER];
+  const texts = fill(arena, ids, (id) => `p${id}`, (id) => (id % 2 === 0 ? 'sold' : undefined));
+  assert.equal(arena.lastId, Number.MAX_SAFE_INTEGER);
+  for (const [position, id] of ids.entries()) {
+    assert.equal(arena.positionOf(id), position, String(id));
+    assert.equal(arena.idAt(position), id);
+    assert.equal(arena.textAt(position).toString(), texts.get(id));
+  }
+  for (const missing of [first - 1, first + 2, 2 ** 32, first + 2 ** 32 + 2, 2 ** 40 - 1, Number.MAX_SAFE_INTEGER - 2]) {
+    assert.equal(arena.positionOf(missing), -1, String(missing));
+  }
+  const idsOf = (page: { positions: number[] }): number[] => page.positions.map((p) => arena.idAt(p));
+  assert.deepEqual(idsOf(arena.page(first + 1, 3, 0)), ids.slice(2, 5));
+  assert.deepEqual(idsOf(arena.page(first + 2 ** 32, 10, 0)), ids.slice(4));
+  assert.deepEqual(idsOf(arena.page(0, 10, statusCode('sold'))), ids.filter((id) => id % 2 === 0));
+  assert.deepEqual(idsOf(arena.page(2 ** 40, 10, statusCode('sold'))), [Number.MAX_SAFE_INTEGER - 1]);
+  assert.throws(() => arena.append(Number.MAX_SAFE_INTEGER, 0, Buffer.from(text(1, 'again'))), RangeError);
+});
+
+test('ids far above 2^32 from the start are kept exactly, and dense ones found at their place', () => {
+  const arena = new PetArena();
+  const first = 2 ** 52;
+  const ids = Array.from({ length: 3000 }, (_, i) => first + i + (i >= 1500 ? 7 : 0));
+  fill(arena, ids, (id) => `p${id}`, () => undefined);
+  for (const [position, id] of ids.entries()) assert.equal(arena.positionOf(id), position, String(id));
+  assert.equal(arena.positionOf(first + 1500), -1);
+  assert.equal(arena.positionOf(first - 1), -1);
+  assert.equal(arena.lastId, first + 3006);
+});
+
+test('texts kept in place in many Buffers come back whole past 256 and 65,536 of them', () => {
+  const arena = new PetArena();
+  // One Buffer per pet, as if each were a file of its own: chunk numbers need 8, then 16, then 32 bits.
+  const count = 65_536 + 300;
+  for (let id = 1; id <= count; id++) {
+    const bytes = Buffer.from(`,${text(id, `Zoë ${id}`)}\n`);
+    if (id % 1000 === 0) arena.append(id, 0, bytes, 1, bytes.length - 1); // a copied pet now and then
+    else arena.appendInPlace(id, 0, bytes, 1, bytes.length - 1);
+  }
+  assert.equal(arena.size, count);
+  for (let id = 1; id <= count; id++) {
+    assert.equal(arena.textAt(arena.positionOf(id)).toString(), text(id, `Zoë ${id}`), `pet ${id}`);
+  }
 });

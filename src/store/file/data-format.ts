@@ -162,10 +162,13 @@ export function parseJournal(bytes: Buffer, file: string, onPet: PetSink, record
   checkUtf8(bytes.subarray(0, end), file);
   const line: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
   let pos = 0;
-  for (let n = 1; pos < end; n++) {
+  // One function for every line, reading the current line number: not a closure made per line.
+  let n = 0;
+  const where = (): string => `${file}, line ${n}`;
+  while (pos < end) {
+    n++;
     const known = readPetLine(bytes, pos, end, line) && bytes[line.end] === 0x0a;
     const lineEnd = known ? line.end : bytes.indexOf(0x0a, pos);
-    const where = (): string => `${file}, line ${n}`;
     if (known && line.record === undefined) {
       onPet(line.id, line.status, bytes, pos, lineEnd, where, true);
     } else if (known) {

@@ -1,17 +1,26 @@
 import { PET_STATUSES, type PetStatus } from '../../pet/contract.js';
 
-const CHUNK_BYTES = 1 << 20;
-const INITIAL_SLOTS = 1024;
+// Copied texts go to chunks of 64 KiB, then twice as large each time up to 1 MiB: a store that
+// receives few creates does not hold a mostly empty megabyte.
+const FIRST_COPY_CHUNK = 64 * 1024;
+const MAX_COPY_CHUNK = 1 << 20;
+const INITIAL_SLOTS = 256;
 const COMMA = 0x2c;
 
 /** A status as a small number: 0 for none, then PET_STATUSES' order. */
 export type StatusCode = 0 | 1 | 2 | 3;
 export const statusCode = (status: PetStatus | undefined): StatusCode => (status === undefined ? 0 : (PET_STATUSES.indexOf(status) + 1) as StatusCode);
 
+/** Ids as distances from the first id: 4 bytes each while they fit in 32 bits, 8 (exact to 2^53) after that. */
+type IdOffsets = Uint32Array | Float64Array;
+/** Chunk numbers in the narrowest array that holds them. */
+type ChunkNumbers = Uint8Array | Uint16Array | Uint32Array;
+
 /**
  * The pets in memory, off the JavaScript heap: the exact JSON text of every pet in large Buffers,
  * appended and never rewritten, and per pet a few numbers in typed arrays (id, where its text is,
- * status). Ids only ever grow, so every list is sorted and a page is a binary search plus a copy of
+ * status): 15 bytes a pet while ids lie within 2^32 of the first and there are at most 256 Buffers.
+ * Ids only ever grow, so every list is sorted and a page is a binary search plus a copy of
  * byte ranges. A million pets are then a few dozen objects for the garbage collector, not millions.
  */
 export class PetArena {
@@ -19,20 +28,24 @@ export class PetArena {
   /** The chunk copied texts go to, and how much of it is used; -1: none yet. */
   #copyChunk = -1;
   #used = 0;
+  #nextCopyBytes = FIRST_COPY_CHUNK;
   /** The chunk that is the buffer most recently kept in place (a data file's), or -1. */
   #inPlaceChunk = -1;
   #count = 0;
-  #ids: Float64Array;
-  #chunkOf: Uint32Array;
+  /** The first pet's id: #ids holds every id minus this. */
+  #base = 0;
+  #ids: IdOffsets;
+  #chunkOf: ChunkNumbers;
   #offsets: Uint32Array;
   #lengths: Uint16Array;
   /** Per status code 1–3: the positions of the pets with that status, ascending, and how many. */
   readonly #byStatus: Array<{ positions: Uint32Array; count: number }>;
 
+  /** `capacity`: how many pets to make room for at once; untouched room costs address space, not memory. */
   constructor(capacity = INITIAL_SLOTS) {
     const slots = Math.max(INITIAL_SLOTS, capacity);
-    this.#ids = new Float64Array(slots);
-    this.#chunkOf = new Uint32Array(slots);
+    this.#ids = new Uint32Array(slots);
+    this.#chunkOf = new Uint8Array(slots);
     this.#offsets = new Uint32Array(slots);
     this.#lengths = new Uint16Array(slots);
     this.#byStatus = [0, 1, 2].map(() => ({ positions: new Uint32Array(slots), count: 0 }));
@@ -43,7 +56,7 @@ export class PetArena {
   }
 
   get lastId(): number {
-    return this.#count === 0 ? 0 : (this.#ids[this.#count - 1] as number);
+    return this.#count === 0 ? 0 : this.#base + (this.#ids[this.#count - 1] as number);
   }
 
   /**
@@ -55,7 +68,8 @@ export class PetArena {
     const length = this.#check(id, start, end) + (closing === undefined ? 0 : 1);
     if (this.#copyChunk === -1 || this.#used + length > (this.#chunks[this.#copyChunk] as Buffer).length) {
       // A pet never spans two chunks: at most one pet's worth is left unused at a chunk's end.
-      this.#copyChunk = this.#chunks.push(Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, length))) - 1;
+      this.#copyChunk = this.#addChunk(Buffer.allocUnsafeSlow(Math.max(this.#nextCopyBytes, length)));
+      this.#nextCopyBytes = Math.min(MAX_COPY_CHUNK, this.#nextCopyBytes * 2);
       this.#used = 0;
     }
     const chunk = this.#copyChunk;
@@ -73,7 +87,7 @@ export class PetArena {
   appendInPlace(id: number, status: StatusCode, buffer: Buffer, start: number, end: number): void {
     const length = this.#check(id, start, end);
     // Copied and kept pets may alternate (keyed lines are copied): each keeps its own chunk.
-    if (this.#chunks[this.#inPlaceChunk] !== buffer) this.#inPlaceChunk = this.#chunks.push(buffer) - 1;
+    if (this.#chunks[this.#inPlaceChunk] !== buffer) this.#inPlaceChunk = this.#addChunk(buffer);
     this.#add(id, status, this.#inPlaceChunk, start, length);
   }
 
@@ -84,10 +98,22 @@ export class PetArena {
     return length;
   }
 
+  /** Keeps a chunk and returns its number, widening the chunk numbers when it would not fit. */
+  #addChunk(buffer: Buffer): number {
+    const chunk = this.#chunks.push(buffer) - 1;
+    if (chunk === 0x100 && this.#chunkOf instanceof Uint8Array) this.#chunkOf = widened(this.#chunkOf, Uint16Array);
+    if (chunk === 0x10000 && this.#chunkOf instanceof Uint16Array) this.#chunkOf = widened(this.#chunkOf, Uint32Array);
+    return chunk;
+  }
+
   #add(id: number, status: StatusCode, chunk: number, offset: number, length: number): void {
     if (this.#count === this.#ids.length) this.#grow();
+    if (this.#count === 0) this.#base = id;
+    const distance = id - this.#base;
+    // A Uint32Array would wrap a larger distance silently: from here on ids take 8 bytes.
+    if (distance > 0xffffffff && this.#ids instanceof Uint32Array) this.#ids = widened(this.#ids, Float64Array);
     const at = this.#count++;
-    this.#ids[at] = id;
+    this.#ids[at] = distance;
     this.#chunkOf[at] = chunk;
     this.#offsets[at] = offset;
     this.#lengths[at] = length;
@@ -102,16 +128,16 @@ export class PetArena {
   positionOf(id: number): number {
     const ids = this.#ids;
     const count = this.#count;
-    if (count === 0) return -1;
+    const distance = id - this.#base;
+    if (count === 0 || !(distance >= 0)) return -1;
     // Ids are dense but for the ones failed creates used up: try the id's own place first.
-    const guess = id - (ids[0] as number);
-    if (guess >= 0 && guess < count && ids[guess] === id) return guess;
-    const at = firstAbove(ids, count, id - 1);
-    return at < count && ids[at] === id ? at : -1;
+    if (distance < count && ids[distance] === distance) return distance;
+    const at = firstAbove(ids, count, distance - 1);
+    return at < count && ids[at] === distance ? at : -1;
   }
 
   idAt(position: number): number {
-    return this.#ids[position] as number;
+    return this.#base + (this.#ids[position] as number);
   }
 
   /** The pet's JSON text, as a view of the arena (no copy). */
@@ -124,13 +150,13 @@ export class PetArena {
   page(after: number, limit: number, status: StatusCode): { positions: number[]; more: boolean } {
     const positions: number[] = [];
     if (status === 0) {
-      const start = firstAbove(this.#ids, this.#count, after);
+      const start = firstAbove(this.#ids, this.#count, after - this.#base);
       const end = Math.min(start + limit, this.#count);
       for (let p = start; p < end; p++) positions.push(p);
       return { positions, more: end < this.#count };
     }
     const list = this.#byStatus[status - 1] as { positions: Uint32Array; count: number };
-    const start = firstAboveIn(list.positions, list.count, this.#ids, after);
+    const start = firstAboveIn(list.positions, list.count, this.#ids, after - this.#base);
     const end = Math.min(start + limit, list.count);
     for (let i = start; i < end; i++) positions.push(list.positions[i] as number);
     return { positions, more: end < list.count };
@@ -164,14 +190,21 @@ export class PetArena {
   }
 }
 
-function grown<T extends Float64Array | Uint32Array | Uint16Array>(array: T): T {
-  const bigger = new (array.constructor as new (length: number) => T)(array.length * 2);
-  bigger.set(array);
-  return bigger;
+type Numbers = IdOffsets | ChunkNumbers | Uint16Array;
+
+function grown<T extends Numbers>(array: T): T {
+  return widened(array, array.constructor as new (length: number) => T, array.length * 2);
 }
 
-/** Index of the first of `count` ascending ids above `id`. */
-function firstAbove(ids: Float64Array, count: number, id: number): number {
+/** The same numbers in an array of another type (wider, or as wide and longer). */
+function widened<T extends Numbers>(array: Numbers, Type: new (length: number) => T, length = array.length): T {
+  const wider = new Type(length);
+  wider.set(array);
+  return wider;
+}
+
+/** Index of the first of `count` ascending ids (distances from the first id) above `id`. */
+function firstAbove(ids: IdOffsets, count: number, id: number): number {
   if (count === 0 || (ids[0] as number) > id) return 0; // the first page: no search
   let low = 0;
   let high = count;
@@ -184,7 +217,7 @@ function firstAbove(ids: Float64Array, count: number, id: number): number {
 }
 
 /** The same over a list of positions into `ids`. */
-function firstAboveIn(positions: Uint32Array, count: number, ids: Float64Array, id: number): number {
+function firstAboveIn(positions: Uint32Array, count: number, ids: IdOffsets, id: number): number {
   if (count === 0 || (ids[positions[0] as number] as number) > id) return 0;
   let low = 0;
   let high = count;

@@ -73,8 +73,7 @@ export function readPetLine(buf: Buffer, start: number, end: number, out: PetLin
   if (buf[pos] === 0x2c && buf[pos + 2] === 0x73) { // ,"s…: the status
     pos = expect(buf, pos, STATUS);
     if (pos < 0) return false;
-    // Compared as bytes, not decoded: a million lines would make a million short strings.
-    status = STATUS_TEXTS.find((candidate) => expect(buf, pos, candidate.bytes) > 0)?.status;
+    status = statusAt(buf, pos);
     if (status === undefined || buf[pos + status.length] !== 0x22) return false;
     pos += status.length + 1;
   }
@@ -126,6 +125,18 @@ function readRecord(buf: Buffer, pos: number, end: number): [IdempotencyRecord, 
   if (pos === atStart || (pos - atStart > 1 && buf[atStart] === 0x30) || at > Number.MAX_SAFE_INTEGER) return undefined;
   pos = expect(buf, pos, END_RECORD);
   return pos < 0 ? undefined : [{ scope, key, at }, pos];
+}
+
+/**
+ * The status whose text is at `pos`, or undefined. Compared as bytes, not decoded: a million lines
+ * would make a million short strings; and a plain loop, not a callback, which would make a closure per line.
+ */
+function statusAt(buf: Buffer, pos: number): PetStatus | undefined {
+  for (let i = 0; i < STATUS_TEXTS.length; i++) {
+    const candidate = STATUS_TEXTS[i] as { status: PetStatus; bytes: Buffer };
+    if (expect(buf, pos, candidate.bytes) > 0) return candidate.status;
+  }
+  return undefined;
 }
 
 function isScopeChar(c: number): boolean {
