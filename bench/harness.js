@@ -49,7 +49,8 @@ function childEnv() {
  * Spawns the server (`kind` "server", on `dataDir`), the floor ("floor") or the floor with the
  * contract's response headers ("headers"), waits for its "listening" line and one answered GET.
  * `serverArgs` are further flags for the server (`--database-url …`).
- * `startMs` is spawn → first answer. Request log lines are read and dropped.
+ * `startMs` is spawn → first answer. Stdout (the request log) goes to a temp file, never read past
+ * the "listening" line.
  */
 export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [] } = {}) {
   const script = kind === 'server' ? join(ROOT, 'dist/server.js') : join(ROOT, 'bench/floor.js');
@@ -57,54 +58,51 @@ export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [] } =
   if (kind === 'server') args.push('--data-dir', dataDir, ...serverArgs);
   if (kind === 'headers') args.push('--contract-headers');
   const t0 = performance.now();
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  // Stdout goes to a file, not to this process: the runner is also the load generator, and reading
+  // the request log (a line per request) here would take its time from autocannon, a cost the floor,
+  // which logs nothing, would not be charged. The server still formats and writes every line.
+  const logDir = tempDir('petstore-bench-log-');
+  const logFd = openSync(join(logDir, 'stdout.jsonl'), 'w');
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv(), stdio: ['ignore', logFd, 'pipe'] });
+  closeSync(logFd);
   children.add(child);
-  child.once('exit', () => children.delete(child));
+  child.once('exit', () => {
+    children.delete(child);
+    removeDir(logDir);
+  });
   let stderr = '';
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', (text) => {
     stderr = (stderr + text).slice(-4000);
   });
-  const url = await new Promise((resolve, reject) => {
-    let buffered = '';
-    const timer = setTimeout(() => fail(new Error(`${kind} did not listen within 300 s`)), 300_000);
-    const onExit = (code, signal) => fail(new Error(`${kind} exited (${code ?? signal}) before listening:\n${stderr}`));
-    const fail = (error) => {
-      clearTimeout(timer);
-      child.off('exit', onExit);
-      child.stdout.removeAllListeners('data');
-      reject(error);
-    };
-    child.once('exit', onExit);
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (text) => {
-      buffered += text;
-      let newline;
-      while ((newline = buffered.indexOf('\n')) !== -1) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        let parsed;
-        try {
-          parsed = JSON.parse(line);
-        } catch (error) {
-          if (error instanceof SyntaxError) continue; // not a log line
-          throw error;
-        }
-        if (parsed?.msg === 'listening' && typeof parsed.url === 'string') {
-          clearTimeout(timer);
-          child.off('exit', onExit);
-          child.stdout.removeAllListeners('data');
-          child.stdout.resume(); // keep draining the request log, or the server blocks on a full pipe
-          return resolve(parsed.url);
-        }
-      }
-    });
-  });
+  const url = await listeningUrl(kind, child, join(logDir, 'stdout.jsonl'), () => stderr);
   const origin = new URL(url).origin;
   const first = await get(origin, '/v1/pets?limit=1');
   const startMs = performance.now() - t0;
   if (first.status !== 200) throw new Error(`${kind}: first GET answered ${first.status}: ${first.body}`);
   return { kind, child, pid: child.pid, url, origin, startMs, stderr: () => stderr };
+}
+
+/** The URL of the "listening" line once it is in the child's stdout file (checked every millisecond). */
+async function listeningUrl(kind, child, path, stderr) {
+  const deadline = performance.now() + 300_000;
+  while (performance.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${kind} exited (${child.exitCode ?? child.signalCode}) before listening:\n${stderr()}`);
+    }
+    for (const line of readFileSync(path, 'utf8').split('\n')) {
+      let parsed;
+      try {
+        parsed = JSON.parse(line);
+      } catch (error) {
+        if (error instanceof SyntaxError) continue; // not a whole log line (yet)
+        throw error;
+      }
+      if (parsed?.msg === 'listening' && typeof parsed.url === 'string') return parsed.url;
+    }
+    await sleep(1);
+  }
+  throw new Error(`${kind} did not listen within 300 s`);
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves with the time the process took to exit. */

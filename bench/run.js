@@ -181,17 +181,20 @@ async function mainMode() {
     const v = rounds[key][kind].map((m) => m.rps);
     return v.length === 0 ? '' : ` (${fmt.int(Math.min(...v))}–${fmt.int(Math.max(...v))})`;
   };
+  // The median of the rounds' own ratios: each round measures both back to back, so a machine that
+  // is slower for a while slows both sides of that round's ratio, not just one side of the medians.
+  const pairedRatio = (key, a, b) => median(rounds[key][a].map((m, i) => m.rps / rounds[key][b][i].rps));
   const errors = (key) => Object.values(rounds[key]).flat().reduce((sum, m) => sum + m.errors, 0);
   const loadRow = (label, key, withFloor) => {
     const s = [`${fmt.int(stat(key, 'server', 'rps'))}${range(key, 'server')}`, fmt.ms(stat(key, 'server', 'p50')), fmt.ms(stat(key, 'server', 'p99'))];
     const f = withFloor ? [`${fmt.int(stat(key, 'floor', 'rps'))}${range(key, 'floor')}`, fmt.ms(stat(key, 'floor', 'p50')), fmt.ms(stat(key, 'floor', 'p99'))] : ['', '', ''];
-    const ratio = withFloor ? fmt.ratio(stat(key, 'server', 'rps') / stat(key, 'floor', 'rps')) : '';
+    const ratio = withFloor ? fmt.ratio(pairedRatio(key, 'server', 'floor')) : '';
     return `| ${label} | ${s.join(' | ')} | ${f.join(' | ')} | ${ratio} | ${errors(key)} |`;
   };
   const headersRow = (label, key) => {
     const h = stat(key, 'headers', 'rps');
     return `| ${label} | ${fmt.int(h)}${range(key, 'headers')} | ${fmt.ms(stat(key, 'headers', 'p50'))} | ${fmt.ms(stat(key, 'headers', 'p99'))} | ` +
-      `${fmt.ratio(h / stat(key, 'floor', 'rps'))} | ${fmt.ratio(stat(key, 'server', 'rps') / h)} |`;
+      `${fmt.ratio(pairedRatio(key, 'headers', 'floor'))} | ${fmt.ratio(pairedRatio(key, 'server', 'headers'))} |`;
   };
   const plainRow = (label, server, floor, format) => `| ${label} | ${format(server)} | | | ${format(floor)} | | | ${fmt.ratio(server / floor)} | |`;
   const m = machine();
@@ -203,7 +206,7 @@ async function mainMode() {
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
     `${ROUNDS} rounds (fresh server, floor and floor + headers each round, order alternating) × ${SECONDS} s per measurement after ${WARMUP} s warm-up; ` +
       `${CONNECTIONS} keep-alive connections unless stated; autocannon in the runner process on the same machine. ` +
-      `Figures are medians over rounds, (min–max) of the rounds beside req/s; latency p50/p99 from every response.`,
+      `Figures are medians over rounds, (min–max) of the rounds beside req/s; latency p50/p99 from every response; a ratio is the median of the rounds' own ratios (both sides measured back to back in each round).`,
     '',
     '| Measure | Server | p50 ms | p99 ms | Floor | p50 ms | p99 ms | Server ÷ floor | Errors |',
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
