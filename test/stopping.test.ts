@@ -178,6 +178,24 @@ test('during the stop, a request arriving on an open keep-alive connection gets 
   assert.deepEqual(await exitOf(again), { code: 0, signal: null });
 });
 
+test('a keep-alive connection answered just before the stop keeps its grace from that answer, not from when it opened', async (t) => {
+  const dir = await tempDirFor(t, 'petstore-stop-');
+  const server = await spawnServerFor(t, ['--data-dir', dir], ENV);
+  const open = new Wire(server.url);
+  t.after(() => open.socket.destroy());
+  await open.connected;
+  await sleep(500); // open longer than the 200 ms grace before its first request
+  open.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+  await waitFor(() => open.answers().length === 1, 5000, 'first answer');
+  server.child.kill('SIGTERM');
+  await waitFor(() => server.stdout().includes('"msg":"stopping"'), 5000, 'stopping');
+  // Well within the grace counted from the answer: the request is refused with an answer, not cut.
+  open.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+  await waitFor(() => open.answers().length === 2 || open.ended, 5000, 'an answer or the end of the connection');
+  assert.equal(open.answers()[1]?.status, 503, 'the request after the stop began is answered');
+  assert.deepEqual(await exitOf(server), { code: 0, signal: null });
+});
+
 interface Outcome {
   status?: number;
   connection?: string | undefined;
