@@ -28,13 +28,16 @@ interface Sink {
   write(text: string): unknown;
 }
 
-// Request lines are gathered and written together, formatted at the write: at most
-// REQUEST_LINE_DELAY_MS after the first, or once about FLUSH_AT characters wait (paths and ids
-// counted, so long paths cannot pile up). A write per request was a large share of a GET's CPU
-// (figures in bench/results.md, "Why the code is shaped this way"). Other lines are rare and go out at once.
+// Request lines are gathered and written together: at most REQUEST_LINE_DELAY_MS after the first,
+// or once FLUSH_AT bytes wait. A write per request was a large share of a GET's CPU. Each line is
+// encoded at once into one reused off-heap buffer, so no request leaves objects behind that live
+// until the write: kept entries survived the young generation's collections and made V8 grow it,
+// which cost more than formatting (figures in bench/results.md, "Why the code is shaped this way").
+// Other lines are rare and go out at once.
 const FLUSH_AT = 64 * 1024;
-const LINE_CHARACTERS = 120; // a request line without its id and path
 const REQUEST_LINE_DELAY_MS = 10;
+/** Room for FLUSH_AT and a long line after it. */
+const WAITING_BYTES = 2 * FLUSH_AT;
 
 /**
  * JSON lines: requests and information on stdout, errors on stderr. The log never receives a key or
@@ -43,22 +46,17 @@ const REQUEST_LINE_DELAY_MS = 10;
 export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout, err: Sink = process.stderr): Logger & { flush(): void } {
   const showInfo = level === 'info';
   const showErrors = level !== 'silent';
-  // The waiting requests: the time each ended and its entry (kept, not copied).
-  let times: string[] = [];
-  let entries: RequestLogEntry[] = [];
-  let waitingCharacters = 0;
+  // The waiting request lines, as UTF-8.
+  let waiting: Buffer | undefined;
+  let used = 0;
   let timer: NodeJS.Timeout | undefined;
   /** Writes the waiting request lines, and then `last`, in one write. */
   const writeOut = (last: string): void => {
     clearTimeout(timer);
     timer = undefined;
     process.off('exit', flush);
-    let text = '';
-    for (let i = 0; i < entries.length; i++) text += requestLine(times[i] as string, entries[i] as RequestLogEntry);
-    times = [];
-    entries = [];
-    waitingCharacters = 0;
-    text += last;
+    const text = used === 0 ? last : (waiting as Buffer).toString('utf8', 0, used) + last;
+    used = 0;
     if (text !== '') out.write(text);
   };
   const flush = (): void => writeOut('');
@@ -67,10 +65,15 @@ export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout,
     flush,
     request(entry) {
       if (!showInfo) return;
-      times.push(timestamp());
-      entries.push(entry);
-      waitingCharacters += LINE_CHARACTERS + entry.path.length + entry.id.length;
-      if (waitingCharacters >= FLUSH_AT) {
+      const line = requestLine(timestamp(), entry);
+      // A UTF-16 unit takes at most 3 bytes of UTF-8. A line too long to wait goes out at once,
+      // after the waiting ones; one that might not fit where they end goes in after they are written.
+      const most = 3 * line.length;
+      if (most > WAITING_BYTES) return writeOut(line);
+      if (used + most > WAITING_BYTES) flush();
+      waiting ??= Buffer.allocUnsafeSlow(WAITING_BYTES);
+      used += waiting.write(line, used);
+      if (used >= FLUSH_AT) {
         flush();
       } else if (timer === undefined) {
         // Not unref'd, so a process that ends on its own still writes its last lines; and one that
