@@ -227,7 +227,7 @@ async function mainMode() {
           `(${fmt.int(traced[1].syncs)} for ${fmt.int(traced[1].creates)}), ${(traced[16].syncs / traced[16].creates).toFixed(2)} at 16 clients ` +
           `(${fmt.int(traced[16].syncs)} for ${fmt.int(traced[16].creates)}, group commit).`),
     'Errors: responses other than 200 (GET) or 201 (POST), plus socket errors and timeouts, summed over all rounds.',
-    'The server runs with its defaults (log level info: one JSON line per request on stdout, drained by the runner); the floor logs nothing.',
+    'The server runs with its defaults (log level info: one JSON line per request on stdout, written to a file the runner does not read); the floor logs nothing.',
     '',
     '### What the required response headers cost',
     '',

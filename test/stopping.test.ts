@@ -189,7 +189,8 @@ test('a keep-alive connection answered just before the stop keeps its grace from
   await waitFor(() => open.answers().length === 1, 5000, 'first answer');
   server.child.kill('SIGTERM');
   await waitFor(() => server.stdout().includes('"msg":"stopping"'), 5000, 'stopping');
-  // Well within the grace counted from the answer: the request is refused with an answer, not cut.
+  // Well within the grace counted from the answer (200 ms; this takes a few ms: a signal, a log line
+  // and a write): the request is refused with an answer, not cut.
   open.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
   await waitFor(() => open.answers().length === 2 || open.ended, 5000, 'an answer or the end of the connection');
   assert.equal(open.answers()[1]?.status, 503, 'the request after the stop began is answered');

@@ -36,7 +36,7 @@ export class Connections {
     connection.owed.add(res);
     connection.last = { req, res };
     // One listener for every response, told its connection through the response itself: a closure
-    // and a once-wrapper per request were a measurable share of a GET (bench/results.md).
+    // and a once-wrapper per request were a measurable share of a GET (docs/design.md, "Performance").
     (res as OwedResponse)[CONNECTION] = connection;
     res.on('close', responseClosed);
   }

@@ -16,7 +16,7 @@ export interface RequestLogEntry {
 
 /** Where the service reports. An embedder may pass its own; the default writes JSON lines. */
 export interface Logger {
-  /** One line per answered request. The entry is the logger's from then on (the default keeps it until it writes it). */
+  /** One line per answered request. */
   request(entry: RequestLogEntry): void;
   info(message: string, fields?: LogFields): void;
   error(message: string, error?: unknown, fields?: LogFields): void;

@@ -83,10 +83,12 @@ export class FileStore implements PetStore {
     return this.#index.get(id);
   }
 
+  /** The page's JSON text as bytes (see getText). */
   listText(query: ListQuery): ListText {
     return this.#index.listText(query);
   }
 
+  /** The pet's JSON text as bytes: a read-only view of the pets this store keeps and writes; copy it before changing it. */
   getText(id: number): Buffer | undefined {
     return this.#index.getText(id);
   }

@@ -46,7 +46,7 @@ export class PetIndex {
     return text === undefined ? undefined : petFromJson(text.toString());
   }
 
-  /** The pet's JSON text as bytes: a view of the arena, which never changes them. */
+  /** The pet's JSON text as bytes: a view of the arena, which never changes them; read-only for callers too. */
   getText(id: number): Buffer | undefined {
     const at = this.#arena.positionOf(id);
     return at === -1 ? undefined : this.#arena.textAt(at);
