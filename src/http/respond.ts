@@ -45,7 +45,7 @@ export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly
     ...contextHeaders,
   ];
   if (reply.headers !== undefined) for (const name in reply.headers) headers.push(name, reply.headers[name] as string);
-  headers.push('content-length', typeof reply.body === 'string' ? Buffer.byteLength(reply.body) : reply.body.byteLength);
+  headers.push('content-length', Buffer.byteLength(reply.body)); // a string's UTF-8 length, or the bytes' count
   res.writeHead(reply.status, headers);
   res.end(reply.body);
 }

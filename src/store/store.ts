@@ -23,7 +23,7 @@ export interface ListPage {
  * the last id for the cursor.
  */
 export interface ListText {
-  json: string | Uint8Array;
+  json: PetText;
   lastId: number | undefined;
   more: boolean;
 }
