@@ -137,7 +137,7 @@ async function mainMode() {
         const m = await measure(target, workload, opts(connections));
         rounds[key][target.kind].push(m);
         top[target.kind] = Math.max(top[target.kind], m.peakRss);
-        progress(`  ${key.padEnd(6)} ${target.kind.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}  rss ${fmt.mb(m.peakRss)} MB`);
+        progress(`  ${key.padEnd(6)} ${target.kind.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}  rss ${fmt.mb(m.peakRss)} MB  cpu ${fmt.ms(m.cpuPerAnswer)} µs`);
       };
       if (WARMUP > 0) {
         for (const [t, w] of [[server, list], [floor, list], [headers, list], [server, one(SEED_PETS)], [floor, one(SEED_PETS)], [headers, one(SEED_PETS)], [server, sold(100)], [server, create]]) {
@@ -196,6 +196,10 @@ async function mainMode() {
     return `| ${label} | ${fmt.int(h)}${range(key, 'headers')} | ${fmt.ms(stat(key, 'headers', 'p50'))} | ${fmt.ms(stat(key, 'headers', 'p99'))} | ` +
       `${fmt.ratio(pairedRatio(key, 'headers', 'floor'))} | ${fmt.ratio(pairedRatio(key, 'server', 'headers'))} |`;
   };
+  // Floor ÷ server, so that it reads as throughput does: the server's answers per CPU second as a share of the floor's.
+  const pairedCpuRatio = (key, a) => median(rounds[key][a].map((m, i) => m.cpuPerAnswer / rounds[key].server[i].cpuPerAnswer));
+  const cpuRow = (label, key) => `| ${label} | ${['server', 'floor', 'headers'].map((k) => fmt.ms(stat(key, k, 'cpuPerAnswer'))).join(' | ')} | ` +
+    `${fmt.ratio(pairedCpuRatio(key, 'floor'))} | ${fmt.ratio(pairedCpuRatio(key, 'headers'))} |`;
   const plainRow = (label, server, floor, format) => `| ${label} | ${format(server)} | | | ${format(floor)} | | | ${fmt.ratio(server / floor)} | |`;
   const m = machine();
   const post1 = stat('post1', 'server', 'rps');
@@ -239,6 +243,17 @@ async function mainMode() {
     '|---|--:|--:|--:|--:|--:|',
     headersRow('GET /v1/pets?limit=20, req/s', 'list'),
     headersRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, req/s`, 'one'),
+    '',
+    '### CPU per answer',
+    '',
+    'The CPU time each process used in the measurements above (user and system, all its threads, from /proc), divided by the answers it gave. ' +
+      'Req/s also moves with how much of the two cores the load generator gets (autocannon, in the runner); this does not, ' +
+      'and it is what each would answer per second on a core of its own. Ratios are floor ÷ server, to read as throughput, medians of the rounds\' own.',
+    '',
+    '| Measure | Server µs | Floor µs | Floor + headers µs | Server ÷ floor | Server ÷ floor + headers |',
+    '|---|--:|--:|--:|--:|--:|',
+    cpuRow('GET /v1/pets?limit=20, CPU µs per answer', 'list'),
+    cpuRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, CPU µs per answer`, 'one'),
     ...(problems.length === 0 ? [] : ['', `**Sanity check failed:** ${problems.join('; ')}`]),
   ].join('\n');
   writeSection(RESULTS, 'main', markdown);
