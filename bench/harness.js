@@ -216,18 +216,51 @@ export async function measure(target, workload, { seconds, connections }) {
   sample();
   const cpu1 = cpuTime(target.pid);
   const sorted = Float64Array.from(latencies).sort();
+  return summary({ ok, wrong, errors: result.errors, seconds: result.duration, sorted, statuses, peakRss, cpu: cpu0 === undefined || cpu1 === undefined ? NaN : cpu1 - cpu0 });
+}
+
+/**
+ * Drives each of `targets` with `workload` for `seconds` in all, in `slices` turns of
+ * `seconds / slices` each, who goes first rotating, and merges each target's turns. The machine is
+ * shared and its speed changes over tens of seconds: targets measured one after the other for the
+ * whole time each can land in different phases of it, while interleaved turns share them.
+ */
+export async function measureInterleaved(targets, workload, { seconds, connections, slices }) {
+  const turns = targets.map(() => []);
+  for (let s = 0; s < slices; s++) {
+    for (let k = 0; k < targets.length; k++) {
+      const i = (s + k) % targets.length;
+      turns[i].push(await measure(targets[i], workload, { seconds: seconds / slices, connections }));
+    }
+  }
+  return turns.map((parts) => {
+    const sorted = Float64Array.from(parts.flatMap((m) => Array.from(m.sorted))).sort();
+    const statuses = {};
+    for (const m of parts) for (const [status, n] of Object.entries(m.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+    const sum = (field) => parts.reduce((total, m) => total + m[field], 0);
+    return summary({ ok: sum('count'), wrong: sum('wrong'), errors: sum('socketErrors'), seconds: sum('seconds'), sorted, statuses, peakRss: Math.max(...parts.map((m) => m.peakRss)), cpu: sum('cpu') });
+  });
+}
+
+function summary({ ok, wrong, errors, seconds, sorted, statuses, peakRss, cpu }) {
   const pct = (p) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]);
   return {
     count: ok,
-    rps: ok / result.duration,
+    rps: ok / seconds,
     p50: pct(0.5),
     p99: pct(0.99),
-    errors: wrong + result.errors,
+    errors: wrong + errors,
     statuses,
     peakRss,
     // The target's own CPU per answer: unlike req/s, it does not move with what the load generator,
     // which shares the machine, gets of the cores.
-    cpuPerAnswer: cpu0 === undefined || cpu1 === undefined ? NaN : (cpu1 - cpu0) / (ok + wrong),
+    cpuPerAnswer: cpu / (ok + wrong),
+    // Kept for merging turns (measureInterleaved).
+    wrong,
+    socketErrors: errors,
+    seconds,
+    cpu,
+    sorted,
   };
 }
 

@@ -10,7 +10,8 @@
  * service must send (decisions.md, issues 5 and 6), for the GETs only: what those headers alone
  * cost. Every figure is the median over rounds; p99 sits beside it.
  *
- * Environment: BENCH_ROUNDS (5; 3 in scale mode), BENCH_SECONDS per measurement (5), BENCH_WARMUP seconds (1),
+ * Environment: BENCH_ROUNDS (5; 3 in scale mode), BENCH_SECONDS per measurement (5; the GETs against the
+ * floors in BENCH_SLICES turns of equal length, 5, server and floors taking turns), BENCH_WARMUP seconds (1),
  * BENCH_CONNECTIONS (10), BENCH_SPAWNS for cold start (11; 5 in scale mode), BENCH_SCALE_SIZES
  * (1000,100000,1000000), BENCH_TMPDIR (os.tmpdir(); fsync figures depend on its filesystem).
  */
@@ -18,7 +19,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  ROOT, envNumber, fdatasyncProbe, fmt, get, machine, measure, median, memory, removeDir, sleep, start, stop, tempDir, writeSection,
+  ROOT, envNumber, fdatasyncProbe, fmt, get, machine, measure, measureInterleaved, median, memory, removeDir, sleep, start, stop, tempDir, writeSection,
 } from './harness.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
 
@@ -29,6 +30,7 @@ const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 10, 1);
 const SPAWNS = envNumber('BENCH_SPAWNS', SCALE ? 5 : 11, 1);
+const SLICES = envNumber('BENCH_SLICES', 5, 1);
 // An empty store first: the baseline that start-up and memory per pet are measured against.
 const SIZES = [0, ...(process.env.BENCH_SCALE_SIZES ?? '1000,100000,1000000').split(',').map(Number)];
 const RESULTS = join(ROOT, 'bench/results.md');
@@ -133,11 +135,16 @@ async function mainMode() {
       idle.floor.push(memory(floor.pid).rss);
       if (r === 0) problems = await sanity(server, floor, headers);
       const top = { server: 0, floor: 0, headers: 0 };
-      const run = async (key, target, workload, connections) => {
-        const m = await measure(target, workload, opts(connections));
+      const record = (key, target, m) => {
         rounds[key][target.kind].push(m);
         top[target.kind] = Math.max(top[target.kind], m.peakRss);
         progress(`  ${key.padEnd(6)} ${target.kind.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}  rss ${fmt.mb(m.peakRss)} MB  cpu ${fmt.ms(m.cpuPerAnswer)} µs`);
+      };
+      const run = async (key, target, workload, connections) => record(key, target, await measure(target, workload, opts(connections)));
+      // Server and floors take turns of SECONDS / SLICES each, so that the machine's slower spells fall on all three.
+      const interleaved = async (key, targets, workload) => {
+        const results = await measureInterleaved(targets, workload, { ...opts(), slices: SLICES });
+        targets.forEach((t, i) => record(key, t, results[i]));
       };
       if (WARMUP > 0) {
         for (const [t, w] of [[server, list], [floor, list], [headers, list], [server, one(SEED_PETS)], [floor, one(SEED_PETS)], [headers, one(SEED_PETS)], [server, sold(100)], [server, create]]) {
@@ -146,8 +153,8 @@ async function mainMode() {
       }
       // Alternate who goes first, so neither always runs on a warmer (or hotter) machine.
       const order = r % 2 === 0 ? [server, floor, headers] : [headers, floor, server];
-      for (const t of order) await run('list', t, list);
-      for (const t of order) await run('one', t, one(SEED_PETS));
+      await interleaved('list', order, list);
+      await interleaved('one', order, one(SEED_PETS));
       await run('sold', server, sold(100));
       await run('post1', server, create, 1);
       await run('post16', server, create, 16);
@@ -208,7 +215,8 @@ async function mainMode() {
     '## Server vs floor',
     '',
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
-    `${ROUNDS} rounds (fresh server, floor and floor + headers each round, order alternating) × ${SECONDS} s per measurement after ${WARMUP} s warm-up; ` +
+    `${ROUNDS} rounds (fresh server, floor and floor + headers each round, order alternating) × ${SECONDS} s per measurement after ${WARMUP} s warm-up, ` +
+      `the GETs in ${SLICES} turns of ${fmt.ms(SECONDS / SLICES)} s with server and floors taking turns (the machine's slower spells then fall on all three); ` +
       `${CONNECTIONS} keep-alive connections unless stated; autocannon in the runner process on the same machine. ` +
       `Figures are medians over rounds, (min–max) of the rounds beside req/s; latency p50/p99 from every response; a ratio is the median of the rounds' own ratios (both sides measured back to back in each round).`,
     '',
