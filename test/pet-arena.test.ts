@@ -79,6 +79,19 @@ test('jsonArray joins the texts of a page into one JSON array', () => {
   assert.deepEqual(JSON.parse(arena.jsonArray([1]).toString()), [{ id: 2, name: 'Zoë', categoryId: 14, status: 'sold' }]);
 });
 
+test('jsonArray copies pets kept in a Buffer that starts partway into its memory (as pooled Buffers do)', () => {
+  const arena = new PetArena();
+  const first = text(1, 'Rex', 'sold');
+  const second = text(2, 'Zoë');
+  const memory = Buffer.from(`garbage before the file|${first}\n${second}\n`);
+  const file = memory.subarray('garbage before the file|'.length);
+  assert.notEqual(file.byteOffset, 0);
+  arena.appendInPlace(1, statusCode('sold'), file, 0, Buffer.byteLength(first));
+  arena.appendInPlace(2, 0, file, Buffer.byteLength(first) + 1, file.length - 1);
+  assert.equal(arena.jsonArray([0, 1]).toString(), `[${first},${second}]`);
+  assert.equal(arena.jsonArray([1]).toString(), `[${second}]`);
+});
+
 test('ids must rise: an id at or below the last one is refused', () => {
   const arena = new PetArena();
   arena.append(5, 0, Buffer.from(text(5, 'a')));
