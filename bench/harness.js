@@ -230,7 +230,8 @@ export async function measureInterleaved(targets, workload, { seconds, connectio
   for (let s = 0; s < slices; s++) {
     for (let k = 0; k < targets.length; k++) {
       const i = (s + k) % targets.length;
-      turns[i].push(await measure(targets[i], workload, { seconds: seconds / slices, connections }));
+      // One workload for all, or one per target (a random id within each store's size).
+      turns[i].push(await measure(targets[i], Array.isArray(workload) ? workload[i] : workload, { seconds: seconds / slices, connections }));
     }
   }
   return turns.map((parts) => {

@@ -10,8 +10,8 @@
  * service must send (decisions.md, issues 5 and 6), for the GETs only: what those headers alone
  * cost. Every figure is the median over rounds; p99 sits beside it.
  *
- * Environment: BENCH_ROUNDS (5; 3 in scale mode), BENCH_SECONDS per measurement (5; the GETs against the
- * floors in BENCH_SLICES turns of equal length, 5, server and floors taking turns), BENCH_WARMUP seconds (1),
+ * Environment: BENCH_ROUNDS (5; 3 in scale mode), BENCH_SECONDS per measurement (5; the GETs in
+ * BENCH_SLICES turns of equal length, 5, the processes compared taking turns), BENCH_WARMUP seconds (1),
  * BENCH_CONNECTIONS (10), BENCH_SPAWNS for cold start (11; 5 in scale mode), BENCH_SCALE_SIZES
  * (1000,100000,1000000), BENCH_TMPDIR (os.tmpdir(); fsync figures depend on its filesystem).
  */
@@ -271,8 +271,8 @@ async function mainMode() {
 /**
  * Scale mode. Start-up and idle RSS first: every spawn round starts each size once, the order
  * alternating, so the empty store (the baseline) is measured at the same moments as the others.
- * Then one server per size, all running together, and the GET rounds alternate between them (order
- * alternating per round) so that ratios between sizes come from the same moments; the POST rounds
+ * Then one server per size, all running together; in each GET round the sizes take short turns, so
+ * that ratios between sizes come from the same moments; the POST rounds
  * come after every GET round, since they grow the journals and set off compactions.
  */
 async function scaleMode() {
@@ -310,17 +310,21 @@ async function scaleMode() {
       row.server = await start('server', { dataDir: row.dir });
       servers.push(row);
     }
-    const run = async (row, key, workload, connections) => {
-      const m = await measure(row.server, workload, opts(connections));
+    const record = (row, key, m) => {
       (row.loads[key] ??= []).push(m);
       progress(`  ${fmt.int(row.size).padStart(9)} ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`);
     };
+    const run = async (row, key, workload, connections) => record(row, key, await measure(row.server, workload, opts(connections)));
     const gets = (row) => ({ sold: [sold(20)], one: [one(row.size)] });
     if (WARMUP > 0) for (const row of sized) for (const [w, c] of Object.values(gets(row))) await measure(row.server, w, opts(c, WARMUP));
     for (let r = 0; r < ROUNDS; r++) {
       progress(`scale: GET round ${r + 1}/${ROUNDS}`);
       const order = r % 2 === 0 ? sized : [...sized].reverse();
-      for (const key of ['sold', 'one']) for (const row of order) await run(row, key, ...gets(row)[key]);
+      // The sizes take turns of SECONDS / SLICES, so that the machine's slower spells fall on all of them.
+      for (const key of ['sold', 'one']) {
+        const results = await measureInterleaved(order.map((row) => row.server), order.map((row) => gets(row)[key][0]), { ...opts(), slices: SLICES });
+        order.forEach((row, i) => record(row, key, results[i]));
+      }
     }
     for (let r = 0; r < ROUNDS; r++) {
       progress(`scale: POST round ${r + 1}/${ROUNDS}`);
@@ -363,8 +367,9 @@ async function scaleMode() {
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
     `Snapshots written before the first start (half "sold"). Start-up and idle RSS: median of ${SPAWNS} spawns per size, ` +
       'the sizes taking turns (order alternating), the empty store among them; RSS is VmRSS from /proc/<pid>/status 1 s after the first answer. ' +
-      `Loads: one server per size, all running together; ${ROUNDS} GET rounds × ${SECONDS} s after ${WARMUP} s warm-up, each round going through ` +
-      `the sizes in turn (order alternating), ${CONNECTIONS} connections; then the POST rounds the same way. Medians over rounds.`,
+      `Loads: one server per size, all running together; ${ROUNDS} GET rounds × ${SECONDS} s after ${WARMUP} s warm-up, the sizes taking ` +
+      `${SLICES} turns of ${fmt.ms(SECONDS / SLICES)} s each per round (who goes first rotating, the machine's slower spells then fall on all of them), ` +
+      `${CONNECTIONS} connections; then the POST rounds, each size in turn (order alternating). Medians over rounds.`,
     '',
     `Empty store: start-up ${fmt.ms(median(empty.startup))} ms, RSS idle ${fmt.mb(median(empty.idle))} MB (the baseline below).`,
     '',
