@@ -147,8 +147,8 @@ export function memory(pid) {
 
 /**
  * CPU time the process has used so far, user and system, all its threads, in µs; undefined once it is
- * gone. /proc counts it in clock ticks of 10 ms (USER_HZ is 100 on Linux); over a 5 s measurement that
- * is a few hundred ticks, so the figure per request is good to about 1%.
+ * gone. /proc counts it in clock ticks of 10 ms (USER_HZ is 100 on Linux): a 1 s turn of a busy
+ * server is about 100 ticks, so one turn's figure is good to about 1%, five turns' together to better.
  */
 export function cpuTime(pid) {
   let stat;
@@ -168,7 +168,12 @@ export function cpuTime(pid) {
  * Latencies are recorded from every response at full resolution (autocannon's own histogram rounds
  * to whole milliseconds). A response with another status than `workload.expect` counts as an error.
  */
-export async function measure(target, workload, { seconds, connections }) {
+export async function measure(target, workload, options) {
+  return summary(await drive(target, workload, options));
+}
+
+/** What one measurement saw, unsummarised: summed over turns by measureInterleaved. */
+async function drive(target, workload, { seconds, connections }) {
   const latencies = [];
   let ok = 0;
   let wrong = 0;
@@ -215,8 +220,7 @@ export async function measure(target, workload, { seconds, connections }) {
   }
   sample();
   const cpu1 = cpuTime(target.pid);
-  const sorted = Float64Array.from(latencies).sort();
-  return summary({ ok, wrong, errors: result.errors, seconds: result.duration, sorted, statuses, peakRss, cpu: cpu0 === undefined || cpu1 === undefined ? NaN : cpu1 - cpu0 });
+  return { ok, wrong, errors: result.errors, seconds: result.duration, latencies, statuses, peakRss, cpu: cpu0 === undefined || cpu1 === undefined ? NaN : cpu1 - cpu0 };
 }
 
 /**
@@ -226,24 +230,31 @@ export async function measure(target, workload, { seconds, connections }) {
  * whole time each can land in different phases of it, while interleaved turns share them.
  */
 export async function measureInterleaved(targets, workload, { seconds, connections, slices }) {
+  // autocannon stops on whole seconds only (its sampling tick): a turn of 1.67 s would run 2 s.
+  if (!Number.isInteger(slices) || !Number.isInteger(seconds / slices) || seconds / slices < 1) {
+    throw new Error(`${seconds} s cannot be cut into ${slices} turns of whole seconds`);
+  }
   const turns = targets.map(() => []);
   for (let s = 0; s < slices; s++) {
     for (let k = 0; k < targets.length; k++) {
       const i = (s + k) % targets.length;
       // One workload for all, or one per target (a random id within each store's size).
-      turns[i].push(await measure(targets[i], Array.isArray(workload) ? workload[i] : workload, { seconds: seconds / slices, connections }));
+      turns[i].push(await drive(targets[i], Array.isArray(workload) ? workload[i] : workload, { seconds: seconds / slices, connections }));
     }
   }
   return turns.map((parts) => {
-    const sorted = Float64Array.from(parts.flatMap((m) => Array.from(m.sorted))).sort();
     const statuses = {};
     for (const m of parts) for (const [status, n] of Object.entries(m.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
     const sum = (field) => parts.reduce((total, m) => total + m[field], 0);
-    return summary({ ok: sum('count'), wrong: sum('wrong'), errors: sum('socketErrors'), seconds: sum('seconds'), sorted, statuses, peakRss: Math.max(...parts.map((m) => m.peakRss)), cpu: sum('cpu') });
+    return summary({
+      ok: sum('ok'), wrong: sum('wrong'), errors: sum('errors'), seconds: sum('seconds'), cpu: sum('cpu'), statuses,
+      latencies: parts.flatMap((m) => m.latencies), peakRss: Math.max(...parts.map((m) => m.peakRss)),
+    });
   });
 }
 
-function summary({ ok, wrong, errors, seconds, sorted, statuses, peakRss, cpu }) {
+function summary({ ok, wrong, errors, seconds, latencies, statuses, peakRss, cpu }) {
+  const sorted = Float64Array.from(latencies).sort();
   const pct = (p) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]);
   return {
     count: ok,
@@ -256,12 +267,6 @@ function summary({ ok, wrong, errors, seconds, sorted, statuses, peakRss, cpu })
     // The target's own CPU per answer: unlike req/s, it does not move with what the load generator,
     // which shares the machine, gets of the cores.
     cpuPerAnswer: cpu / (ok + wrong),
-    // Kept for merging turns (measureInterleaved).
-    wrong,
-    socketErrors: errors,
-    seconds,
-    cpu,
-    sorted,
   };
 }
 

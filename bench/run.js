@@ -31,6 +31,8 @@ const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 10, 1);
 const SPAWNS = envNumber('BENCH_SPAWNS', SCALE ? 5 : 11, 1);
 const SLICES = envNumber('BENCH_SLICES', 5, 1);
+// autocannon stops on whole seconds only: each turn must be a whole number of seconds.
+if (!Number.isInteger(SLICES) || !Number.isInteger(SECONDS / SLICES)) throw new Error(`BENCH_SECONDS (${SECONDS}) must be a whole multiple of BENCH_SLICES (${SLICES})`);
 // An empty store first: the baseline that start-up and memory per pet are measured against.
 const SIZES = [0, ...(process.env.BENCH_SCALE_SIZES ?? '1000,100000,1000000').split(',').map(Number)];
 const RESULTS = join(ROOT, 'bench/results.md');
@@ -188,7 +190,7 @@ async function mainMode() {
     const v = rounds[key][kind].map((m) => m.rps);
     return v.length === 0 ? '' : ` (${fmt.int(Math.min(...v))}–${fmt.int(Math.max(...v))})`;
   };
-  // The median of the rounds' own ratios: each round measures both back to back, so a machine that
+  // The median of the rounds' own ratios: each round measures both, so a machine that
   // is slower for a while slows both sides of that round's ratio, not just one side of the medians.
   const pairedRatio = (key, a, b) => median(rounds[key][a].map((m, i) => m.rps / rounds[key][b][i].rps));
   const errors = (key) => Object.values(rounds[key]).flat().reduce((sum, m) => sum + m.errors, 0);
@@ -218,7 +220,7 @@ async function mainMode() {
     `${ROUNDS} rounds (fresh server, floor and floor + headers each round, order alternating) × ${SECONDS} s per measurement after ${WARMUP} s warm-up, ` +
       `the GETs in ${SLICES} turns of ${fmt.ms(SECONDS / SLICES)} s with server and floors taking turns (the machine's slower spells then fall on all three); ` +
       `${CONNECTIONS} keep-alive connections unless stated; autocannon in the runner process on the same machine. ` +
-      `Figures are medians over rounds, (min–max) of the rounds beside req/s; latency p50/p99 from every response; a ratio is the median of the rounds' own ratios (both sides measured back to back in each round).`,
+      `Figures are medians over rounds, (min–max) of the rounds beside req/s; latency p50/p99 from every response; a ratio is the median of the rounds' own ratios (both sides measured in the same round, the GETs in turns).`,
     '',
     '| Measure | Server | p50 ms | p99 ms | Floor | p50 ms | p99 ms | Server ÷ floor | Errors |',
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
@@ -256,9 +258,9 @@ async function mainMode() {
     '',
     'The CPU time each process used in the measurements above (user and system, all its threads, from /proc), divided by the answers it gave. ' +
       'Req/s also moves with how much of the two cores the load generator gets (autocannon, in the runner); this does not, ' +
-      'and it is what each would answer per second on a core of its own. Ratios are floor ÷ server, to read as throughput, medians of the rounds\' own.',
+      'and it is what each would answer per second on a core of its own. The ratios divide the floor\'s µs by the server\'s, so that they read as throughput does (the server\'s answers per CPU second as a share of the floor\'s); medians of the rounds\' own.',
     '',
-    '| Measure | Server µs | Floor µs | Floor + headers µs | Server ÷ floor | Server ÷ floor + headers |',
+    '| Measure | Server µs | Floor µs | Floor + headers µs | Floor µs ÷ server µs | Floor + headers µs ÷ server µs |',
     '|---|--:|--:|--:|--:|--:|',
     cpuRow('GET /v1/pets?limit=20, CPU µs per answer', 'list'),
     cpuRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, CPU µs per answer`, 'one'),

@@ -27,6 +27,13 @@ test('each pet\'s text comes back byte for byte, across chunk boundaries and wit
     const at = arena.positionOf(id);
     assert.equal(arena.textAt(at).toString('utf8'), texts.get(id), `pet ${id}`);
   }
+  // Pages of pets from every chunk, and one that spans them all: each pet's bytes come from its own chunk.
+  for (let start = 0; start < ids.length; start += 997) {
+    const positions = Array.from({ length: Math.min(20, ids.length - start) }, (_, i) => start + i);
+    assert.equal(arena.jsonArray(positions).toString(), `[${positions.map((p) => texts.get(p + 1)).join(',')}]`, `page at ${start}`);
+  }
+  const spread = [0, 1999, 2999, 3999, 5999];
+  assert.equal(arena.jsonArray(spread).toString(), `[${spread.map((p) => texts.get(p + 1)).join(',')}]`);
 });
 
 test('a text that does not fit the rest of a chunk starts the next one whole', () => {
@@ -176,4 +183,7 @@ test('texts kept in place in many Buffers come back whole past 256 and 65,536 of
   for (let id = 1; id <= count; id++) {
     assert.equal(arena.textAt(arena.positionOf(id)).toString(), text(id, `Zoë ${id}`), `pet ${id}`);
   }
+  // A page across Buffers numbered past 256 and 65,536, copied and kept ones alike.
+  const positions = [0, 255, 256, 999, 1000, 65_535, 65_536, count - 1];
+  assert.equal(arena.jsonArray(positions).toString(), `[${positions.map((p) => text(p + 1, `Zoë ${p + 1}`)).join(',')}]`);
 });
