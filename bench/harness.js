@@ -132,15 +132,20 @@ export function get(origin, path, headers = AUTH) {
   });
 }
 
-/** Resident memory in kB: { rss: VmRSS, hwm: VmHWM (peak since start) }, or undefined once gone. */
-export function memory(pid) {
-  let status;
+/** A file of /proc/<pid>, or undefined once the process is gone. */
+function procFile(pid, name) {
   try {
-    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return readFileSync(`/proc/${pid}/${name}`, 'utf8');
   } catch (error) {
     if (error.code === 'ENOENT' || error.code === 'ESRCH') return undefined;
     throw error;
   }
+}
+
+/** Resident memory in kB: { rss: VmRSS, hwm: VmHWM (peak since start) }, or undefined once gone. */
+export function memory(pid) {
+  const status = procFile(pid, 'status');
+  if (status === undefined) return undefined;
   const field = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]);
   return { rss: field('VmRSS'), hwm: field('VmHWM') };
 }
@@ -151,16 +156,19 @@ export function memory(pid) {
  * server is about 100 ticks, so one turn's figure is good to about 1%, five turns' together to better.
  */
 export function cpuTime(pid) {
-  let stat;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch (error) {
-    if (error.code === 'ENOENT' || error.code === 'ESRCH') return undefined;
-    throw error;
-  }
+  const stat = procFile(pid, 'stat');
+  if (stat === undefined) return undefined;
   // After the command name in parentheses (which may hold spaces): state is field 3, utime 14, stime 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** The length of each of `slices` turns in `seconds`; autocannon stops on whole seconds only (its sampling tick). */
+export function turnSeconds(seconds, slices) {
+  if (!Number.isInteger(slices) || !Number.isInteger(seconds / slices) || seconds / slices < 1) {
+    throw new Error(`${seconds} s cannot be cut into ${slices} turns of whole seconds`);
+  }
+  return seconds / slices;
 }
 
 /**
@@ -230,16 +238,13 @@ async function drive(target, workload, { seconds, connections }) {
  * whole time each can land in different phases of it, while interleaved turns share them.
  */
 export async function measureInterleaved(targets, workload, { seconds, connections, slices }) {
-  // autocannon stops on whole seconds only (its sampling tick): a turn of 1.67 s would run 2 s.
-  if (!Number.isInteger(slices) || !Number.isInteger(seconds / slices) || seconds / slices < 1) {
-    throw new Error(`${seconds} s cannot be cut into ${slices} turns of whole seconds`);
-  }
+  const turn = turnSeconds(seconds, slices);
   const turns = targets.map(() => []);
   for (let s = 0; s < slices; s++) {
     for (let k = 0; k < targets.length; k++) {
       const i = (s + k) % targets.length;
       // One workload for all, or one per target (a random id within each store's size).
-      turns[i].push(await drive(targets[i], Array.isArray(workload) ? workload[i] : workload, { seconds: seconds / slices, connections }));
+      turns[i].push(await drive(targets[i], Array.isArray(workload) ? workload[i] : workload, { seconds: turn, connections }));
     }
   }
   return turns.map((parts) => {

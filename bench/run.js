@@ -19,7 +19,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  ROOT, envNumber, fdatasyncProbe, fmt, get, machine, measure, measureInterleaved, median, memory, removeDir, sleep, start, stop, tempDir, writeSection,
+  ROOT, envNumber, fdatasyncProbe, fmt, get, machine, measure, measureInterleaved, median, memory, turnSeconds, removeDir, sleep, start, stop, tempDir, writeSection,
 } from './harness.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
 
@@ -31,8 +31,7 @@ const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 10, 1);
 const SPAWNS = envNumber('BENCH_SPAWNS', SCALE ? 5 : 11, 1);
 const SLICES = envNumber('BENCH_SLICES', 5, 1);
-// autocannon stops on whole seconds only: each turn must be a whole number of seconds.
-if (!Number.isInteger(SLICES) || !Number.isInteger(SECONDS / SLICES)) throw new Error(`BENCH_SECONDS (${SECONDS}) must be a whole multiple of BENCH_SLICES (${SLICES})`);
+const TURN = turnSeconds(SECONDS, SLICES); // checked before anything starts
 // An empty store first: the baseline that start-up and memory per pet are measured against.
 const SIZES = [0, ...(process.env.BENCH_SCALE_SIZES ?? '1000,100000,1000000').split(',').map(Number)];
 const RESULTS = join(ROOT, 'bench/results.md');
@@ -218,7 +217,7 @@ async function mainMode() {
     '',
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
     `${ROUNDS} rounds (fresh server, floor and floor + headers each round, order alternating) × ${SECONDS} s per measurement after ${WARMUP} s warm-up, ` +
-      `the GETs in ${SLICES} turns of ${fmt.ms(SECONDS / SLICES)} s with server and floors taking turns (the machine's slower spells then fall on all three); ` +
+      `the GETs in ${SLICES} turns of ${TURN} s with server and floors taking turns (the machine's slower spells then fall on all three); ` +
       `${CONNECTIONS} keep-alive connections unless stated; autocannon in the runner process on the same machine. ` +
       `Figures are medians over rounds, (min–max) of the rounds beside req/s; latency p50/p99 from every response; a ratio is the median of the rounds' own ratios (both sides measured in the same round, the GETs in turns).`,
     '',
@@ -370,7 +369,7 @@ async function scaleMode() {
     `Snapshots written before the first start (half "sold"). Start-up and idle RSS: median of ${SPAWNS} spawns per size, ` +
       'the sizes taking turns (order alternating), the empty store among them; RSS is VmRSS from /proc/<pid>/status 1 s after the first answer. ' +
       `Loads: one server per size, all running together; ${ROUNDS} GET rounds × ${SECONDS} s after ${WARMUP} s warm-up, the sizes taking ` +
-      `${SLICES} turns of ${fmt.ms(SECONDS / SLICES)} s each per round (who goes first rotating, the machine's slower spells then fall on all of them), ` +
+      `${SLICES} turns of ${TURN} s each per round (who goes first rotating, the machine's slower spells then fall on all of them), ` +
       `${CONNECTIONS} connections; then the POST rounds, each size in turn (order alternating). Medians over rounds.`,
     '',
     `Empty store: start-up ${fmt.ms(median(empty.startup))} ms, RSS idle ${fmt.mb(median(empty.idle))} MB (the baseline below).`,
