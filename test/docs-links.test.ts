@@ -1,10 +1,12 @@
 /**
  * The documentation links only to what a clone has: every relative link in README.md and docs/*.md
- * names a file of the repository, and a `#fragment` names a heading of the page it points to.
+ * names a file of the repository, and a `#fragment` names a heading of the page it points to. The
+ * same holds inside the packed tarball, where the README is read in node_modules.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { join, posix, resolve } from 'node:path';
 import { test } from 'node:test';
 
 const ROOT = resolve(__dirname, '../..');
@@ -38,8 +40,21 @@ function anchors(markdown: string): Set<string> {
   return result;
 }
 
-/** What is wrong with each relative link of `markdown`, a page at `page` (relative to the repository root). */
-function brokenLinks(page: string, markdown: string, root = ROOT): string[] {
+/** The files links may point to: whether a path (relative to the root, "/"-separated) is there, and a Markdown file's text. */
+interface Tree {
+  /** A file, or a directory holding files. */
+  has(path: string): boolean;
+  /** The text of a Markdown file of the tree, or undefined when `path` is not one. */
+  markdown(path: string): string | undefined;
+}
+
+const repository: Tree = {
+  has: (path) => existsSync(join(ROOT, path)),
+  markdown: (path) => (path.endsWith('.md') && existsSync(join(ROOT, path)) && statSync(join(ROOT, path)).isFile() ? readFileSync(join(ROOT, path), 'utf8') : undefined),
+};
+
+/** What is wrong with each relative link of `markdown`, a page at `page` (relative to the root of `tree`). */
+function brokenLinks(page: string, markdown: string, tree: Tree = repository): string[] {
   const problems: string[] = [];
   for (const target of linkTargets(markdown)) {
     if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto: — not a file of the repository
@@ -48,17 +63,18 @@ function brokenLinks(page: string, markdown: string, root = ROOT): string[] {
       if (!anchors(markdown).has(fragment ?? '')) problems.push(`${target}: ${page} has no heading for it`);
       continue;
     }
-    const file = resolve(root, dirname(page), decodeURIComponent(path));
-    if (file !== root && !file.startsWith(root + sep)) {
+    const file = posix.normalize(posix.join(posix.dirname(page), decodeURIComponent(path))).replace(/\/$/, '');
+    if (file === '..' || file.startsWith('../') || posix.isAbsolute(file)) {
       problems.push(`${target}: outside the repository`);
       continue;
     }
-    if (!existsSync(file)) {
-      problems.push(`${target}: ${relative(root, file)} does not exist`);
+    if (!tree.has(file)) {
+      problems.push(`${target}: ${file} does not exist`);
       continue;
     }
-    if (fragment !== undefined && file.endsWith('.md') && statSync(file).isFile() && !anchors(readFileSync(file, 'utf8')).has(fragment)) {
-      problems.push(`${target}: ${relative(root, file)} has no heading for #${fragment}`);
+    const text = tree.markdown(file);
+    if (fragment !== undefined && text !== undefined && !anchors(text).has(fragment)) {
+      problems.push(`${target}: ${file} has no heading for #${fragment}`);
     }
   }
   return problems;
@@ -69,6 +85,19 @@ for (const page of PAGES) {
     assert.deepEqual(brokenLinks(page, readFileSync(join(ROOT, page), 'utf8')), []);
   });
 }
+
+test('every relative link in the README and docs of the packed tarball resolves inside the tarball', () => {
+  // What `npm pack` would put in the tarball (the dist/ built by the test run is what it would ship).
+  const report = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const packed = new Set((JSON.parse(report) as Array<{ files: Array<{ path: string }> }>)[0]?.files.map((f) => f.path));
+  const tarball: Tree = {
+    has: (path) => packed.has(path) || [...packed].some((p) => p.startsWith(`${path}/`)),
+    markdown: (path) => (packed.has(path) ? repository.markdown(path) : undefined),
+  };
+  const pages = [...packed].filter((p) => p.endsWith('.md'));
+  assert.ok(pages.includes('README.md'), `the tarball has a README: ${[...packed].join(', ')}`);
+  assert.deepEqual(pages.flatMap((page) => brokenLinks(page, tarball.markdown(page) ?? '', tarball).map((p) => `${page}: ${p}`)), []);
+});
 
 test('the README and the docs link to each other', () => {
   const readme = linkTargets(readFileSync(join(ROOT, 'README.md'), 'utf8'));
