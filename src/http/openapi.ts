@@ -149,12 +149,12 @@ const parameters = {
   petId: { name: 'petId', in: 'path', required: true, schema: int64 },
   idempotencyKey: {
     name: 'Idempotency-Key', in: 'header', required: false,
-    description: 'Makes a retried create safe (draft-ietf-httpapi-idempotency-key-header): an RFC 8941 String ("…") or the key bare, '
-      + '1–255 visible ASCII characters (a space only inside quotes). Scoped to the API key; remembered for a window (24 hours by default) '
+    description: 'Makes a retried create safe (draft-ietf-httpapi-idempotency-key-header): an RFC 8941 String ("…"), whose parameters '
+      + '(;name=value) are allowed and ignored, or the key bare, 1–255 visible ASCII characters (a space only inside quotes). Scoped to the API key; remembered for a window (24 hours by default) '
       + 'after a successful create. The same key with the same pet (name, categoryId digits, status) gets the first 201 again with '
       + 'Idempotent-Replayed: true and stores nothing; with another pet, 422; while the first is still being committed, 409. '
       + 'Only a 201 is remembered.',
-    schema: { type: 'string', minLength: 1, maxLength: 257 },
+    schema: { type: 'string', minLength: 1 },
   },
 };
 
