@@ -28,6 +28,11 @@ export function parsePublicUrls(text: string): string[] {
   return urls;
 }
 
+/**
+ * A public URL is published in the OpenAPI document as it is given, so it must be exactly what a URL
+ * parser writes back: otherwise a newline, a backslash or markup in it would be published, and
+ * clients would read it as another address than the one shown.
+ */
 function checkPublicUrl(url: string): void {
   let parsed: URL | undefined;
   try {
@@ -36,8 +41,16 @@ function checkPublicUrl(url: string): void {
     if (!(error instanceof TypeError)) throw error;
   }
   // The contract: both base addresses end with the version segment /v1.
-  const ok = parsed !== undefined && (parsed.protocol === 'https:' || parsed.protocol === 'http:')
+  if (parsed === undefined) throw notPublicUrl(url);
+  const ok = (parsed.protocol === 'https:' || parsed.protocol === 'http:')
     && parsed.search === '' && parsed.hash === '' && parsed.username === '' && parsed.password === ''
     && parsed.pathname.endsWith(BASE_PATH) && url.endsWith(BASE_PATH);
-  if (!ok) throw new TypeError(`a public URL must be an absolute http(s) URL without credentials, ending in ${BASE_PATH}, such as https://api.example.com${BASE_PATH}; got ${JSON.stringify(url)}`);
+  if (!ok) throw notPublicUrl(url);
+  if (parsed.href !== url) {
+    throw new TypeError(`a public URL must be written as a URL parser writes it back, so that clients read the address shown: got ${JSON.stringify(url)}, which reads as ${JSON.stringify(parsed.href)}`);
+  }
+}
+
+function notPublicUrl(url: string): TypeError {
+  return new TypeError(`a public URL must be an absolute http(s) URL without credentials, ending in ${BASE_PATH}, such as https://api.example.com${BASE_PATH}; got ${JSON.stringify(url)}`);
 }

@@ -27,10 +27,12 @@ const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` }
  */
 export function openApiDocument(routes: readonly RouteSpec[], mount: Mount): Json {
   const paths: Record<string, Json> = {};
-  // Paths outside /v1 (health) are relative to the mount root, not to the API's base.
+  // Paths outside /v1 (health) are relative to the mount root, not to the API's base. OpenAPI appends
+  // a path to its server's URL as it is, so the root has no trailing "/" ("/" + "/healthz" would be
+  // "//healthz", another host): '' unmounted, the same origin as the document.
   const rootServers = mount.publicUrls.length === 0
-    ? [{ url: `${mount.root}/` }]
-    : mount.publicUrls.map((url) => ({ url: `${url.slice(0, -BASE_PATH.length)}/` }));
+    ? [{ url: mount.root }]
+    : mount.publicUrls.map((url) => ({ url: url.slice(0, -BASE_PATH.length) }));
   for (const route of routes) {
     const inV1 = route.path.startsWith(`${BASE_PATH}/`);
     const key = (inV1 ? route.path.slice(BASE_PATH.length) : route.path).replace(/:(\w+)/g, '{$1}');
