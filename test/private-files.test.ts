@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { newKey, updateKeyFile, type StoredKey } from '#dist/auth/key-file.js';
 import { petJson } from '#dist/pet/pet.js';
-import { SERVER_JS, request, runCli, startError, startServer, waitFor } from './helpers.js';
+import { request, runCli, startError, startServer, waitFor } from './helpers.js';
+import { NOBODY, asOtherUser, serverForOtherUser } from './other-user.js';
 import { dataDir, defer } from './store-support.js';
 import type { Logger } from './support.js';
 
-const NOBODY = 65534;
 const asRoot = process.getuid?.() === 0 ? false : 'needs root to chown files to another user';
 
 /** A data directory with a key file (one key, returned), a snapshot and a journal, all 0600. */
@@ -65,7 +65,8 @@ test('the server refuses to start on a data directory, key file or data file own
   }
 });
 
-test('a server running as another user accepts root-owned files in its directory, and refuses a third user\'s', { skip: asRoot }, async (t) => {
+test('a server running as another user accepts root-owned files in its directory, and refuses a third user\'s', { skip: asOtherUser }, async (t) => {
+  const serverJs = serverForOtherUser(t);
   const { dir, key } = await populated(t);
   await chmod(join(dir, '..'), 0o711); // nobody must reach its directory
   await chown(dir, NOBODY, NOBODY);
@@ -73,7 +74,7 @@ test('a server running as another user accepts root-owned files in its directory
   for (const name of ['keys.json', 'pets.json']) await chmod(join(dir, name), 0o644);
   await chown(join(dir, 'pets-journal.1.jsonl'), NOBODY, NOBODY);
   const run = (): Promise<{ code: number | null; output: string; url?: string }> => new Promise((resolve) => {
-    const child = spawn(process.execPath, [SERVER_JS, '--port', '0', '--data-dir', dir], { uid: NOBODY, gid: NOBODY, env: { PATH: process.env['PATH'] }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [serverJs, '--port', '0', '--data-dir', dir], { uid: NOBODY, gid: NOBODY, env: { PATH: process.env['PATH'] }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     let asked = false;
     const onData = (s: string): void => {
@@ -138,3 +139,4 @@ test('a key file that becomes writable by others, or is replaced by another user
   }
   assert.equal(JSON.parse(await readFile(keyFile, 'utf8')).keys[0].sha256, intruder.record.sha256, 'the test did replace the file');
 });
+
