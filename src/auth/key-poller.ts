@@ -1,11 +1,11 @@
-import type { Keyring } from './keyring.js';
+import type { KeyRecordDigest, Keyring } from './keyring.js';
 
 // How often the shared keys are read again: a key revoked on one instance stops working on every
 // instance within this time plus one query.
 const POLL_INTERVAL_MS = 1000;
 
-/** Reads the keys kept elsewhere (the database); only `sha256` is used. */
-export type KeySource = () => Promise<ReadonlyArray<{ sha256: string }>>;
+/** Reads the keys kept elsewhere (the database). */
+export type KeySource = () => Promise<readonly KeyRecordDigest[]>;
 
 /**
  * Keeps a Keyring's shared keys in step with a KeySource, reading it every second. When a read
@@ -29,7 +29,7 @@ export class KeyPoller {
   /** Reads the keys once (a failure is thrown: no server starts without knowing its keys), then every second. */
   static async start(keyring: Keyring, read: KeySource, onError: (error: unknown) => void): Promise<KeyPoller> {
     const poller = new KeyPoller(keyring, read, onError);
-    keyring.setSharedKeys((await read()).map((k) => k.sha256));
+    keyring.setSharedKeys(await read());
     poller.#schedule();
     return poller;
   }
@@ -49,7 +49,7 @@ export class KeyPoller {
     try {
       const keys = await this.#read();
       if (this.#stopped) return;
-      this.#keyring.setSharedKeys(keys.map((k) => k.sha256));
+      this.#keyring.setSharedKeys(keys);
       this.#failing = false;
     } catch (error) {
       if (!this.#failing) this.#onError(error);

@@ -1,4 +1,4 @@
-/** `info`: requests and events; `error`: failures only; `silent`: nothing. */
+/** `info`: requests, events, warnings and failures; `error`: warnings and failures; `silent`: nothing. */
 export const LOG_LEVELS = ['info', 'error', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -39,11 +39,22 @@ const REQUEST_LINE_DELAY_MS = 10;
 /** Room for FLUSH_AT and a long line after it. */
 const WAITING_BYTES = 2 * FLUSH_AT;
 
+/** The default logger, which can also warn. */
+export interface JsonLogger extends Logger {
+  flush(): void;
+  /**
+   * Something an operator should change, though the server runs (plain HTTP beyond loopback, an
+   * expired certificate): a `"level":"warn"` line on stderr, kept at level `error` too, since that
+   * level is chosen to drop request lines, not to hide what needs attention.
+   */
+  warn(message: string, fields?: LogFields): void;
+}
+
 /**
- * JSON lines: requests and information on stdout, errors on stderr. The log never receives a key or
- * an `Authorization` header: callers pass only the fields above.
+ * JSON lines: requests and information on stdout, warnings and errors on stderr. The log never
+ * receives a key or an `Authorization` header: callers pass only the fields above.
  */
-export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout, err: Sink = process.stderr): Logger & { flush(): void } {
+export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout, err: Sink = process.stderr): JsonLogger {
   const showInfo = level === 'info';
   const showErrors = level !== 'silent';
   // The waiting request lines, as UTF-8.
@@ -86,10 +97,15 @@ export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout,
       if (!showInfo) return;
       writeOut(line('info', message, fields));
     },
+    warn(message, fields) {
+      if (!showErrors) return;
+      flush(); // keep stdout and stderr in the order things happened
+      err.write(line('warn', message, fields));
+    },
     error(message, error, fields) {
       if (!showErrors) return;
       const detail = error instanceof Error ? { error: error.stack ?? error.message } : error === undefined ? {} : { error: String(error) };
-      flush(); // keep stdout and stderr in the order things happened
+      flush();
       err.write(line('error', message, { ...fields, ...detail }));
     },
   };
@@ -121,6 +137,6 @@ function requestLine(time: string, entry: RequestLogEntry): string {
     `"path":${jsonString(entry.path)},"status":${entry.status},"ms":${entry.ms}}\n`;
 }
 
-function line(level: LogLevel, msg: string, fields: LogFields | undefined): string {
+function line(level: 'info' | 'warn' | 'error', msg: string, fields: LogFields | undefined): string {
   return JSON.stringify({ time: timestamp(), level, msg, ...fields }) + '\n';
 }

@@ -4,7 +4,7 @@ import { createApp, type RequestListener } from '../http/app.js';
 import { corsPolicy } from '../http/cors.js';
 import { createMount, type Mount } from '../http/mount.js';
 import { generateFirstKey, keyFilePath } from '../auth/key-file.js';
-import { Keyring } from '../auth/keyring.js';
+import { Keyring, logKeyChanges } from '../auth/keyring.js';
 import { jsonLogger, type Logger } from '../lib/logger.js';
 import { FileStore } from '../store/file/file-store.js';
 import type { PetStore } from '../store/store.js';
@@ -98,6 +98,7 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
       keys: options.keys ?? [],
       keyFile: options.dataDir === undefined ? undefined : keyFilePath(options.dataDir),
       onReloadError: (error) => logger.error('cannot reload the key file; the previous keys stay in force', error),
+      onChange: logKeyChanges(logger),
     });
   } catch (error) {
     await opened.close();
