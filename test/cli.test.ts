@@ -70,7 +70,7 @@ test('an unknown flag\'s message names it plainly, without Node\'s advice and un
   for (const flag of ['--bogus-flag', '-x']) {
     const { code, stderr } = await runCli([flag]);
     assert.equal(code, 2);
-    assert.equal(stderr, `error: unknown option ${flag}\nRun with --help to see every option.\n`);
+    assert.equal(stderr, `cannot start: unknown option ${flag}\nRun with --help to see every option.\n`);
   }
 });
 

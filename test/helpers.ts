@@ -184,9 +184,9 @@ export function spawnServer(args: string[], env: NodeJS.ProcessEnv = {}, timeout
   });
 }
 
-/** Runs `node dist/server.js args` to completion (for `--help`, `keys …`, start-up failures). */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 10_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [SERVER_JS, ...args], { env: { PATH: process.env['PATH'], ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs `node dist/server.js args` (or another copy of server.js) to completion (for `--help`, `keys …`, start-up failures). */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 10_000, serverJs = SERVER_JS): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [serverJs, ...args], { env: { PATH: process.env['PATH'], ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));

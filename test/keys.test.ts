@@ -152,7 +152,7 @@ test('keys revoke in a directory without a key file exits 1 saying so, and creat
   const dir = join(await temp(t), 'absent');
   const { code, stderr } = await runCli(['keys', 'revoke', 'abc', '--data-dir', dir]);
   assert.equal(code, 1);
-  assert.match(stderr, /^error: no key with id abc in .*keys\.json\n$/);
+  assert.match(stderr, /^keys revoke failed: no key with id abc in .*keys\.json\n$/);
   await assert.rejects(readdir(dir), { code: 'ENOENT' });
 });
 

@@ -4,7 +4,7 @@
  * writes: each test gets a copy of the built package in a directory of its own under the system's
  * temporary directory, open to everyone to read, and removed after the test.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -45,3 +45,36 @@ function openToAll(path: string): void {
   }
 }
 
+/** Runs `node serverJs args` as `nobody` to completion; `env` besides PATH. */
+export function runAsOtherUser(serverJs: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 10_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [serverJs, ...args], { uid: NOBODY, gid: NOBODY, env: { PATH: process.env['PATH'], ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((r) => child.on('close', (code) => {
+    clearTimeout(timer);
+    r({ code, stdout, stderr });
+  }));
+}
+
+/** Starts `node serverJs args` as `nobody` on port 0; resolves with its URL once it listens. Killed after `t`. */
+export function serveAsOtherUser(t: TestContext, serverJs: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ url: string; output: () => string }> {
+  const child = spawn(process.execPath, [serverJs, '--port', '0', ...args], { uid: NOBODY, gid: NOBODY, env: { PATH: process.env['PATH'], ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((r) => child.once('close', () => r()));
+  t.after(async () => {
+    child.kill('SIGKILL');
+    await exited;
+  });
+  let output = '';
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
+  return new Promise((resolvePromise, reject) => {
+    child.stdout.setEncoding('utf8').on('data', (s: string) => {
+      output += s;
+      const url = /"msg":"listening","url":"(https?:\/\/[^"]+)\/v1"/.exec(output)?.[1];
+      if (url !== undefined) resolvePromise({ url, output: () => output });
+    });
+    void exited.then(() => reject(new Error(`the server exited before listening:\n${output}`)));
+  });
+}

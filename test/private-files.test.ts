@@ -4,13 +4,14 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmod, chown, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { chmod, chown, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { newKey, updateKeyFile, type StoredKey } from '#dist/auth/key-file.js';
 import { petJson } from '#dist/pet/pet.js';
 import { request, runCli, startError, startServer, waitFor } from './helpers.js';
-import { NOBODY, asOtherUser, serverForOtherUser } from './other-user.js';
+import { NOBODY, asOtherUser, runAsOtherUser, serveAsOtherUser, serverForOtherUser } from './other-user.js';
 import { dataDir, defer } from './store-support.js';
 import type { Logger } from './support.js';
 
@@ -140,3 +141,42 @@ test('a key file that becomes writable by others, or is replaced by another user
   assert.equal(JSON.parse(await readFile(keyFile, 'utf8')).keys[0].sha256, intruder.record.sha256, 'the test did replace the file');
 });
 
+/** An empty data directory of the `nobody` user, 0700, as `install -d -m700 -o nobody` makes it, which that user can reach. */
+async function othersDirectory(t: TestContext): Promise<string> {
+  const base = await dataDir(t);
+  await chmod(base, 0o711);
+  const dir = join(base, 'data');
+  await mkdir(dir, { mode: 0o700 });
+  await chown(dir, NOBODY, NOBODY);
+  return dir;
+}
+
+test('"keys create" as root in another user\'s directory is refused, saying how to run it as that user; run so, the key works there', { skip: asOtherUser }, async (t) => {
+  const serverJs = serverForOtherUser(t);
+  const dir = await othersDirectory(t);
+  const refused = await runCli(['keys', 'create', '--data-dir', dir, '--label', 'ops key'], {}, 5000, serverJs);
+  assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+  const advice = `runuser -u nobody -- node ${serverJs} keys create --data-dir ${dir} --label 'ops key'`;
+  assert.equal(refused.stderr, `keys create failed: ${dir} belongs to nobody (uid ${NOBODY}): a key file root wrote there would be root's, `
+    + `and that user's server could not read it; run this as that user: ${advice}\n`);
+  assert.deepEqual(await readdir(dir), [], 'nothing was written, no lock left');
+  // The advice, as given, makes a key file of that user's that its server reads.
+  const key = execFileSync('sh', ['-c', advice], { encoding: 'utf8', env: { PATH: process.env['PATH'] } }).split('\n')[1] as string;
+  assert.equal((await stat(join(dir, 'keys.json'))).uid, NOBODY);
+  const server = await serveAsOtherUser(t, serverJs, ['--data-dir', dir]);
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: key })).status, 200);
+});
+
+test('a key file of root\'s, 0600, in the server user\'s directory: the start names it and says how to give it to that user', { skip: asOtherUser }, async (t) => {
+  const serverJs = serverForOtherUser(t);
+  const dir = await othersDirectory(t);
+  const { key, record } = newKey('made by root');
+  await updateKeyFile(join(dir, 'keys.json'), () => ({ keys: [record], result: undefined }));
+  const refused = await runAsOtherUser(serverJs, ['--port', '0', '--data-dir', dir]);
+  assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+  assert.equal(refused.stderr, `cannot start: nobody (uid ${NOBODY}) may not read or write ${dir}/keys.json, which belongs to root (uid 0) `
+    + `with mode 600; give it to this user (as root: chown nobody ${dir}/keys.json)\n`);
+  execFileSync('chown', ['nobody', join(dir, 'keys.json')]);
+  const server = await serveAsOtherUser(t, serverJs, ['--data-dir', dir]);
+  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: key })).status, 200);
+});

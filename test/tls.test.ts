@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
@@ -44,6 +45,28 @@ function get(url: string, path: string, ca: Buffer): Promise<{ status: number; b
   });
 }
 
+/** A self-signed certificate for 127.0.0.1 valid from `start` to `end` (YYYYMMDDHHMMSSZ) and its key, as files in `dir`. */
+function certificateFor(dir: string, name: string, start: string, end: string): { cert: string; key: string } {
+  const cert = join(dir, `${name}.crt`);
+  const key = join(dir, `${name}.key`);
+  const csr = join(dir, `${name}.csr`);
+  // `openssl req -x509` takes only -days from now; `openssl ca` takes any dates.
+  const ca = join(dir, `${name}-ca`);
+  mkdirSync(ca);
+  writeFileSync(join(ca, 'index.txt'), '');
+  writeFileSync(join(ca, 'serial'), '01\n');
+  const config = join(ca, 'ca.cnf');
+  writeFileSync(config, [
+    '[ca]', 'default_ca = here', '[here]', `database = ${ca}/index.txt`, `serial = ${ca}/serial`, `new_certs_dir = ${ca}`,
+    'default_md = sha256', 'policy = any', 'unique_subject = no', 'copy_extensions = copy', '[any]', 'commonName = supplied', '[req]', 'distinguished_name = dn', '[dn]', '',
+  ].join('\n'));
+  execFileSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=127.0.0.1',
+    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', csr, '-config', config], { stdio: 'ignore' });
+  execFileSync('openssl', ['ca', '-batch', '-config', config, '-selfsign', '-keyfile', key, '-in', csr, '-startdate', start, '-enddate', end,
+    '-notext', '-out', cert], { stdio: 'ignore' });
+  return { cert, key };
+}
+
 async function dirs(t: TestContext): Promise<{ data: string; certs: string }> {
   return { data: await tempDirFor(t, 'petstore-tls-data-'), certs: await tempDirFor(t, 'petstore-tls-certs-') };
 }
@@ -63,7 +86,7 @@ test('with --tls-cert and --tls-key the server speaks HTTPS, with the same answe
   const plain = await request(server.url.replace('https:', 'http:'), 'GET', '/v1/pets').then((r) => r.status, () => 0);
   assert.notEqual(plain, 200);
   assert.equal(await stopProcess(server), 0);
-  assert.doesNotMatch(server.stderr(), /warning/, 'TLS on loopback: nothing to warn about');
+  assert.doesNotMatch(server.stderr(), /"level":"warn"/, 'TLS on loopback: nothing to warn about');
 });
 
 test('a connection that never sends its TLS hello does not hold up the stop', needsOpenssl, async (t) => {
@@ -102,7 +125,7 @@ test('a missing certificate or key file refuses the start naming it; one without
   const missing = join(certs, 'missing.pem');
   const both = await runCli(['--port', '0', '--data-dir', data, '--tls-cert', missing, '--tls-key', missing], ENV);
   assert.equal(both.code, 1);
-  assert.equal(both.stderr, `error: cannot read the TLS certificate file ${missing} (ENOENT)\n`);
+  assert.equal(both.stderr, `cannot start: cannot read the TLS certificate file ${missing} (ENOENT); give --tls-cert a PEM file this user can read\n`);
   const alone = await runCli(['--port', '0', '--data-dir', data, '--tls-cert', missing], ENV);
   assert.equal(alone.code, 2);
   assert.match(alone.stderr, /--tls-cert and --tls-key go together/);
@@ -112,10 +135,35 @@ test('plain HTTP on an address beyond loopback logs one warning line; on loopbac
   const { data } = await dirs(t);
   const open = await spawnServerFor(t, ['--data-dir', data, '--host', '0.0.0.0'], ENV);
   assert.equal(await stopProcess(open), 0); // all its output read
-  const warnings = open.stderr().split('\n').filter((line) => line.includes('warning'));
+  const warnings = open.stderr().split('\n').filter((line) => line.includes('"level":"warn"'));
   assert.equal(warnings.length, 1, open.stderr());
-  assert.match(warnings[0] as string, /serving plain HTTP on 0\.0\.0\.0: bearer keys travel in clear/);
+  assert.match(warnings[0] as string, /"msg":"serving plain HTTP on 0\.0\.0\.0: bearer keys travel in clear/);
   const local = await spawnServerFor(t, ['--data-dir', await tempDirFor(t)], ENV);
   assert.equal(await stopProcess(local), 0);
-  assert.doesNotMatch(local.stderr(), /warning/);
+  assert.doesNotMatch(local.stderr(), /"level":"warn"/);
+});
+
+test('a certificate that has expired, or is not valid yet, is a warning at start naming its dates; a valid one none', needsOpenssl, async (t) => {
+  const { certs } = await dirs(t);
+  const cases: Array<[string, string, string, RegExp | undefined]> = [
+    ['expired', '20000101000000Z', '20010101000000Z', /^the TLS certificate has expired: clients will refuse to connect; renew it/],
+    ['future', '20990101000000Z', '21000101000000Z', /^the TLS certificate is not valid yet: clients will refuse to connect/],
+    ['valid', '20000101000000Z', '21000101000000Z', undefined],
+  ];
+  for (const [name, start, end, warning] of cases) {
+    const { cert, key } = certificateFor(certs, name, start, end);
+    const server = await spawnServerFor(t, ['--data-dir', await tempDirFor(t), '--tls-cert', cert, '--tls-key', key], ENV);
+    assert.equal(await stopProcess(server), 0);
+    const warnings = server.stderr().split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as Record<string, string>)
+      .filter((line) => line['level'] === 'warn');
+    if (warning === undefined) {
+      assert.deepEqual(warnings, [], name);
+      continue;
+    }
+    assert.equal(warnings.length, 1, `${name}: ${server.stderr()}`);
+    assert.match(warnings[0]?.['msg'] as string, warning);
+    assert.equal(warnings[0]?.['certificate'], cert);
+    assert.equal(warnings[0]?.['subject'], 'CN=127.0.0.1');
+    assert.equal(warnings[0]?.[name === 'expired' ? 'notAfter' : 'notBefore'], name === 'expired' ? '2001-01-01T00:00:00.000Z' : '2099-01-01T00:00:00.000Z');
+  }
 });

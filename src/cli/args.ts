@@ -34,6 +34,11 @@ export function parseCommandLine(args: readonly string[]): CommandLine {
   }
 }
 
+/** The command words of `args` (`keys`, `create`), read leniently: to name a command whose flags were refused. */
+export function commandWords(args: readonly string[]): string[] {
+  return parseArgs({ args: [...args], options: OPTIONS, allowPositionals: true, strict: false }).positionals;
+}
+
 /** The package's version, from the package.json beside `dist/` (also in an installed package). */
 export function packageVersion(): string {
   const text = readFileSync(join(__dirname, '../../package.json'), 'utf8');

@@ -72,7 +72,7 @@ export const SETTINGS = [
   setting({ key: 'basePath', flag: 'base-path', env: 'PETSTORE_BASE_PATH', default: undefined, help: 'mount prefix such as /api: every path, Location and Link then starts with it', parse: embedderCheck((raw) => createMount(raw).root) }),
   setting({ key: 'publicUrls', flag: 'public-url', env: 'PETSTORE_PUBLIC_URL', default: undefined, help: 'base URL(s) ending in /v1, comma-separated, listed as servers in /v1/openapi.json', parse: embedderCheck(parsePublicUrls) }),
   setting({
-    key: 'logLevel', flag: 'log-level', env: 'PETSTORE_LOG_LEVEL', default: 'info', help: `${LOG_LEVELS.join(' | ')}; info logs one line per request`,
+    key: 'logLevel', flag: 'log-level', env: 'PETSTORE_LOG_LEVEL', default: 'info', help: `${LOG_LEVELS.join(' | ')}; info logs one line per request, error only warnings and failures`,
     parse: (raw, source) => {
       if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new UsageError(`${source} must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
       return raw as LogLevel;
@@ -118,7 +118,9 @@ export function envKeys(env: NodeJS.ProcessEnv): string[] {
   return keys;
 }
 
-export function helpText(): string {
+/** The help of `--help`, its usage lines written with `command`, the name this program was started by. */
+export function helpText(command: string): string {
+  const under = ' '.repeat(command.length + 3);
   const rows = SETTINGS.map((s) => {
     const left = `  --${s.flag} <value>`.padEnd(32);
     const fallback = s.default === undefined ? 'unset' : String(s.default);
@@ -128,16 +130,17 @@ export function helpText(): string {
     'Pet Store API v1 server',
     '',
     'Usage:',
-    '  node dist/server.js [options]            serve the API',
-    '  node dist/server.js keys create [--label <text>] [--data-dir <dir>]',
-    '  node dist/server.js keys list [--data-dir <dir>]',
-    '  node dist/server.js keys revoke <id> [--data-dir <dir>]',
-    '                      (keys commands act on the database instead with --database-url)',
-    '  node dist/server.js migrate --data-dir <dir> --database-url <url>',
-    '                      copy a file store (pets and keys) into an empty database',
-    '  node dist/server.js backup <dest-dir> [--data-dir <dir>]',
-    '                                           copy the data directory (also while a server runs on it)',
-    '                                           into a new or empty <dest-dir>; start a server there to restore',
+    `  ${command} [options]`,
+    `${under}serve the API`,
+    `  ${command} keys create [--label <text>] [--data-dir <dir>]`,
+    `  ${command} keys list [--data-dir <dir>]`,
+    `  ${command} keys revoke <id> [--data-dir <dir>]`,
+    `${under}(keys commands act on the database instead with --database-url)`,
+    `  ${command} migrate --data-dir <dir> --database-url <url>`,
+    `${under}copy a file store (pets and keys) into an empty database`,
+    `  ${command} backup <dest-dir> [--data-dir <dir>]`,
+    `${under}copy the data directory (also while a server runs on it)`,
+    `${under}into a new or empty <dest-dir>; start a server there to restore`,
     '',
     'Options (a flag wins over its environment variable):',
     ...rows,

@@ -1,5 +1,6 @@
 import { keyFilePath, newKey, readKeyFile, updateKeyFile, type StoredKey } from '../auth/key-file.js';
 import { makeDirectory, nodeFileSystem } from '../lib/file-system.js';
+import { refuseRootInOthersDirectory } from './directory-owner.js';
 import { CommandError, UsageError } from './errors.js';
 
 /** Where `keys` commands keep the key records: the key file of a data directory, or a database. */
@@ -12,12 +13,16 @@ export interface KeyStorage {
   remove(id: string): Promise<boolean>;
 }
 
-/** The key file of `dataDir`, read and changed under its lock. */
-export function keyFileStorage(dataDir: string): KeyStorage {
+/**
+ * The key file of `dataDir`, read and changed under its lock; `command` is this command line, for the
+ * advice to run it as the directory's owner when root would write there.
+ */
+export function keyFileStorage(dataDir: string, command: string): KeyStorage {
   const path = keyFilePath(dataDir);
   return {
     where: path,
     async add(record) {
+      refuseRootInOthersDirectory(dataDir, command);
       await makeDirectory(nodeFileSystem, dataDir);
       await updateKeyFile(path, (keys) => ({ keys: [...(keys ?? []), record], result: undefined }));
     },
@@ -25,6 +30,7 @@ export function keyFileStorage(dataDir: string): KeyStorage {
     async remove(id) {
       // No key file, no key: and no lock file made in a directory that may not exist.
       if (readKeyFile(path) === undefined) return false;
+      refuseRootInOthersDirectory(dataDir, command);
       return updateKeyFile(path, (keys = []) => {
         const remaining = keys.filter((k) => k.id !== id);
         return remaining.length === keys.length ? { result: false } : { keys: remaining, result: true };

@@ -1,0 +1,71 @@
+import { keyFilePath, readKeyFile } from '../auth/key-file.js';
+import { jsonLogger } from '../lib/logger.js';
+import { listen, type RunningServer } from '../service/listen.js';
+import { envKeys, type Config } from './config.js';
+import { certificateDateProblems, isLoopback, readTlsFiles } from './tls.js';
+
+/** A start that failed, with what must still be said after the reason (a key generated before it failed). */
+export class FailedStart extends Error {
+  constructor(readonly reason: unknown, readonly epilogue: string) {
+    super('the start failed', { cause: reason });
+    this.name = 'FailedStart';
+  }
+}
+
+/** Serves the API as configured until SIGTERM or SIGINT, then stops gracefully and exits. */
+export async function serve(config: Config, env: NodeJS.ProcessEnv): Promise<void> {
+  const logger = jsonLogger(config.logLevel);
+  const keys = envKeys(env);
+  const tls = readTlsFiles(config.tlsCert, config.tlsKey);
+  for (const { subject, problem, date } of tls === undefined ? [] : certificateDateProblems(tls.cert)) {
+    const why = problem === 'expired' ? 'has expired' : 'is not valid yet';
+    logger.warn(`the TLS certificate ${why}: clients will refuse to connect; renew it, or check this machine's clock`, { certificate: config.tlsCert, subject, [problem === 'expired' ? 'notAfter' : 'notBefore']: date });
+  }
+  const keyHome = config.databaseUrl === undefined ? `${config.dataDir}/keys.json` : 'the database';
+  // The key is shown once the outcome is known: with the listening line, or after the reason the start failed.
+  let generated: string | undefined;
+  let running: RunningServer;
+  try {
+    running = await listen({ ...config, tls, keys, logger, onKeyGenerated: (key) => void (generated = key) });
+  } catch (error) {
+    if (generated === undefined) throw error;
+    throw new FailedStart(error, `A key was generated before the start failed. It is kept (only its SHA-256 hash, in ${keyHome}) `
+      + `and works once the server starts; it is shown only this once:\n\n  ${generated}\n\n`);
+  }
+  if (generated !== undefined) {
+    process.stderr.write(`No API key was configured, so one was generated. It is shown only this once; only its SHA-256 hash is kept in ${keyHome}:\n\n  ${generated}\n\n`);
+  }
+  const where = config.databaseUrl === undefined ? { dataDir: config.dataDir } : { database: 'PostgreSQL' };
+  let stopping = false;
+  const stop = (signal: string): void => {
+    // A second signal must not end the process by signal half-way (journal and lock left behind).
+    if (stopping) {
+      logger.info('already stopping; finishing the requests in flight', { signal });
+      return;
+    }
+    stopping = true;
+    logger.info('stopping', { signal });
+    const started = Date.now();
+    running.close().then(
+      // close() has already written out the gathered request lines (createPetstore's close flushes its logger).
+      () => {
+        logger.info('stopped', { signal, ms: Date.now() - started, ...where, result: 'requests in flight finished, store closed and durable, lock released' });
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error('stopped with an error; the journal holds every acknowledged pet', error);
+        process.exit(1);
+      },
+    );
+  };
+  // Before the line that says it listens: whoever reads that line may signal at once.
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, ...where, pid: process.pid });
+  if (tls === undefined && !isLoopback(config.host)) {
+    logger.warn(`serving plain HTTP on ${config.host}: bearer keys travel in clear; use --tls-cert and --tls-key, or a TLS proxy in front`);
+  }
+  if (keys.length === 0 && config.databaseUrl === undefined && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
+    logger.warn('no API key is configured: every request under /v1 is refused until one is created with "keys create"');
+  }
+}
