@@ -272,3 +272,23 @@ describe('the document matches the server', () => {
     assert.ok(declares('GET', '/v1/openapi.json', 200).declared);
   });
 });
+
+test('listPets and getPet declare the 503 with Retry-After that a store unable to read answers (a database that is away)', async (t) => {
+  const { StoreUnavailableError } = await import('#dist/store/store.js');
+  const unreadable = (): never => {
+    throw new StoreUnavailableError('the database is away', { operation: 'read' });
+  };
+  const store = { list: unreadable, get: unreadable, create: unreadable, close: async () => {}, ready: false };
+  const server = await startServer({ store: store as never });
+  t.after(() => server.close());
+  const doc = (await server.request('GET', '/v1/openapi.json', { auth: false })).json as Json;
+  for (const [operationId, path] of [['listPets', '/v1/pets'], ['getPet', '/v1/pets/1']] as const) {
+    const res = await server.request('GET', path);
+    assert.equal(res.status, 503, res.text);
+    assert.equal(res.headers['retry-after'], '1');
+    const declared = (byId(doc, operationId).op['responses'] as Json)['503'] as Json | undefined;
+    assert.ok(declared !== undefined, `${operationId} declares 503 itself, not only as "default"`);
+    assert.ok(Object.hasOwn(declared['headers'] as Json, 'Retry-After'), `${operationId}'s 503 declares Retry-After`);
+    assert.match(deref(doc, declared['content']['application/json']['schema'] as Json)['required'].join(','), /code/);
+  }
+});

@@ -15,7 +15,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   422: 'The Idempotency-Key was already used, within its window, for a different pet',
   429: 'Too many failed authentications from this address; retry after Retry-After seconds',
   500: 'Unexpected server failure; the message reveals nothing',
-  503: 'Storage cannot accept writes right now, or the store is not ready',
+  503: 'The store cannot be used right now, or the server is stopping',
 };
 
 export const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
@@ -93,7 +93,7 @@ function response(route: RouteSpec, status: number): Json {
   for (const name of route.doc.responseHeaders?.[status] ?? []) responseHeaders[name] = header(name);
   const success = status < 400;
   const schema = success ? route.doc.success.schema : ref('Error');
-  const description = success ? route.doc.success.description : (ERROR_DESCRIPTIONS[status] ?? 'Error');
+  const description = success ? route.doc.success.description : (route.doc.errors?.[status] ?? ERROR_DESCRIPTIONS[status] ?? 'Error');
   return { description, headers: responseHeaders, content: { 'application/json': { schema } } };
 }
 

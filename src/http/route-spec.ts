@@ -26,6 +26,8 @@ export interface RouteSpec {
     success: { description: string; schema: Json };
     /** Headers beyond the common ones, by status (component names under `components/headers`). */
     responseHeaders?: Readonly<Record<number, readonly string[]>>;
+    /** What an error status means for this route, where the common description does not say it. */
+    errors?: Readonly<Record<number, string>>;
   };
   handler: Handler;
 }

@@ -7,6 +7,8 @@ import type { RouteSpec } from './route-spec.js';
 
 export type { RouteSpec } from './route-spec.js';
 
+const READ_UNAVAILABLE = 'The pets cannot be read right now (the database is away), or the server is stopping; retry after Retry-After seconds';
+
 const statusSchema = (value: string): Json => ({ type: 'object', required: ['status'], properties: { status: { const: value } } });
 
 // Built on first request for each mount, from the same table it describes.
@@ -20,11 +22,12 @@ const serveOpenApi: Handler = (ctx) => {
 export const ROUTES: readonly RouteSpec[] = [
   {
     method: 'GET', path: `${BASE_PATH}/pets`, operationId: 'listPets', summary: 'List pets', auth: true,
-    statuses: [200, 400, 401, 429, 500], handler: listPets,
+    statuses: [200, 400, 401, 429, 500, 503], handler: listPets,
     doc: {
       parameters: ['limit', 'status', 'after'],
       success: { description: 'Pets in ascending id order; a Link rel="next" header is present when more match', schema: ref('Pets') },
-      responseHeaders: { 200: ['Link'] },
+      responseHeaders: { 200: ['Link'], 503: ['Retry-After'] },
+      errors: { 503: READ_UNAVAILABLE },
     },
   },
   {
@@ -35,12 +38,18 @@ export const ROUTES: readonly RouteSpec[] = [
       body: 'NewPet',
       success: { description: 'The created pet, with its assigned id; a replay of an earlier create with the same Idempotency-Key carries Idempotent-Replayed: true', schema: ref('Pet') },
       responseHeaders: { 201: ['Location', 'Idempotent-Replayed'], 409: ['Retry-After'], 503: ['Retry-After'] },
+      errors: { 503: 'The pet could not be made durable (a full disk, an I/O error, a database that is away) and is not stored, or the server is stopping; retry after Retry-After seconds' },
     },
   },
   {
     method: 'GET', path: `${BASE_PATH}/pets/:petId`, operationId: 'getPet', summary: 'Get a pet (deprecated)', auth: true,
-    deprecated: true, statuses: [200, 400, 401, 404, 429, 500], handler: getPet,
-    doc: { parameters: ['petId'], success: { description: 'The pet', schema: ref('Pet') } },
+    deprecated: true, statuses: [200, 400, 401, 404, 429, 500, 503], handler: getPet,
+    doc: {
+      parameters: ['petId'],
+      success: { description: 'The pet', schema: ref('Pet') },
+      responseHeaders: { 503: ['Retry-After'] },
+      errors: { 503: READ_UNAVAILABLE },
+    },
   },
   {
     method: 'GET', path: `${BASE_PATH}/openapi.json`, operationId: 'getOpenApi', summary: 'This interface description',
@@ -55,6 +64,9 @@ export const ROUTES: readonly RouteSpec[] = [
   {
     method: 'GET', path: '/readyz', operationId: 'getReadiness', summary: 'Readiness: the store is open and writable',
     auth: false, statuses: [200, 400, 503], handler: readyz,
-    doc: { success: { description: 'The store is open and writable', schema: statusSchema('ready') } },
+    doc: {
+      success: { description: 'The store is open and writable', schema: statusSchema('ready') },
+      errors: { 503: 'The store cannot take a write right now (a full disk, I/O errors, a database that is away); 200 again by itself once a write succeeds' },
+    },
   },
 ];
