@@ -6,8 +6,10 @@
 import { after, before, describe } from 'node:test';
 import { postgresBin, SKIP_REASON, startCluster, type Cluster } from './postgres-support.js';
 import { cliTests } from './postgres/cli.js';
+import { driverInstallTests } from './postgres/driver-install.js';
 import { idempotencyTests } from './postgres/idempotency.js';
 import { instanceTests } from './postgres/instances.js';
+import { nameTests } from './postgres/names.js';
 import { storeTests } from './postgres/store.js';
 
 const bin = postgresBin();
@@ -26,4 +28,6 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   cliTests(context);
   idempotencyTests(context);
   instanceTests(context);
+  driverInstallTests(context);
+  nameTests(context);
 });

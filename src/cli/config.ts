@@ -87,7 +87,7 @@ export const SETTINGS = [
   setting({ key: 'tlsCert', flag: 'tls-cert', env: 'PETSTORE_TLS_CERT', default: undefined, help: 'PEM certificate (chain) file: serve HTTPS; needs --tls-key', parse: text }),
   setting({ key: 'tlsKey', flag: 'tls-key', env: 'PETSTORE_TLS_KEY', default: undefined, help: 'PEM private key file of --tls-cert', parse: text }),
   setting({ key: 'shutdownTimeout', flag: 'shutdown-timeout', env: 'PETSTORE_SHUTDOWN_TIMEOUT', default: SERVER_DEFAULTS.shutdownTimeout, help: 'ms a graceful stop waits for requests in flight', parse: integer(0, 3_600_000) }),
-  setting({ key: 'databaseUrl', flag: 'database-url', env: 'PETSTORE_DATABASE_URL', default: undefined, help: 'postgres://… : keep pets and keys in PostgreSQL, shared by instances (needs npm install postgres)', parse: text }),
+  setting({ key: 'databaseUrl', flag: 'database-url', env: 'PETSTORE_DATABASE_URL', default: undefined, help: 'postgres://… : keep pets and keys in PostgreSQL, shared by instances (needs the postgres package: docs/postgresql.md)', parse: text }),
   setting({ key: 'databasePool', flag: 'database-pool', env: 'PETSTORE_DATABASE_POOL', default: DEFAULTS.databasePool, help: 'database connections at most, per instance', parse: integer(1, 1000) }),
 ] as const;
 

@@ -23,7 +23,9 @@ async function loadDriver(): Promise<Driver> {
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
-    throw new StoreOpenError('--database-url needs the "postgres" package, which is not installed: npm install postgres', { cause: error });
+    throw new StoreOpenError('--database-url needs the "postgres" package, which is not installed; add only it: '
+      + 'npm install postgres@^3.4 in a project that installed this package, or npm install --omit=dev --save-prod --no-save postgres@^3.4 '
+      + 'in a production tree made from a clone (docs/postgresql.md, "Starting")', { cause: error });
   }
 }
 

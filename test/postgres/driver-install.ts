@@ -1,0 +1,100 @@
+/**
+ * docs/postgresql.md's recipes for adding the driver to a production install, run from the packed
+ * tarball as written there: each adds `postgres` and nothing else, and the server then runs on a
+ * database. Needs the npm registry (the recipes fetch the driver); without it the test says so and skips.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { request, tempDirFor, TEST_KEY } from '../helpers.js';
+import type { Cluster } from '../postgres-support.js';
+
+const ROOT = resolve(__dirname, '../../..');
+const IN_A_PROJECT = 'npm install postgres@^3.4';
+const IN_A_CLONE = 'npm install --omit=dev --save-prod --no-save postgres@^3.4';
+
+/** Runs a shell command line in `cwd`; fails the test with its output unless it exits 0. */
+function run(command: string, cwd: string, env: NodeJS.ProcessEnv = {}): string {
+  const result = spawnSync('sh', ['-c', command], { cwd, encoding: 'utf8', timeout: 120_000, env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...env } });
+  assert.equal(result.status, 0, `${command}\n${result.stdout}\n${result.stderr}`);
+  return result.stdout;
+}
+
+/** The packages under `dir`/node_modules, by name. */
+async function installed(dir: string): Promise<string[]> {
+  const names = await readdir(join(dir, 'node_modules')).catch(() => [] as string[]);
+  return names.filter((name) => !name.startsWith('.')).sort();
+}
+
+/** Whether the registry answers, or why not (as a skip reason). */
+function registryUnreachable(): string | undefined {
+  const ping = spawnSync('npm', ['ping', '--fetch-timeout=10000', '--fetch-retries=0'], { encoding: 'utf8', timeout: 30_000 });
+  return ping.status === 0 ? undefined : `the npm registry is not reachable, and the recipes fetch the driver from it: ${ping.stderr.trim().split('\n').at(-1) ?? ''}`;
+}
+
+/** Starts `args` (a server command) on the database, creates and lists a pet, stops it. */
+async function serveOnDatabase(t: TestContext, args: string[], cwd: string, url: string): Promise<void> {
+  const child = spawn(args[0] as string, [...args.slice(1), '--port', '0', '--database-url', url], { cwd, env: { PATH: process.env['PATH'], PETSTORE_API_KEYS: TEST_KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const closed = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
+  t.after(async () => {
+    child.kill('SIGKILL');
+    await closed;
+  });
+  let output = '';
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
+  const origin = await new Promise<string>((resolvePromise, reject) => {
+    child.stdout.setEncoding('utf8').on('data', (s: string) => {
+      output += s;
+      const found = /"msg":"listening","url":"(http:\/\/[^"/]+)\/v1","database":"PostgreSQL"/.exec(output)?.[1];
+      if (found !== undefined) resolvePromise(found);
+    });
+    void closed.then(() => reject(new Error(`${args.join(' ')} exited before listening:\n${output}`)));
+  });
+  const created = await request(origin, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });
+  assert.equal(created.status, 201, created.text);
+  assert.equal((await request(origin, 'GET', '/v1/pets')).status, 200);
+  child.kill('SIGTERM');
+  assert.equal(await closed, 0, output);
+}
+
+export function driverInstallTests(cluster: () => Cluster): void {
+  test('the recipes of postgresql.md add the driver alone to a production install from the packed tarball, which then runs on a database', async (t) => {
+    const unreachable = registryUnreachable();
+    if (unreachable !== undefined) {
+      t.skip(unreachable);
+      return;
+    }
+    const doc = await readFile(join(ROOT, 'docs', 'postgresql.md'), 'utf8');
+    for (const recipe of [IN_A_PROJECT, IN_A_CLONE]) assert.ok(doc.includes(`\n  ${recipe}\n`), `postgresql.md gives the recipe: ${recipe}`);
+    const work = await tempDirFor(t, 'petstore-install-');
+    // The dist/ this test run built, packed as `npm pack` would.
+    const tarball = join(work, run(`npm pack --ignore-scripts --silent --pack-destination ${work}`, ROOT).trim());
+    const url = await cluster().createDatabase();
+    const quiet = '--no-audit --no-fund';
+
+    // A project of one's own that installed the package from the tarball.
+    const project = join(work, 'project');
+    await mkdir(project);
+    await writeFile(join(project, 'package.json'), '{"name":"consumer","private":true}\n');
+    run(`npm install ${quiet} --omit=dev ${tarball}`, project);
+    assert.deepEqual(await installed(project), ['petstore-api'], 'the package needs nothing else');
+    run(`${IN_A_PROJECT} ${quiet}`, project);
+    assert.deepEqual(await installed(project), ['petstore-api', 'postgres']);
+    assert.match(run('node_modules/.bin/petstore --help', project), /^ {2}petstore keys create/m, 'the installed command names itself');
+    await serveOnDatabase(t, ['node_modules/.bin/petstore'], project, url);
+
+    // A production tree made from a clone: dist/ and a package.json that lists postgres as a dev package, no node_modules.
+    const tree = join(work, 'tree');
+    await mkdir(tree);
+    run(`tar -xzf ${tarball} -C ${tree} --strip-components=1`, work);
+    const manifest = await readFile(join(tree, 'package.json'), 'utf8');
+    assert.match(manifest, /"devDependencies": \{[^}]*"postgres"/, 'postgres is a dev package of the tree');
+    run(`${IN_A_CLONE} ${quiet}`, tree);
+    assert.deepEqual(await installed(tree), ['postgres'], 'only the driver, no dev package');
+    assert.equal(await readFile(join(tree, 'package.json'), 'utf8'), manifest, 'package.json is untouched');
+    assert.deepEqual((await readdir(tree)).filter((name) => name === 'package-lock.json'), [], 'no lock file is written');
+    await serveOnDatabase(t, [process.execPath, 'dist/server.js'], tree, url);
+  });
+}
