@@ -1,0 +1,68 @@
+/**
+ * The README's quick start under the umasks people have: 002 (Ubuntu's default for users), 022 and
+ * 077. A checkout is made as git makes one under that umask — directories 0777 and files 0666, less
+ * the umask — and `npm start` must serve from it, its ./data private (0700) whatever the umask.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { cp, stat, symlink } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { TEST_KEY, request, tempDirFor } from './helpers.js';
+
+const ROOT = resolve(__dirname, '../..');
+
+/** Every file git tracks in the repository (the index, so a staged change counts), or why they cannot be listed. */
+function trackedFiles(): string[] | string {
+  const listed = spawnSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8' });
+  if (listed.error !== undefined || listed.status !== 0) return `not a git checkout, or no git: ${listed.error?.message ?? listed.stderr.trim()}`;
+  return listed.stdout.split('\0').filter((path) => path !== '');
+}
+const tracked = trackedFiles();
+
+/**
+ * A checkout made under `umask`: the tracked files of data/ (what the quick start reads and writes
+ * besides dist/) made as git makes them, with package.json, and the dist/ this test run built.
+ */
+async function checkout(t: TestContext, umask: string): Promise<string> {
+  const dir = await tempDirFor(t, 'petstore-checkout-');
+  const files = (tracked as string[]).filter((path) => path.startsWith('data/'));
+  const made = spawnSync('sh', ['-c', `umask ${umask} && for f in "$@"; do mkdir -p "$(dirname "$f")" && : > "$f"; done`, 'sh', ...files], { cwd: dir });
+  assert.equal(made.status, 0, String(made.stderr));
+  await cp(join(ROOT, 'package.json'), join(dir, 'package.json'));
+  await symlink(join(ROOT, 'dist'), join(dir, 'dist'));
+  return dir;
+}
+
+/** `npm start` under `umask` in `dir`: resolves with its URL once it listens, or rejects with what it printed. */
+function npmStart(t: TestContext, dir: string, umask: string): Promise<string> {
+  const child = spawn('sh', ['-c', `umask ${umask} && exec npm start -- --port 0`], {
+    cwd: dir, env: { PATH: process.env['PATH'], HOME: process.env['HOME'], PETSTORE_API_KEYS: TEST_KEY }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const closed = new Promise<void>((r) => child.once('close', () => r()));
+  t.after(async () => {
+    child.kill('SIGTERM');
+    await closed;
+  });
+  let output = '';
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
+  return new Promise((resolvePromise, reject) => {
+    child.stdout.setEncoding('utf8').on('data', (s: string) => {
+      output += s;
+      const url = /"msg":"listening","url":"(http:\/\/[^"]+)\/v1"/.exec(output)?.[1];
+      if (url !== undefined) resolvePromise(url);
+    });
+    void closed.then(() => reject(new Error(`npm start under umask ${umask} exited:\n${output}`)));
+  });
+}
+
+for (const umask of ['002', '022', '077']) {
+  test(`under umask ${umask}, npm start in a fresh checkout serves, with ./data private (0700)`, { skip: typeof tracked === 'string' ? tracked : false }, async (t) => {
+    const dir = await checkout(t, umask);
+    const url = await npmStart(t, dir, umask);
+    const created = await request(url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });
+    assert.equal(created.status, 201, created.text);
+    assert.equal((await stat(join(dir, 'data'))).mode & 0o777, 0o700);
+    assert.equal((await stat(join(dir, 'data', 'keys.json')).catch(() => undefined)), undefined, 'PETSTORE_API_KEYS: no key file made');
+  });
+}
