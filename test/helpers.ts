@@ -2,11 +2,11 @@
  * The one place tests start servers: on port 0, over a temporary data directory, torn down with
  * `closeAllConnections()` before `close()` so no keep-alive socket holds a test open.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { TestContext } from 'node:test';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { listen, silentLoggerForTests, type ListenOptions, type RunningServer } from './support.js';
@@ -155,10 +155,15 @@ export interface ServerProcess {
  * Rejects (with what it printed) if it exits first, or after `timeoutMs`.
  */
 export function spawnServer(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 10_000): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [SERVER_JS, '--port', '0', ...args], {
-    env: { PATH: process.env['PATH'], ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  return launchServer(process.execPath, [SERVER_JS, '--port', '0', ...args], { env: { PATH: process.env['PATH'], ...env } }, timeoutMs);
+}
+
+/**
+ * Runs `command args` — a server started otherwise (`npm start`, a copy of server.js, as another
+ * user) — and resolves once it logs that it listens; rejects as spawnServer does.
+ */
+export function launchServer(command: string, args: string[], options: Omit<SpawnOptions, 'stdio'>, timeoutMs = 10_000): Promise<ServerProcess> {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout?.setEncoding('utf8').on('data', (s: string) => (out += s));
@@ -184,9 +189,14 @@ export function spawnServer(args: string[], env: NodeJS.ProcessEnv = {}, timeout
   });
 }
 
-/** Runs `node dist/server.js args` (or another copy of server.js) to completion (for `--help`, `keys …`, start-up failures). */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 10_000, serverJs = SERVER_JS): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [serverJs, ...args], { env: { PATH: process.env['PATH'], ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Runs `node dist/server.js args` to completion (for `--help`, `keys …`, start-up failures); `as`
+ * runs another copy of server.js, or as another user.
+ */
+export function runCli(
+  args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 10_000, as: { serverJs?: string; user?: { uid: number; gid: number } } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [as.serverJs ?? SERVER_JS, ...args], { ...as.user, env: { PATH: process.env['PATH'], ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
@@ -196,6 +206,44 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 
     clearTimeout(timer);
     r({ code, stdout, stderr });
   }));
+}
+
+/** A port of 127.0.0.1 that was free a moment ago (for a server that logs no listening line). */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePromise, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolvePromise(port));
+    });
+  });
+}
+
+/**
+ * `node dist/server.js args` at a log level that prints no "listening" line (error, silent): on a
+ * port of its own, resolved once /healthz answers there; killed when the test `t` ends.
+ */
+export async function spawnQuietServerFor(t: TestContext, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [SERVER_JS, '--port', String(port), ...args], { env: { PATH: process.env['PATH'], ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const up = await request(url, 'GET', '/healthz', { auth: false }).then((r) => r.status === 200, () => false);
+    if (up) return { child, url, stdout: () => out, stderr: () => err, exited };
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the server did not come up\n${out}\n${err}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** `promise`, or a rejection naming `what` after `ms`, so that a test that waits for a point is bounded. */

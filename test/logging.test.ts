@@ -5,10 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { request, SERVER_JS, spawnServerFor, startServer, stopProcess, tempDirFor, type ServerProcess } from './helpers.js';
+import { request, SERVER_JS, spawnQuietServerFor, spawnServerFor, startServer, stopProcess, tempDirFor, type ServerProcess } from './helpers.js';
 
 const KEY = 'logging-key-0123456789abcdef';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -47,17 +46,6 @@ async function logLineFor(server: ServerProcess, id: string): Promise<LogLine> {
     if (Date.now() > deadline) assert.fail(`no log line for request ${id}:\n${server.stdout()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 test('each request is one JSON line on stdout with time, id, method, path, status and ms', async (t) => {
@@ -133,36 +121,16 @@ test('a plain X-Request-Id is echoed and logged; otherwise a UUID is generated, 
 
 test('--log-level error writes no request lines', async (t) => {
   const dir = await temp(t);
-  // The server logs no "listening" line at this level, so it gets a known port and is polled.
-  const port = await freePort();
-  const child = spawn(process.execPath, [SERVER_JS, '--port', String(port), '--data-dir', dir, '--log-level', 'error'], {
-    env: { PATH: process.env['PATH'], PETSTORE_API_KEYS: KEY }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const up = await request(url, 'GET', '/healthz', { auth: false }).then((r) => r.status === 200, () => false);
-    if (up) break;
-    if (child.exitCode !== null || Date.now() > deadline) assert.fail(`server did not come up\n${stdout}\n${stderr}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  // The server logs no "listening" line at this level: it gets a known port and is polled.
+  const server = await spawnQuietServerFor(t, ['--data-dir', dir, '--log-level', 'error'], { PETSTORE_API_KEYS: KEY });
+  const url = server.url;
   assert.equal((await request(url, 'GET', '/v1/pets', { auth: KEY })).status, 200);
   assert.equal((await request(url, 'GET', '/v1/pets', { auth: false })).status, 401);
   assert.equal((await request(url, 'GET', '/v1/nowhere', { auth: KEY })).status, 404);
   await new Promise((r) => setTimeout(r, 100));
-  child.kill('SIGTERM');
-  assert.equal(await exited, 0);
-  assert.deepEqual(requestLines(stdout), [], stdout);
-  assert.doesNotMatch(stdout + stderr, /"msg":"request"/);
+  assert.equal(await stopProcess(server), 0);
+  assert.deepEqual(requestLines(server.stdout()), [], server.stdout());
+  assert.doesNotMatch(server.stdout() + server.stderr(), /"msg":"request"/);
 });
 
 test('--log-level info with the same requests does write request lines (the level above is what silences them)', async (t) => {

@@ -4,12 +4,12 @@
  * name the program was started by in --help.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { SERVER_JS, TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor, waitFor } from './helpers.js';
+import { SERVER_JS, TEST_KEY, request, runCli, spawnQuietServerFor, spawnServerFor, stopProcess, tempDirFor, waitFor } from './helpers.js';
 
 const ROOT = resolve(__dirname, '../..');
 
@@ -17,17 +17,12 @@ test('--help names the program as it was started: the installed petstore command
   // npm links an installed package's bin as node_modules/.bin/petstore -> ../petstore-api/dist/server.js.
   const bin = join(await tempDirFor(t), 'petstore');
   await symlink(SERVER_JS, bin);
-  const installed = await runCli(['--help'], {}, 10_000, bin);
+  const installed = await runCli(['--help'], {}, 10_000, { serverJs: bin });
   assert.equal(installed.code, 0, installed.stderr);
   assert.match(installed.stdout, /^ {2}petstore \[options\]$/m);
   assert.match(installed.stdout, /^ {2}petstore keys create \[--label <text>\] \[--data-dir <dir>\]$/m);
   assert.doesNotMatch(installed.stdout, /node |server\.js/);
-  const fromClone = await new Promise<string>((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['dist/server.js', '--help'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
-    child.on('error', reject).on('close', () => resolvePromise(out));
-  });
+  const fromClone = spawnSync(process.execPath, ['dist/server.js', '--help'], { cwd: ROOT, encoding: 'utf8' }).stdout;
   assert.match(fromClone, /^ {2}node dist\/server\.js \[options\]$/m);
 });
 
@@ -98,44 +93,14 @@ test('failures of commands other than the server name the command, not "cannot s
   assert.match(start.stderr, /^cannot start: .*keys\.json is not valid JSON/);
 });
 
-/** A port of 127.0.0.1 that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolvePromise, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolvePromise(port));
-    });
-  });
-}
-
 test('warnings are "warn" lines on stderr, kept at --log-level error, and gone with silent', async (t) => {
   const warningsAt = async (level: string): Promise<string[]> => {
     // Every key revoked: the server starts, refusing everything, and warns.
     const dir = await tempDirFor(t);
     await writeFile(join(dir, 'keys.json'), '{"format":"petstore-keys/1","keys":[]}', { mode: 0o600 });
-    // Below info there is no "listening" line: the server gets a known port and is polled.
-    const port = await freePort();
-    const child = spawn(process.execPath, [SERVER_JS, '--port', String(port), '--host', '0.0.0.0', '--data-dir', dir, '--log-level', level], {
-      env: { PATH: process.env['PATH'] }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
-    t.after(async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
-    });
-    let up = false;
-    await waitFor(() => {
-      void request(`http://127.0.0.1:${port}`, 'GET', '/healthz', { auth: false }).then(() => (up = true), () => {});
-      return up || child.exitCode !== null;
-    }, 10_000, `the server at ${level} answers`);
-    child.kill('SIGTERM');
-    assert.equal(await exited, 0, stderr);
+    const server = await spawnQuietServerFor(t, ['--host', '0.0.0.0', '--data-dir', dir, '--log-level', level]);
+    assert.equal(await stopProcess(server), 0, server.stderr());
+    const [stdout, stderr] = [server.stdout(), server.stderr()];
     assert.doesNotMatch(stdout, /warn/, 'warnings are not on stdout');
     return stderr.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { level: string; msg: string })
       .filter((line) => line.level === 'warn').map((line) => line.msg);

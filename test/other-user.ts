@@ -4,19 +4,22 @@
  * writes: each test gets a copy of the built package in a directory of its own under the system's
  * temporary directory, open to everyone to read, and removed after the test.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestContext } from 'node:test';
+import { launchServer, type ServerProcess } from './helpers.js';
 
 export const NOBODY = 65534;
+/** `nobody` and its group, as spawn options. */
+export const OTHER_USER = { uid: NOBODY, gid: NOBODY };
 const ROOT = resolve(__dirname, '../..');
 
 /** Whether `nobody` can run node and reach the temporary directory here: false, or why not (a skip reason). */
 function whyNot(): string | false {
   if (process.getuid?.() !== 0) return 'needs root to run the server as another user';
-  const probe = spawnSync(process.execPath, ['-e', `require('node:fs').accessSync(${JSON.stringify(tmpdir())}, 1)`], { uid: NOBODY, gid: NOBODY, stdio: 'ignore' });
+  const probe = spawnSync(process.execPath, ['-e', `require('node:fs').accessSync(${JSON.stringify(tmpdir())}, 1)`], { ...OTHER_USER, stdio: 'ignore' });
   if (probe.error !== undefined || probe.status !== 0) {
     return `uid ${NOBODY} cannot run ${process.execPath} or enter ${tmpdir()} here, so no server can run as another user`;
   }
@@ -45,36 +48,12 @@ function openToAll(path: string): void {
   }
 }
 
-/** Runs `node serverJs args` as `nobody` to completion; `env` besides PATH. */
-export function runAsOtherUser(serverJs: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 10_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [serverJs, ...args], { uid: NOBODY, gid: NOBODY, env: { PATH: process.env['PATH'], ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  return new Promise((r) => child.on('close', (code) => {
-    clearTimeout(timer);
-    r({ code, stdout, stderr });
-  }));
-}
-
-/** Starts `node serverJs args` as `nobody` on port 0; resolves with its URL once it listens. Killed after `t`. */
-export function serveAsOtherUser(t: TestContext, serverJs: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ url: string; output: () => string }> {
-  const child = spawn(process.execPath, [serverJs, '--port', '0', ...args], { uid: NOBODY, gid: NOBODY, env: { PATH: process.env['PATH'], ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<void>((r) => child.once('close', () => r()));
+/** Starts `node serverJs args` as `nobody` on port 0; resolves once it listens. Killed after `t`. */
+export async function serveAsOtherUser(t: TestContext, serverJs: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  const server = await launchServer(process.execPath, [serverJs, '--port', '0', ...args], { ...OTHER_USER, env: { PATH: process.env['PATH'], ...env } });
   t.after(async () => {
-    child.kill('SIGKILL');
-    await exited;
+    server.child.kill('SIGKILL');
+    await server.exited;
   });
-  let output = '';
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
-  return new Promise((resolvePromise, reject) => {
-    child.stdout.setEncoding('utf8').on('data', (s: string) => {
-      output += s;
-      const url = /"msg":"listening","url":"(https?:\/\/[^"]+)\/v1"/.exec(output)?.[1];
-      if (url !== undefined) resolvePromise({ url, output: () => output });
-    });
-    void exited.then(() => reject(new Error(`the server exited before listening:\n${output}`)));
-  });
+  return server;
 }

@@ -6,10 +6,10 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { freePort } from './helpers.js';
 
 export const SKIP_REASON = 'PostgreSQL not installed: apt-get install postgresql, or run .ci/run';
 
@@ -45,17 +45,6 @@ function postgresUser(): { uid: number; gid: number } | undefined {
   if (line === undefined) throw new Error('running as root, but there is no "postgres" user to run the cluster as');
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export interface Cluster {

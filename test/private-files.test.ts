@@ -11,7 +11,7 @@ import { test, type TestContext } from 'node:test';
 import { newKey, updateKeyFile, type StoredKey } from '#dist/auth/key-file.js';
 import { petJson } from '#dist/pet/pet.js';
 import { request, runCli, startError, startServer, waitFor } from './helpers.js';
-import { NOBODY, asOtherUser, runAsOtherUser, serveAsOtherUser, serverForOtherUser } from './other-user.js';
+import { NOBODY, OTHER_USER, asOtherUser, serveAsOtherUser, serverForOtherUser } from './other-user.js';
 import { dataDir, defer } from './store-support.js';
 import type { Logger } from './support.js';
 
@@ -154,7 +154,7 @@ async function othersDirectory(t: TestContext): Promise<string> {
 test('"keys create" as root in another user\'s directory is refused, saying how to run it as that user; run so, the key works there', { skip: asOtherUser }, async (t) => {
   const serverJs = serverForOtherUser(t);
   const dir = await othersDirectory(t);
-  const refused = await runCli(['keys', 'create', '--data-dir', dir, '--label', 'ops key'], {}, 5000, serverJs);
+  const refused = await runCli(['keys', 'create', '--data-dir', dir, '--label', 'ops key'], {}, 5000, { serverJs });
   assert.equal(refused.code, 1, refused.stdout + refused.stderr);
   const advice = `runuser -u nobody -- node ${serverJs} keys create --data-dir ${dir} --label 'ops key'`;
   assert.equal(refused.stderr, `keys create failed: ${dir} belongs to nobody (uid ${NOBODY}): a key file root wrote there would be root's, `
@@ -172,7 +172,7 @@ test('a key file of root\'s, 0600, in the server user\'s directory: the start na
   const dir = await othersDirectory(t);
   const { key, record } = newKey('made by root');
   await updateKeyFile(join(dir, 'keys.json'), () => ({ keys: [record], result: undefined }));
-  const refused = await runAsOtherUser(serverJs, ['--port', '0', '--data-dir', dir]);
+  const refused = await runCli(['--port', '0', '--data-dir', dir], {}, 10_000, { serverJs, user: OTHER_USER });
   assert.equal(refused.code, 1, refused.stdout + refused.stderr);
   assert.equal(refused.stderr, `cannot start: nobody (uid ${NOBODY}) may not read or write ${dir}/keys.json, which belongs to root (uid 0) `
     + `with mode 600; give it to this user (as root: chown nobody ${dir}/keys.json)\n`);

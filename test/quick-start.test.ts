@@ -4,11 +4,11 @@
  * the umask — and `npm start` must serve from it, its ./data private (0700) whatever the umask.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { cp, stat, symlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { TEST_KEY, request, tempDirFor } from './helpers.js';
+import { TEST_KEY, launchServer, request, stopProcess, tempDirFor, type ServerProcess } from './helpers.js';
 
 const ROOT = resolve(__dirname, '../..');
 
@@ -34,32 +34,19 @@ async function checkout(t: TestContext, umask: string): Promise<string> {
   return dir;
 }
 
-/** `npm start` under `umask` in `dir`: resolves with its URL once it listens, or rejects with what it printed. */
-function npmStart(t: TestContext, dir: string, umask: string): Promise<string> {
-  const child = spawn('sh', ['-c', `umask ${umask} && exec npm start -- --port 0`], {
-    cwd: dir, env: { PATH: process.env['PATH'], HOME: process.env['HOME'], PETSTORE_API_KEYS: TEST_KEY }, stdio: ['ignore', 'pipe', 'pipe'],
+/** `npm start` under `umask` in `dir`, resolved once it listens; stopped (SIGTERM, which npm passes on) after `t`. */
+async function npmStart(t: TestContext, dir: string, umask: string): Promise<ServerProcess> {
+  const server = await launchServer('sh', ['-c', `umask ${umask} && exec npm start -- --port 0`], {
+    cwd: dir, env: { PATH: process.env['PATH'], HOME: process.env['HOME'], PETSTORE_API_KEYS: TEST_KEY },
   });
-  const closed = new Promise<void>((r) => child.once('close', () => r()));
-  t.after(async () => {
-    child.kill('SIGTERM');
-    await closed;
-  });
-  let output = '';
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
-  return new Promise((resolvePromise, reject) => {
-    child.stdout.setEncoding('utf8').on('data', (s: string) => {
-      output += s;
-      const url = /"msg":"listening","url":"(http:\/\/[^"]+)\/v1"/.exec(output)?.[1];
-      if (url !== undefined) resolvePromise(url);
-    });
-    void closed.then(() => reject(new Error(`npm start under umask ${umask} exited:\n${output}`)));
-  });
+  t.after(() => stopProcess(server));
+  return server;
 }
 
 for (const umask of ['002', '022', '077']) {
   test(`under umask ${umask}, npm start in a fresh checkout serves, with ./data private (0700)`, { skip: typeof tracked === 'string' ? tracked : false }, async (t) => {
     const dir = await checkout(t, umask);
-    const url = await npmStart(t, dir, umask);
+    const { url } = await npmStart(t, dir, umask);
     const created = await request(url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });
     assert.equal(created.status, 201, created.text);
     assert.equal((await stat(join(dir, 'data'))).mode & 0o777, 0o700);

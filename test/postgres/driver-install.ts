@@ -4,11 +4,11 @@
  * database. Needs the npm registry (the recipes fetch the driver); without it the test says so and skips.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { test, type TestContext } from 'node:test';
-import { request, tempDirFor, TEST_KEY } from '../helpers.js';
+import { test } from 'node:test';
+import { launchServer, request, stopProcess, tempDirFor, TEST_KEY } from '../helpers.js';
 import type { Cluster } from '../postgres-support.js';
 
 const ROOT = resolve(__dirname, '../../..');
@@ -34,29 +34,17 @@ function registryUnreachable(): string | undefined {
   return ping.status === 0 ? undefined : `the npm registry is not reachable, and the recipes fetch the driver from it: ${ping.stderr.trim().split('\n').at(-1) ?? ''}`;
 }
 
-/** Starts `args` (a server command) on the database, creates and lists a pet, stops it. */
-async function serveOnDatabase(t: TestContext, args: string[], cwd: string, url: string): Promise<void> {
-  const child = spawn(args[0] as string, [...args.slice(1), '--port', '0', '--database-url', url], { cwd, env: { PATH: process.env['PATH'], PETSTORE_API_KEYS: TEST_KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const closed = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
-  t.after(async () => {
-    child.kill('SIGKILL');
-    await closed;
-  });
-  let output = '';
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
-  const origin = await new Promise<string>((resolvePromise, reject) => {
-    child.stdout.setEncoding('utf8').on('data', (s: string) => {
-      output += s;
-      const found = /"msg":"listening","url":"(http:\/\/[^"/]+)\/v1","database":"PostgreSQL"/.exec(output)?.[1];
-      if (found !== undefined) resolvePromise(found);
-    });
-    void closed.then(() => reject(new Error(`${args.join(' ')} exited before listening:\n${output}`)));
-  });
-  const created = await request(origin, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });
-  assert.equal(created.status, 201, created.text);
-  assert.equal((await request(origin, 'GET', '/v1/pets')).status, 200);
-  child.kill('SIGTERM');
-  assert.equal(await closed, 0, output);
+/** Starts `command args` (a server) on the database, creates and lists a pet, and stops it. */
+async function serveOnDatabase(command: string, args: string[], cwd: string, url: string): Promise<void> {
+  const server = await launchServer(command, [...args, '--port', '0', '--database-url', url], { cwd, env: { PATH: process.env['PATH'], PETSTORE_API_KEYS: TEST_KEY } });
+  try {
+    const created = await request(server.url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });
+    assert.equal(created.status, 201, created.text);
+    assert.equal((await request(server.url, 'GET', '/v1/pets')).status, 200);
+    assert.match(server.stdout(), /"msg":"listening",.*"database":"PostgreSQL"/);
+  } finally {
+    assert.equal(await stopProcess(server), 0, server.stderr());
+  }
 }
 
 export function driverInstallTests(cluster: () => Cluster): void {
@@ -83,7 +71,7 @@ export function driverInstallTests(cluster: () => Cluster): void {
     run(`${IN_A_PROJECT} ${quiet}`, project);
     assert.deepEqual(await installed(project), ['petstore-api', 'postgres']);
     assert.match(run('node_modules/.bin/petstore --help', project), /^ {2}petstore keys create/m, 'the installed command names itself');
-    await serveOnDatabase(t, ['node_modules/.bin/petstore'], project, url);
+    await serveOnDatabase('node_modules/.bin/petstore', [], project, url);
 
     // A production tree made from a clone: dist/ and a package.json that lists postgres as a dev package, no node_modules.
     const tree = join(work, 'tree');
@@ -95,6 +83,6 @@ export function driverInstallTests(cluster: () => Cluster): void {
     assert.deepEqual(await installed(tree), ['postgres'], 'only the driver, no dev package');
     assert.equal(await readFile(join(tree, 'package.json'), 'utf8'), manifest, 'package.json is untouched');
     assert.deepEqual((await readdir(tree)).filter((name) => name === 'package-lock.json'), [], 'no lock file is written');
-    await serveOnDatabase(t, [process.execPath, 'dist/server.js'], tree, url);
+    await serveOnDatabase(process.execPath, ['dist/server.js'], tree, url);
   });
 }
