@@ -44,9 +44,9 @@ function systemAdvice(error: Error): string | undefined {
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `the address ${String(errorField(error, 'hostname'))} cannot be resolved (${code}); give --host an IP address or a name this machine resolves`;
   if (typeof path !== 'string') return undefined;
   if (code === 'EACCES' || code === 'EPERM') return permissionAdvice(path, String(syscall ?? 'open'));
-  if (code === 'EROFS') return `${path} is on a read-only file system; choose a writable --data-dir`;
+  if (code === 'EROFS') return `${path} is on a read-only file system (EROFS); use a directory on a writable one`;
   if (code === 'ENOSPC' || code === 'EDQUOT') return `no space left for ${path} (${code}); free some space or raise the quota, then try again`;
-  if (code === 'ENOTDIR') return `part of ${path} is not a directory; check --data-dir`;
+  if (code === 'ENOTDIR') return `part of ${path} is a file, not a directory (ENOTDIR); check the path`;
   return undefined;
 }
 
