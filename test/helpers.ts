@@ -11,6 +11,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { listen, silentLoggerForTests, type ListenOptions, type RunningServer } from './support.js';
 
+// Fixtures written by hand (a pets.json, a journal) get the modes of the usual umask, whatever the
+// developer's: under umask 002 they would be group-writable, which the server refuses, and tests
+// that mean that set the mode themselves. What the server makes has fixed modes under any umask
+// (directories.test.ts; quick-start.test.ts starts it under 002, 022 and 077).
+process.umask(0o022);
+
 export const TEST_KEY = 'test-key-0123456789abcdef';
 export const SERVER_JS = resolve(__dirname, '../server.js');
 
