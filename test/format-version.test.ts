@@ -60,7 +60,7 @@ test('keys.json is written with its format, and one of a newer format is refused
   await writeFile(path, JSON.stringify({ format: 'petstore-keys/2', keys: [KEY] }));
   assert.throws(() => readKeyFile(path), { message: `${path} was written by a newer version of the server (format petstore-keys/2); upgrade the server to use this data` });
   await writeFile(path, JSON.stringify({ format: 'petstore-keys/0', keys: [KEY] }));
-  assert.throws(() => readKeyFile(path), { message: `${path} is not a key file (expected "format": "petstore-keys/1")` });
+  assert.throws(() => readKeyFile(path), { message: `${path} is not a key file (expected "format": "petstore-keys/1"); restore it from a backup, or move it away if it is another file` });
 
   await writeFile(path, JSON.stringify({ format: 'petstore-keys/2', keys: [KEY] }));
   const cli = await runCli(['--port', '0', '--data-dir', dir]);

@@ -83,7 +83,7 @@ test('failures of commands other than the server name the command, not "cannot s
   await writeFile(join(dir, 'keys.json'), '{not json', { mode: 0o600 });
   const list = await runCli(['keys', 'list', '--data-dir', dir]);
   assert.equal(list.code, 1);
-  assert.match(list.stderr, /^keys list failed: .*keys\.json is not valid JSON/);
+  assert.match(list.stderr, /^keys list failed: .*keys\.json is not valid JSON: .*; restore it from a backup, or correct it by hand\n$/);
   const unknownFlag = await runCli(['keys', 'create', '--data-dir', dir, '--bogus']);
   assert.equal(unknownFlag.code, 2);
   assert.equal(unknownFlag.stderr, 'keys create failed: unknown option --bogus\nRun with --help to see every option.\n');

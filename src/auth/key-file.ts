@@ -45,17 +45,17 @@ export function readKeyFile(path: string): StoredKey[] | undefined {
   try {
     document = JSON.parse(text);
   } catch (error) {
-    throw new KeyFileError(`${path} is not valid JSON: ${(error as Error).message}`, { cause: error });
+    throw new KeyFileError(`${path} is not valid JSON: ${(error as Error).message}; restore it from a backup, or correct it by hand`, { cause: error });
   }
   const format = (document as { format?: unknown } | null)?.format;
   if (format !== undefined && format !== KEY_FORMAT) {
     const newer = typeof format === 'string' && /^petstore-keys\/([2-9]|[1-9][0-9]{1,8})$/.test(format);
     throw new KeyFileError(newer
       ? `${path} was written by a newer version of the server (format ${format}); upgrade the server to use this data`
-      : `${path} is not a key file (expected "format": "${KEY_FORMAT}")`);
+      : `${path} is not a key file (expected "format": "${KEY_FORMAT}"); restore it from a backup, or move it away if it is another file`);
   }
   const keys = (document as { keys?: unknown } | null)?.keys;
-  if (!Array.isArray(keys) || !keys.every(isStoredKey)) throw new KeyFileError(`${path} is not a key file (expected {"keys": [{id, label, created, sha256}]})`);
+  if (!Array.isArray(keys) || !keys.every(isStoredKey)) throw new KeyFileError(`${path} is not a key file (expected {"keys": [{id, label, created, sha256}]}); restore it from a backup, or correct it by hand`);
   return keys;
 }
 

@@ -17,7 +17,7 @@ const NO_FOLLOW = constants.O_NOFOLLOW | constants.O_NONBLOCK;
 /** Throws an UnsafeFileError unless `stats` is a regular file or directory (`kind`) that only this user or root can change. */
 function assertPrivate(path: string, stats: Stats, kind: 'file' | 'directory'): void {
   if (kind === 'file' ? !stats.isFile() : !stats.isDirectory()) {
-    throw new UnsafeFileError(`${path} is not a regular ${kind}; refusing to use it`);
+    throw new UnsafeFileError(`${path} is not a regular ${kind}; refusing to use it until it is one`);
   }
   if ((stats.mode & 0o022) !== 0) {
     throw new UnsafeFileError(`${path} is writable by group or others (mode ${(stats.mode & 0o7777).toString(8)}); refusing to use it until it is not (chmod go-w)`);
@@ -25,7 +25,7 @@ function assertPrivate(path: string, stats: Stats, kind: 'file' | 'directory'): 
   // Root's files are trusted too, so that an administrator's `keys create` as root does not lock the service out.
   const uid = process.getuid?.();
   if (uid !== undefined && stats.uid !== uid && stats.uid !== 0) {
-    throw new UnsafeFileError(`${path} is owned by uid ${stats.uid}, neither this server's user (uid ${uid}) nor root; refusing to use it`);
+    throw new UnsafeFileError(`${path} is owned by uid ${stats.uid}, neither this server's user (uid ${uid}) nor root; refusing to use it: if it is this server's, give it to this user (chown ${uid} ${path})`);
   }
 }
 
@@ -66,5 +66,5 @@ export function readPrivateFileSync(path: string): Buffer | undefined {
 }
 
 function symlinkRefused(path: string, error: unknown): unknown {
-  return errorCode(error) === 'ELOOP' ? new UnsafeFileError(`${path} is a symbolic link; refusing to follow it`, { cause: error }) : error;
+  return errorCode(error) === 'ELOOP' ? new UnsafeFileError(`${path} is a symbolic link; refusing to follow it: put the file itself there`, { cause: error }) : error;
 }
