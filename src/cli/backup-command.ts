@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { keyFilePath, readKeyFile, writeKeyFile } from '../auth/key-file.js';
 import { makeDirectory, nodeFileSystem, type FileSystem } from '../lib/file-system.js';
@@ -7,6 +7,7 @@ import { errorCode, reportToStderr } from '../lib/system-error.js';
 import { readLiveDirectory, writeStoreCopy } from '../store/file/backup.js';
 import { SNAPSHOT_FILE, journalGeneration } from '../store/file/file-names.js';
 import { UsageError } from './config.js';
+import { checkDestination } from './destination.js';
 
 /** The destination cannot take a backup (it holds files, or is not a directory). */
 export class BackupRefused extends Error {
@@ -24,8 +25,8 @@ export class BackupRefused extends Error {
 export async function runBackupCommand(dataDir: string, args: readonly string[], out: (line: string) => void, fs: FileSystem = nodeFileSystem): Promise<void> {
   const [dest, ...extra] = args;
   if (dest === undefined || extra.length > 0) throw new UsageError('usage: backup <dest-dir> [--data-dir <dir>]');
-  await checkEmpty(dest);
   await checkIsStore(fs, dataDir);
+  await checkDestination(dest, dataDir, 'a backup');
   const parent = dirname(resolve(dest));
   await makeDirectory(fs, parent);
   const temp = join(parent, `.${basename(resolve(dest))}.${randomBytes(6).toString('hex')}.tmp`);
@@ -44,18 +45,6 @@ export async function runBackupCommand(dataDir: string, args: readonly string[],
   } finally {
     if (!placed) await rm(temp, { recursive: true, force: true }).catch(reportToStderr);
   }
-}
-
-async function checkEmpty(dest: string): Promise<void> {
-  let names: string[];
-  try {
-    names = await readdir(dest);
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return;
-    if (errorCode(error) === 'ENOTDIR') throw new BackupRefused(`${dest} exists and is not a directory`);
-    throw error;
-  }
-  if (names.length > 0) throw new BackupRefused(`${dest} is not empty; a backup goes into a new or empty directory`);
 }
 
 /** A directory without pets.json or a journal holds no store: a mistyped --data-dir must not look like a good backup. */
