@@ -4,7 +4,9 @@
  * A thin wrapper over `listen()`: it reads flags and environment, prints, and handles signals.
  */
 import { packageVersion, parseCommandLine, unknownCommand } from './args.js';
-import { BackupRefused, runBackupCommand } from './backup-command.js';
+import { runBackupCommand } from './backup-command.js';
+import { runRepairCommand } from './repair-command.js';
+import { runVerifyCommand } from './verify-command.js';
 import { envKeys, helpText, resolveConfig, resolveSetting } from './config.js';
 import { CommandError, UsageError } from './errors.js';
 import { isLoopback, readTlsFiles } from './tls.js';
@@ -41,6 +43,16 @@ async function main(args: readonly string[]): Promise<void> {
   if (positionals[0] === 'backup') {
     const dataDir = resolveSetting('dataDir', flags, process.env);
     await runBackupCommand(dataDir, positionals.slice(1), print).catch((error: unknown) => exitWithError(error, 'backup failed'));
+    return;
+  }
+  if (positionals[0] === 'verify') {
+    const code = await runVerifyCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print).catch((error: unknown) => exitWithError(error, 'verify failed'));
+    process.exitCode = code ?? 1;
+    return;
+  }
+  if (positionals[0] === 'repair') {
+    const dataDir = resolveSetting('dataDir', flags, process.env);
+    await runRepairCommand(dataDir, positionals.slice(1), print).catch((error: unknown) => exitWithError(error, 'repair failed'));
     return;
   }
   if (positionals[0] === 'migrate') {
@@ -115,7 +127,7 @@ function exitWithError(error: unknown, what = 'cannot start'): void {
     process.stderr.write(`error: ${error.message}\n`);
     process.exit(1);
   }
-  const known = error instanceof StoreOpenError || error instanceof KeyFileError || error instanceof BackupRefused
+  const known = error instanceof StoreOpenError || error instanceof KeyFileError
     || (error instanceof Error && 'code' in error && typeof error.code === 'string');
   process.stderr.write(`${what}: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);
   process.exit(1);

@@ -89,8 +89,11 @@ export class Compaction {
 
   /** At close, once no commit runs: one snapshot of every pet and the empty journal it names, nothing else. */
   async finish(): Promise<void> {
-    if (this.#journal.length > 0 || this.#oldGenerations.length > 0) await this.compactNow();
-    await this.#journal.close();
+    try {
+      if (this.#journal.length > 0 || this.#oldGenerations.length > 0) await this.compactNow();
+    } finally {
+      await this.#journal.close();
+    }
   }
 
   /** Now, while no commit runs: one snapshot of every pet, and only the empty journal it names left. */

@@ -42,11 +42,38 @@ export class StoreDamagedError extends StoreOpenError {
   }
 }
 
+/**
+ * The id a damaged line names, when it can be believed: between the intact pets around it. A flip in
+ * the id's own digits names another pet, or none.
+ */
+export function namedId(d: Damage): number | undefined {
+  if (d.id === undefined || d.between === undefined) return d.id;
+  return d.id > d.between[0] && d.id < d.between[1] ? d.id : undefined;
+}
+
 /** `pets.json line 57 (byte 3620, pet 56): checksum mismatch`, with the ids its bytes may have held. */
 export function describeDamage(d: Damage): string {
-  const id = d.id === undefined ? '' : `, pet ${d.id}`;
+  const id = namedId(d) === undefined ? '' : `, pet ${d.id}`;
   const [after, before] = d.between ?? [0, 0];
-  const span = d.between === undefined || before - after < 2 || (d.id !== undefined && before - after === 2) ? ''
+  const span = d.between === undefined || before - after < 2 || (namedId(d) !== undefined && before - after === 2) ? ''
     : before === Number.POSITIVE_INFINITY ? ` (may have held pets ${after + 1} and later)` : ` (may have held pets ${after + 1}–${before - 1})`;
   return `${d.file} line ${d.line} (byte ${d.offset}${id}): ${d.reason}${span}`;
+}
+
+/**
+ * The damaged places as JSON lines, for a person to read and a program to use: where each was, why it
+ * was set aside, the pets it may have held, and its bytes, as UTF-8 text (a byte that is not UTF-8
+ * shown as U+FFFD) and exactly, in base64.
+ */
+export function damageReport(damage: readonly Damage[]): string {
+  return damage.map((d) => `${JSON.stringify({
+    file: d.file,
+    line: d.line,
+    offset: d.offset,
+    reason: d.reason,
+    ...(namedId(d) === undefined ? {} : { id: d.id }),
+    ...(d.between === undefined ? {} : { mayHaveHeld: { above: d.between[0], ...(d.between[1] === Number.POSITIVE_INFINITY ? {} : { below: d.between[1] }) } }),
+    text: d.bytes.toString('utf8'),
+    base64: d.bytes.toString('base64'),
+  })}\n`).join('');
 }

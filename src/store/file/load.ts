@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { FileSystem } from '../../lib/file-system.js';
 import { UnsafeFileError } from '../../lib/private-file.js';
 import { errorCode } from '../../lib/system-error.js';
-import { type Damage, StoreDamagedError } from './damage.js';
+import { namedId, StoreDamagedError, type Damage } from './damage.js';
 import { namedFormat } from './data-format.js';
 import type { RecordSink } from './idempotency.js';
 import { readJournal } from './journal-lines.js';
@@ -99,7 +99,7 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
       tornBytes = journal.length - journalLength;
     }
   }
-  lastId = Math.max(lastId, index.lastId, ...damage.map((d) => d.id ?? 0));
+  lastId = Math.max(lastId, index.lastId, ...damage.map((d) => namedId(d) ?? 0));
   return { index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, generations, journalLength, tornBytes, records, damage };
 }
 

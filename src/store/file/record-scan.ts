@@ -65,13 +65,14 @@ export function scanRecords(state: ScanState, start: number, end: number, firstL
       }
       pos = found.end;
       const resume = resumeAt(bytes, pos + 1, end);
-      open.push(damageAt(state, line, pos, resume, `the end of the line after pet ${found.id} is damaged`, found.id));
+      // Between two intact pets: no pet is lost with these bytes.
+      damageAt(state, line, pos, resume, `the end of the line after pet ${found.id} is damaged`, found.id).between = undefined;
       line += breaksIn(bytes, pos, resume);
       pos = resume;
       continue;
     }
     const resume = resumeAt(bytes, pos + 1, end);
-    open.push(damageAt(state, line, pos, resume, problem, idNamedAt(bytes, pos, resume)));
+    open.push(damageAt(state, line, pos, resume, state.verify ? checksumVerdict(bytes, pos, end, commas) ?? problem : problem, idNamedAt(bytes, pos, resume)));
     line += breaksIn(bytes, pos, resume);
     pos = resume;
   }
@@ -151,6 +152,20 @@ function objectEnd(bytes: Buffer, start: number, end: number): number {
     }
   }
   return -1;
+}
+
+/**
+ * Why the line at `pos`, which could not be read as a record, is damaged, said as plainly as it can
+ * be: when it still ends in a checksum and that does not match its bytes, a flip in the name's
+ * member name is a checksum mismatch, not an unknown field.
+ */
+function checksumVerdict(bytes: Buffer, pos: number, end: number, commas: boolean): string | undefined {
+  const lineBreak = bytes.indexOf(LINE_BREAK, pos);
+  let contentEnd = lineBreak === -1 || lineBreak > end ? end : lineBreak;
+  if (commas && bytes[contentEnd - 1] === COMMA) contentEnd--;
+  const crcAt = contentEnd - 10;
+  if (crcAt - 2 <= pos || bytes[crcAt - 2] !== COMMA || bytes[crcAt - 1] !== 0x22 || bytes[contentEnd - 2] !== 0x22 || bytes[contentEnd - 1] !== 0x5d) return undefined;
+  return checksumMatches(bytes, pos, { recordStart: -1, recordEnd: -1, crcAt, end: contentEnd }) ? undefined : 'checksum mismatch';
 }
 
 /** Where to read again after damage at `from`: the next line, or a record that starts before it. */
