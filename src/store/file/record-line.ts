@@ -77,7 +77,7 @@ export function checksumMatches(bytes: Uint8Array, start: number, tail: LineTail
 }
 
 /** Just after the `}` of the record object at `pos` (its strings may hold escaped quotes), or -1. */
-function recordEndAt(bytes: Uint8Array, pos: number, end: number): number {
+export function recordEndAt(bytes: Uint8Array, pos: number, end: number): number {
   let inString = false;
   for (pos++; pos < end; pos++) {
     const c = bytes[pos] as number;

@@ -6,6 +6,7 @@ import type { IdempotencyRecord } from './idempotency.js';
 import { readPetLine, type PetLine } from './pet-line.js';
 import { checksumMatches, readLineTail, readRecord } from './record-line.js';
 import { isPetText, storedPet } from './stored-pet.js';
+import { readTrustedLine, type TrustedLine } from './trusted-line.js';
 
 /** A record line (record-line.ts) found intact; positions in the scanned buffer. */
 export interface ScannedRecord {
@@ -30,6 +31,7 @@ export interface ScanState {
   damage: Damage[];
 }
 
+const trusted: TrustedLine = { id: 0, status: undefined, textEnd: 0, recordStart: -1, recordEnd: -1, end: 0 };
 const LINE_BREAK = 0x0a;
 const COMMA = 0x2c;
 const RECORD_START = Buffer.from('[{"id":', 'latin1');
@@ -52,7 +54,10 @@ export function scanRecords(state: ScanState, start: number, end: number, firstL
   while (pos < end) {
     const problem = readRecordAt(bytes, pos, end, state.verify, found, pet) ?? (found.id > state.lastId ? undefined : `id ${found.id} is not above the previous id ${state.lastId}`);
     if (problem === undefined) {
-      for (const d of open.splice(0)) (d.between as [number, number])[1] = found.id;
+      if (open.length > 0) {
+        for (const d of open) (d.between as [number, number])[1] = found.id;
+        open.length = 0;
+      }
       state.lastId = found.id;
       onRecord(found);
       let next = found.end;
@@ -92,6 +97,17 @@ export function intactRecordAt(bytes: Buffer, pos: number, end: number): Scanned
  * which must give back the very same text.
  */
 function readRecordAt(bytes: Buffer, pos: number, end: number, verify: boolean, out: ScannedRecord, pet: PetLine): string | undefined {
+  if (!verify && readTrustedLine(bytes, pos, trusted) && trusted.end <= end) {
+    out.id = trusted.id;
+    out.status = trusted.status;
+    out.record = trusted.recordStart < 0 ? undefined : readRecord(bytes, trusted.recordStart, trusted.recordEnd);
+    if (trusted.recordStart >= 0 && out.record === undefined) return 'the idempotency record is not in the store\'s form';
+    out.lineStart = pos;
+    out.textStart = pos + 1;
+    out.textEnd = trusted.textEnd;
+    out.end = trusted.end;
+    return undefined;
+  }
   if (bytes[pos] !== 0x5b) return 'not a pet record';
   let textEnd: number;
   if (readPetLine(bytes, pos + 1, end, pet) && pet.record === undefined) {

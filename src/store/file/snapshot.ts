@@ -45,7 +45,7 @@ export function readSnapshot(state: ScanState, onRecord: (r: ScannedRecord) => v
   state.verify = !intact;
   const found = state.damage.length;
   let count = 0;
-  scanRecords(state, headEnd === -1 ? bytes.length : headEnd + 1, headEnd === -1 ? bytes.length : Math.max(headEnd + 1, endStart), 2, true, (r) => {
+  const endLine = scanRecords(state, headEnd === -1 ? bytes.length : headEnd + 1, headEnd === -1 ? bytes.length : Math.max(headEnd + 1, endStart), 2, true, (r) => {
     count++;
     onRecord(r);
   });
@@ -53,7 +53,6 @@ export function readSnapshot(state: ScanState, onRecord: (r: ScannedRecord) => v
     state.damage.push({ file, line, offset, bytes: Buffer.from(bytes.subarray(offset, to)), reason, id: undefined, between: undefined });
   };
   if (head === null) problem(1, 0, 'the head (format and journal generation) is damaged', headEnd === -1 ? bytes.length : headEnd);
-  const endLine = 1 + countBreaks(bytes, endStart);
   if (end === null || !lineBreakAtEnd) {
     problem(endLine, endStart, 'the end (pet count, last id and checksum) is damaged');
   } else if (Number(end[1]) !== count && state.damage.length === found) {
@@ -62,12 +61,6 @@ export function readSnapshot(state: ScanState, onRecord: (r: ScannedRecord) => v
     problem(endLine, endStart, 'the file\'s checksum does not match, though every pet\'s line does: a line break, the pet count or the checksum itself is damaged');
   }
   return { journal: head === null ? undefined : Number(head[1]), lastId: end === null ? 0 : Number(end[2]) };
-}
-
-function countBreaks(bytes: Buffer, to: number): number {
-  let n = 0;
-  for (let i = bytes.indexOf(0x0a); i !== -1 && i < to; i = bytes.indexOf(0x0a, i + 1)) n++;
-  return n;
 }
 
 /** A pet's line in memory no longer matches its checksum: RAM, not the disk, changed it. Never written on. */
