@@ -60,10 +60,9 @@ async function directoryState(fs: FileSystem, dir: string): Promise<{ names: str
  * checksum as it is copied. A server started there continues after the highest id `loaded` tells of.
  * Unlike the store, the journal comes last: a copy cut off before it is refused, not served.
  */
-export async function writeStoreCopy(fs: FileSystem, dir: string, { index, records, lastId }: LoadedDirectory, report: (error: unknown) => void): Promise<void> {
+export async function writeStoreCopy(fs: FileSystem, dir: string, { index, lastId }: LoadedDirectory, report: (error: unknown) => void): Promise<void> {
   // Idempotency keys go along, so that a retry against the restored copy is still a replay; the
   // server started on it drops those past their window.
-  const recordById = new Map(records.map(({ id, record }) => [id, record]));
-  await replaceFile(fs, join(dir, SNAPSHOT_FILE), snapshotChunks(index, index.size, 1, lastId, (id) => recordById.get(id)), report);
+  await replaceFile(fs, join(dir, SNAPSHOT_FILE), snapshotChunks(index, index.size, 1, lastId, () => true), report);
   await (await Journal.create(fs, dir, 1, report)).close();
 }

@@ -7,7 +7,7 @@ import { openStore, type FileStoreOptions, type OpenedStore } from './open-store
 import type { PetIndex } from './pet-index.js';
 import { buildLine } from './record-line.js';
 import {
-  IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type ListText, type PetStore,
+  IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type ListText, type PetStore,
 } from '../store.js';
 
 interface PendingCreate {
@@ -108,7 +108,9 @@ export class FileStore implements PetStore {
     if (first !== undefined) {
       return samePet(first, pet) ? Promise.resolve({ pet: first, replayed: true }) : Promise.reject(new IdempotencyKeyReusedError());
     }
-    if (!this.#idempotency.begin(scope, key)) return Promise.reject(new RequestInProgressError());
+    const begun = this.#idempotency.begin(scope, key, now);
+    if (begun === 'taken') return Promise.reject(new RequestInProgressError());
+    if (begun !== 'begun') return Promise.reject(new IdempotencyKeyLimitError(this.#idempotency.maxPerScope, begun.retryAfter));
     return this.#enqueue(pet, { scope, key, at: now }).then((stored) => ({ pet: stored, replayed: false }));
   }
 

@@ -4,7 +4,7 @@ import type { PetStatus } from '../../pet/contract.js';
 import { petJson, type Pet } from '../../pet/pet.js';
 import { ValidationError } from '../../pet/validate.js';
 import { checkFormat } from './data-format.js';
-import { isIdempotencyRecord, type IdempotencyRecord, type RecordSink } from './idempotency.js';
+import { isIdempotencyRecord, type IdempotencyRecord } from './idempotency.js';
 import { PetIndex } from './pet-index.js';
 import { readPetLine, type PetLine } from './pet-line.js';
 import { buildLine } from './record-line.js';
@@ -25,20 +25,20 @@ const HEAD = /^\{"format":"petstore-pets\/(?:2","journal":([1-9][0-9]{0,14})|1")
 const SNAPSHOT_END = Buffer.from(']}');
 
 /** A legacy pets.json, its pets in an index of their own; `journal` as in format 3 (undefined for format 1). */
-export function readLegacySnapshot(bytes: Buffer, file: string, records: RecordSink): { index: PetIndex; journal: number | undefined } {
+export function readLegacySnapshot(bytes: Buffer, file: string, keyed: number[]): { index: PetIndex; journal: number | undefined } {
   if (!isUtf8(bytes)) throw new StoreOpenError(`${file} is not valid UTF-8`);
-  const found: RecordSink = [];
+  const found: number[] = [];
   const read = readSnapshotLines(bytes, file, found);
   if (read !== undefined) {
-    for (const entry of found) records.push(entry);
+    keyed.push(...found);
     return read;
   }
   // The line reader gave up part-way: the general parser reads it all again.
-  return parseSnapshotDocument(bytes.toString('utf8'), file, records);
+  return parseSnapshotDocument(bytes.toString('utf8'), file, keyed);
 }
 
 /** The snapshot in the store's own layout, or undefined when it is laid out in any other way (then parsed whole). */
-function readSnapshotLines(bytes: Buffer, file: string, records: RecordSink): { index: PetIndex; journal: number | undefined } | undefined {
+function readSnapshotLines(bytes: Buffer, file: string, keyed: number[]): { index: PetIndex; journal: number | undefined } | undefined {
   const headEnd = bytes.indexOf(0x0a);
   const head = headEnd === -1 ? null : HEAD.exec(bytes.toString('latin1', 0, Math.min(headEnd, 100)));
   if (head === null) return undefined;
@@ -57,19 +57,18 @@ function readSnapshotLines(bytes: Buffer, file: string, records: RecordSink): { 
     if (!comma && bytes.subarray(lineEnd + 1, lineEnd + 1 + SNAPSHOT_END.length).compare(SNAPSHOT_END) !== 0) return undefined;
     const where = (): string => `${file}, pet #${n}`;
     if (readPetLine(bytes, pos, contentEnd, line) && line.end === contentEnd) {
-      take(index, line.id, line.status, petText(bytes, pos, line), line.record, records, where);
+      take(index, line.id, line.status, petText(bytes, pos, line), line.record, keyed, where);
     } else {
-      const kept: RecordSink = [];
-      const pet = parseLineIfPet(bytes.toString('utf8', pos, contentEnd), kept);
+      const read = parseLineIfPet(bytes.toString('utf8', pos, contentEnd));
       // Not one pet on this line: laid out by hand, so the general parser reads the whole file.
-      if (pet === undefined) return undefined;
-      take(index, pet.id, pet.status, petJson(pet), kept[0]?.record, records, where);
+      if (read === undefined) return undefined;
+      take(index, read.pet.id, read.pet.status, petJson(read.pet), read.record, keyed, where);
     }
     pos = lineEnd + 1;
   }
 }
 
-function parseSnapshotDocument(text: string, file: string, records: RecordSink): { index: PetIndex; journal: number | undefined } {
+function parseSnapshotDocument(text: string, file: string, keyed: number[]): { index: PetIndex; journal: number | undefined } {
   const document = parseOrRefuse(text, () => file);
   if (document === null || typeof document !== 'object' || Array.isArray(document)) throw new StoreOpenError(`${file} is not a pet store snapshot`);
   const version = checkFormat(document['format'], file);
@@ -83,9 +82,8 @@ function parseSnapshotDocument(text: string, file: string, records: RecordSink):
   const index = new PetIndex();
   for (const [i, value] of list.entries()) {
     const where = (): string => `${file}, pet #${i + 1}`;
-    const kept: RecordSink = [];
-    const pet = toPet(value, where, kept);
-    take(index, pet.id, pet.status, petJson(pet), kept[0]?.record, records, where);
+    const { pet, record } = toPet(value, where);
+    take(index, pet.id, pet.status, petJson(pet), record, keyed, where);
   }
   return { index, journal: version === 2 ? Number(journal) : undefined };
 }
@@ -95,7 +93,7 @@ function parseSnapshotDocument(text: string, file: string, records: RecordSink):
  * format-1 snapshot already holds. Only an unterminated final line is forgiven (a create never
  * acknowledged); returns the length of the complete lines.
  */
-export function readLegacyJournal(bytes: Buffer, file: string, index: PetIndex, skipUpTo: number, records: RecordSink): number {
+export function readLegacyJournal(bytes: Buffer, file: string, index: PetIndex, skipUpTo: number, keyed: number[]): number {
   const end = bytes.lastIndexOf(0x0a) + 1;
   if (!isUtf8(bytes.subarray(0, end))) throw new StoreOpenError(`${file} is not valid UTF-8`);
   const line: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
@@ -103,11 +101,10 @@ export function readLegacyJournal(bytes: Buffer, file: string, index: PetIndex, 
     const where = (): string => `${file}, line ${n}`;
     const lineEnd = bytes.indexOf(0x0a, pos);
     if (readPetLine(bytes, pos, lineEnd, line) && line.end === lineEnd) {
-      if (line.id > skipUpTo) take(index, line.id, line.status, petText(bytes, pos, line), line.record, records, where);
+      if (line.id > skipUpTo) take(index, line.id, line.status, petText(bytes, pos, line), line.record, keyed, where);
     } else {
-      const kept: RecordSink = [];
-      const pet = parseLine(bytes.toString('utf8', pos, lineEnd), where, kept);
-      if (pet.id > skipUpTo) take(index, pet.id, pet.status, petJson(pet), kept[0]?.record, records, where);
+      const { pet, record } = parseLine(bytes.toString('utf8', pos, lineEnd), where);
+      if (pet.id > skipUpTo) take(index, pet.id, pet.status, petJson(pet), record, keyed, where);
     }
     pos = lineEnd + 1;
   }
@@ -120,11 +117,11 @@ function petText(bytes: Buffer, start: number, line: PetLine): string {
 }
 
 /** Adds a pet, in ascending id order, with a line of format 3 made for it now. */
-function take(index: PetIndex, id: number, status: PetStatus | undefined, text: string, record: IdempotencyRecord | undefined, records: RecordSink, where: () => string): void {
+function take(index: PetIndex, id: number, status: PetStatus | undefined, text: string, record: IdempotencyRecord | undefined, keyed: number[], where: () => string): void {
   if (id <= index.lastId) throw new StoreOpenError(`${where()}: id ${id} is not above the previous id ${index.lastId}`);
   const line = buildLine(text, record);
   index.appendLine(id, status, line, 0, line.length, 1, 1 + Buffer.byteLength(text));
-  if (record !== undefined) records.push({ id, record });
+  if (record !== undefined) keyed.push(id);
 }
 
 function parseOrRefuse(text: string, where: () => string): JsonValue {
@@ -136,28 +133,32 @@ function parseOrRefuse(text: string, where: () => string): JsonValue {
   }
 }
 
-function parseLine(text: string, where: () => string, records: RecordSink): Pet {
-  return toPet(parseOrRefuse(text, where), where, records);
+/** A pet read by the general parser, and the record its line carried as a member. */
+interface ReadPet {
+  pet: Pet;
+  record: IdempotencyRecord | undefined;
 }
 
-function parseLineIfPet(text: string, records: RecordSink): Pet | undefined {
+function parseLine(text: string, where: () => string): ReadPet {
+  return toPet(parseOrRefuse(text, where), where);
+}
+
+function parseLineIfPet(text: string): ReadPet | undefined {
   try {
-    return parseLine(text, () => '', records);
+    return parseLine(text, () => '');
   } catch (error) {
     if (error instanceof StoreOpenError) return undefined;
     throw error;
   }
 }
 
-function toPet(value: JsonValue, where: () => string, records: RecordSink): Pet {
+function toPet(value: JsonValue, where: () => string): ReadPet {
   try {
     const pet = storedPet(value, 'idempotency');
     const record = (value as Record<string, JsonValue>)['idempotency'];
-    if (record !== undefined) {
-      if (!isIdempotencyRecord(record)) throw new ValidationError('field "idempotency" must be {"scope", "key", "at"}');
-      records.push({ id: pet.id, record: { scope: record.scope, key: record.key, at: Number(record.at) } });
-    }
-    return pet;
+    if (record === undefined) return { pet, record };
+    if (!isIdempotencyRecord(record)) throw new ValidationError('field "idempotency" must be {"scope", "key", "at"}');
+    return { pet, record: { scope: record.scope, key: record.key, at: Number(record.at) } };
   } catch (error) {
     if (error instanceof ValidationError) throw new StoreOpenError(`${where()}: ${error.message}`, { cause: error });
     throw error;

@@ -4,7 +4,6 @@ import { UnsafeFileError } from '../../lib/private-file.js';
 import { errorCode } from '../../lib/system-error.js';
 import { namedId, StoreDamagedError, type Damage } from './damage.js';
 import { namedFormat } from './data-format.js';
-import type { RecordSink } from './idempotency.js';
 import { readJournal } from './journal-lines.js';
 import { readLegacyJournal, readLegacySnapshot } from './legacy-format.js';
 import type { ScannedRecord, ScanState } from './record-scan.js';
@@ -29,8 +28,12 @@ export interface LoadedDirectory {
   journalLength: number;
   /** Bytes of a torn last line of the newest journal (a create cut off by a crash, never acknowledged). */
   tornBytes: number;
-  /** The idempotency records met, with their pets' ids, in file order (expired ones included). */
-  records: RecordSink;
+  /**
+   * The ids of the pets whose lines carry an idempotency record, ascending (expired ones included):
+   * only the ids, so that a million keys are not all made into strings at once; each record is read
+   * back from its line (PetIndex.recordOf).
+   */
+  keyed: number[];
   /** Every damaged place found; the pets in it are not in `index`. */
   damage: Damage[];
 }
@@ -64,7 +67,7 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   const generations = names.map(journalGeneration).filter((g): g is number => g !== undefined).sort((a, b) => a - b);
   // A directory without pets.json but with journals was made by the first version, before pets.json named its format.
   const format = bytes === undefined ? (generations.length > 0 ? 1 : undefined) : namedFormat(bytes, snapshotPath) ?? 1;
-  const records: RecordSink = [];
+  const keyed: number[] = [];
   const damage: Damage[] = [];
   let index = new PetIndex();
   let snapshotJournal: number | undefined;
@@ -72,14 +75,14 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   const scan = (file: string, content: Buffer): ScanState => ({ file, bytes: content, verify: true, lastId: index.lastId, damage });
   const keep = (content: Buffer) => (r: ScannedRecord): void => {
     index.appendInPlace(r.id, r.status, content, r.textStart, r.textEnd);
-    if (r.record !== undefined) records.push({ id: r.id, record: r.record });
+    if (r.keyed) keyed.push(r.id);
   };
   if (bytes !== undefined && format === 3) {
     // A pet's line takes at least 48 bytes: room for them all, in typed arrays whose untouched pages cost nothing.
     index = new PetIndex(Math.ceil(bytes.length / 48));
     ({ journal: snapshotJournal, lastId } = readSnapshot(scan(snapshotPath, bytes), keep(bytes)));
   } else if (bytes !== undefined) {
-    ({ index, journal: snapshotJournal } = readLegacySnapshot(bytes, snapshotPath, records));
+    ({ index, journal: snapshotJournal } = readLegacySnapshot(bytes, snapshotPath, keyed));
   }
   // Journals before the snapshot's generation are in it already (a crash came before they were removed).
   const live = generations.filter((g) => g >= (snapshotJournal ?? 0));
@@ -94,13 +97,13 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
       ({ completeLength: journalLength, tornBytes } = readJournal(scan(path, journal), i === live.length - 1, keep(journal)));
     } else {
       // Format 1 does not say which journals its snapshot covers: lines at or below its last id are in it.
-      journalLength = readLegacyJournal(journal, path, index, snapshotJournal === undefined ? snapshotLastId : 0, records);
+      journalLength = readLegacyJournal(journal, path, index, snapshotJournal === undefined ? snapshotLastId : 0, keyed);
       if (journalLength < journal.length && i < live.length - 1) throw new StoreOpenError(`${path} ends in an incomplete line but is not the newest journal`);
       tornBytes = journal.length - journalLength;
     }
   }
   lastId = Math.max(lastId, index.lastId, ...damage.map((d) => namedId(d) ?? 0));
-  return { index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, generations, journalLength, tornBytes, records, damage };
+  return { index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, generations, journalLength, tornBytes, keyed, damage };
 }
 
 /**

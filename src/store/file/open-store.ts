@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { IDEMPOTENCY_WINDOW_SECONDS } from '../../pet/contract.js';
+import { IDEMPOTENCY_KEY_LIMIT, IDEMPOTENCY_WINDOW_SECONDS } from '../../pet/contract.js';
 import { makeDirectory, nodeFileSystem, type FileSystem } from '../../lib/file-system.js';
 import type { LockFile } from '../../lib/lock-file.js';
 import { assertPrivateDirectory } from '../../lib/private-file.js';
@@ -26,6 +26,8 @@ export interface FileStoreOptions {
   onRepair?: (message: string) => void;
   /** How long an idempotency key is remembered, in milliseconds (default 24 hours). */
   idempotencyWindowMs?: number;
+  /** Idempotency keys remembered per API key at most (default 100,000); past it a keyed create is refused until the oldest expires. */
+  idempotencyKeyLimit?: number;
 }
 
 /** What FileStore is made of once its directory is open. */
@@ -55,11 +57,17 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
   await openStep(`cannot use data directory ${dir}`, async () => assertPrivateDirectory(dir));
   const lock = DirectoryLock.acquire(dir);
   try {
-    const { index, format, snapshotBytes, generations, journalLength, tornBytes, records, lastId } = await loadDirectory(fs, dir);
-    const idempotency = new IdempotencyIndex(options.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_SECONDS * 1000);
+    const { index, format, snapshotBytes, generations, journalLength, tornBytes, keyed, lastId } = await loadDirectory(fs, dir);
+    const idempotency = new IdempotencyIndex(
+      options.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_SECONDS * 1000, (id) => index.recordOf(id), options.idempotencyKeyLimit ?? IDEMPOTENCY_KEY_LIMIT,
+    );
     // Keys past their window are not loaded: they would only be dropped at the next compaction.
     const now = Date.now();
-    for (const { id, record } of records) idempotency.restore(record, id, now);
+    for (const id of keyed) {
+      // Read back one at a time: each record's strings are garbage at once, never all alive together.
+      const record = index.recordOf(id);
+      if (record !== undefined) idempotency.restore(record, id, now);
+    }
     const newest = generations.at(-1);
     // Without a snapshot of format 3 (a new directory, or one of an earlier format), a new journal is
     // started and the snapshot naming it written before any create: from then on pets.json names every

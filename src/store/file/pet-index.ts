@@ -1,6 +1,8 @@
 import type { PetStatus } from '../../pet/contract.js';
 import { petFromJson, type Pet } from '../../pet/pet.js';
+import type { IdempotencyRecord } from './idempotency.js';
 import { PetArena, statusCode } from './pet-arena.js';
+import { readLineTail, readRecord } from './record-line.js';
 import type { ListPage, ListQuery, ListText } from '../store.js';
 
 /** A stored pet's line as the index holds it; `bytes` is a view of its memory, never to be changed. */
@@ -45,6 +47,15 @@ export class PetIndex {
   /** As appendLine, keeping the line where it is in `buffer`, which must never change (a data file read at start). */
   appendInPlace(id: number, status: PetStatus | undefined, buffer: Buffer, textStart: number, textEnd: number): void {
     this.#arena.appendInPlace(id, statusCode(status), buffer, textStart, textEnd);
+  }
+
+  /** The idempotency record the pet's line carries, read from it; undefined for none or no such pet. */
+  recordOf(id: number): IdempotencyRecord | undefined {
+    const at = this.#arena.positionOf(id);
+    if (at === -1) return undefined;
+    const bytes = this.#arena.bufferAt(at);
+    const tail = readLineTail(bytes, this.#arena.textOffsetAt(at) + this.#arena.textLengthAt(at), bytes.length);
+    return tail === undefined || tail.recordStart < 0 ? undefined : readRecord(bytes, tail.recordStart, tail.recordEnd);
   }
 
   get(id: number): Pet | undefined {

@@ -104,17 +104,21 @@ export function readRecord(bytes: Uint8Array, start: number, end: number): Idemp
   const scope = Buffer.from(bytes.buffer, bytes.byteOffset + scopeStart, pos - scopeStart).toString('latin1');
   pos = expect(bytes, pos, KEY);
   if (pos < 0) return undefined;
-  let key = '';
+  const keyStart = pos;
+  let escapes = false;
   for (; pos < end && bytes[pos] !== 0x22; pos++) {
-    let c = bytes[pos] as number;
+    const c = bytes[pos] as number;
     if (c === 0x5c) {
-      c = bytes[++pos] as number;
-      if (c !== 0x22 && c !== 0x5c) return undefined;
+      escapes = true;
+      const next = bytes[++pos];
+      if (next !== 0x22 && next !== 0x5c) return undefined;
     } else if (c < 0x20 || c > 0x7e) {
       return undefined;
     }
-    key += String.fromCharCode(c);
   }
+  // One string made from the bytes at once (a string built a character at a time is a rope of them).
+  const raw = Buffer.from(bytes.buffer, bytes.byteOffset + keyStart, pos - keyStart).toString('latin1');
+  const key = escapes ? raw.replace(/\\(["\\])/g, '$1') : raw;
   if (key.length === 0 || key.length > 255) return undefined;
   pos = expect(bytes, pos, AT);
   if (pos < 0) return undefined;

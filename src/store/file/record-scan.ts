@@ -2,7 +2,6 @@ import { parseJson, JsonSyntaxError } from '../../lib/json.js';
 import type { PetStatus } from '../../pet/contract.js';
 import { ValidationError } from '../../pet/validate.js';
 import type { Damage } from './damage.js';
-import type { IdempotencyRecord } from './idempotency.js';
 import { readPetLine, type PetLine } from './pet-line.js';
 import { checksumMatches, readLineTail, readRecord } from './record-line.js';
 import { isPetText, storedPet } from './stored-pet.js';
@@ -17,7 +16,8 @@ export interface ScannedRecord {
   textEnd: number;
   /** Just after the line's closing `]`. */
   end: number;
-  record: IdempotencyRecord | undefined;
+  /** Whether the line carries an idempotency record (read back from the line when it is needed). */
+  keyed: boolean;
 }
 
 /** Where a scan is and what it has found: shared by the files of one directory, whose ids ascend across them. */
@@ -46,7 +46,7 @@ const RECORD_START = Buffer.from('[{"id":', 'latin1');
  */
 export function scanRecords(state: ScanState, start: number, end: number, firstLine: number, commas: boolean, onRecord: (r: ScannedRecord) => void): number {
   const { bytes } = state;
-  const found: ScannedRecord = { id: 0, status: undefined, lineStart: 0, textStart: 0, textEnd: 0, end: 0, record: undefined };
+  const found: ScannedRecord = { id: 0, status: undefined, lineStart: 0, textStart: 0, textEnd: 0, end: 0, keyed: false };
   const pet: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
   const open: Damage[] = []; // damage whose next intact pet is not known yet
   let line = firstLine;
@@ -86,7 +86,7 @@ export function scanRecords(state: ScanState, start: number, end: number, firstL
 
 /** The intact record line at `pos`, checksum checked, or undefined when there is none. */
 export function intactRecordAt(bytes: Buffer, pos: number, end: number): ScannedRecord | undefined {
-  const found: ScannedRecord = { id: 0, status: undefined, lineStart: 0, textStart: 0, textEnd: 0, end: 0, record: undefined };
+  const found: ScannedRecord = { id: 0, status: undefined, lineStart: 0, textStart: 0, textEnd: 0, end: 0, keyed: false };
   const problem = readRecordAt(bytes, pos, end, true, found, { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined });
   return problem === undefined ? found : undefined;
 }
@@ -100,8 +100,7 @@ function readRecordAt(bytes: Buffer, pos: number, end: number, verify: boolean, 
   if (!verify && readTrustedLine(bytes, pos, trusted) && trusted.end <= end) {
     out.id = trusted.id;
     out.status = trusted.status;
-    out.record = trusted.recordStart < 0 ? undefined : readRecord(bytes, trusted.recordStart, trusted.recordEnd);
-    if (trusted.recordStart >= 0 && out.record === undefined) return 'the idempotency record is not in the store\'s form';
+    out.keyed = trusted.recordStart >= 0;
     out.lineStart = pos;
     out.textStart = pos + 1;
     out.textEnd = trusted.textEnd;
@@ -124,11 +123,8 @@ function readRecordAt(bytes: Buffer, pos: number, end: number, verify: boolean, 
   const tail = readLineTail(bytes, textEnd, end);
   if (tail === undefined) return 'not a pet record';
   if (verify && !checksumMatches(bytes, pos, tail)) return 'checksum mismatch';
-  out.record = undefined;
-  if (tail.recordStart >= 0) {
-    out.record = readRecord(bytes, tail.recordStart, tail.recordEnd);
-    if (out.record === undefined) return 'the idempotency record is not in the store\'s form';
-  }
+  out.keyed = tail.recordStart >= 0;
+  if (out.keyed && readRecord(bytes, tail.recordStart, tail.recordEnd) === undefined) return 'the idempotency record is not in the store\'s form';
   out.lineStart = pos;
   out.textStart = pos + 1;
   out.textEnd = textEnd;

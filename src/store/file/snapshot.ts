@@ -1,5 +1,4 @@
 import { crc32, readHex8, writeHex8 } from '../../lib/crc32.js';
-import type { IdempotencyRecord } from './idempotency.js';
 import type { PetIndex } from './pet-index.js';
 import { checksumMatches, readLineTail, withoutRecord } from './record-line.js';
 import { scanRecords, type ScannedRecord, type ScanState } from './record-scan.js';
@@ -75,11 +74,11 @@ export class MemoryDamageError extends Error {
  * pets.json of the first `count` pets of `index`, covering the journals before `journal`, as Buffers
  * of about 64 KiB: each pet's line is checked against its own checksum and copied as it is (a record
  * past its window is dropped and the line checksummed anew), so a copy never vouches for bytes that
- * changed since they were checked. `recordOf` tells which records are within their window; `lastId`
+ * changed since they were checked. `keepsRecord` tells which records are within their window; `lastId`
  * is the highest id handed out so far, kept so that no id is ever handed out twice.
  */
 export function* snapshotChunks(
-  index: PetIndex, count: number, journal: number, lastId: number, recordOf: (id: number) => IdempotencyRecord | undefined,
+  index: PetIndex, count: number, journal: number, lastId: number, keepsRecord: (id: number) => boolean,
 ): Generator<Uint8Array> {
   let checksum = 0;
   let out = Buffer.from(`{"format":"${SNAPSHOT_V3}","journal":${journal},"pets":[\n`);
@@ -89,7 +88,7 @@ export function* snapshotChunks(
   for (const { id, bytes, textStart, textEnd } of index.lines(count)) {
     const tail = readLineTail(bytes, textEnd, bytes.length);
     if (tail === undefined || !checksumMatches(bytes, textStart - 1, tail)) throw new MemoryDamageError(id);
-    const line = tail.recordStart >= 0 && recordOf(id) === undefined ? withoutRecord(bytes, textStart, textEnd) : bytes.subarray(textStart - 1, tail.end);
+    const line = tail.recordStart >= 0 && !keepsRecord(id) ? withoutRecord(bytes, textStart, textEnd) : bytes.subarray(textStart - 1, tail.end);
     const room = line.length + 2;
     if (used + room > out.length) {
       checksum = crc32(out, 0, used, checksum);
