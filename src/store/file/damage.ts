@@ -51,13 +51,16 @@ export function namedId(d: Damage): number | undefined {
   return d.id > d.between[0] && d.id < d.between[1] ? d.id : undefined;
 }
 
-/** `pets.json line 57 (byte 3620, pet 56): checksum mismatch`, with the ids its bytes may have held. */
+/**
+ * `pets.json line 57 (byte 3620, pet 56): checksum mismatch`, and which pets the bytes may have held
+ * when that is more than the one named (a zeroed block takes several lines with it).
+ */
 export function describeDamage(d: Damage): string {
-  const id = namedId(d) === undefined ? '' : `, pet ${d.id}`;
+  const id = namedId(d);
   const [after, before] = d.between ?? [0, 0];
-  const span = d.between === undefined || before - after < 2 || (namedId(d) !== undefined && before - after === 2) ? ''
+  const span = d.between === undefined || before - after <= 2 || (id !== undefined && before === Number.POSITIVE_INFINITY) ? ''
     : before === Number.POSITIVE_INFINITY ? ` (may have held pets ${after + 1} and later)` : ` (may have held pets ${after + 1}–${before - 1})`;
-  return `${d.file} line ${d.line} (byte ${d.offset}${id}): ${d.reason}${span}`;
+  return `${d.file} line ${d.line} (byte ${d.offset}${id === undefined ? '' : `, pet ${id}`}): ${d.reason}${span}`;
 }
 
 /**
