@@ -62,7 +62,7 @@ export function readLineTail(bytes: Uint8Array, textEnd: number, end: number): L
   let recordEnd = -1;
   if (bytes[pos] === 0x7b) {
     recordStart = pos;
-    recordEnd = recordEndAt(bytes, pos, end);
+    recordEnd = objectEndAt(bytes, pos, end);
     if (recordEnd < 0 || bytes[recordEnd] !== 0x2c) return undefined;
     pos = recordEnd + 1;
   }
@@ -76,8 +76,11 @@ export function checksumMatches(bytes: Uint8Array, start: number, tail: LineTail
   return stored >= 0 && crc32(bytes, start, tail.crcAt - 1) === stored;
 }
 
-/** Just after the `}` of the record object at `pos` (its strings may hold escaped quotes), or -1. */
-export function recordEndAt(bytes: Uint8Array, pos: number, end: number): number {
+/**
+ * Just after the `}` closing the flat JSON object that starts at `pos` (its strings may hold escaped
+ * quotes and braces), or -1 when a line break or another control byte comes first.
+ */
+export function objectEndAt(bytes: Uint8Array, pos: number, end: number): number {
   let inString = false;
   for (pos++; pos < end; pos++) {
     const c = bytes[pos] as number;

@@ -3,7 +3,7 @@ import type { PetStatus } from '../../pet/contract.js';
 import { ValidationError } from '../../pet/validate.js';
 import type { Damage } from './damage.js';
 import { readPetLine, type PetLine } from './pet-line.js';
-import { checksumMatches, readLineTail, readRecord } from './record-line.js';
+import { checksumMatches, objectEndAt, readLineTail, readRecord } from './record-line.js';
 import { isPetText, storedPet } from './stored-pet.js';
 import { readTrustedLine, type TrustedLine } from './trusted-line.js';
 
@@ -134,7 +134,7 @@ function readRecordAt(bytes: Buffer, pos: number, end: number, verify: boolean, 
 
 /** A pet text the fast reader does not take (a name with escapes), read by the strict general parser. */
 function readGeneral(bytes: Buffer, start: number, end: number): { id: number; status: PetStatus | undefined; end: number } | string {
-  const close = objectEnd(bytes, start, end);
+  const close = bytes[start] === 0x7b ? objectEndAt(bytes, start, end) : -1;
   if (close < 0) return 'not a pet record';
   const text = bytes.toString('utf8', start, close);
   try {
@@ -145,25 +145,6 @@ function readGeneral(bytes: Buffer, start: number, end: number): { id: number; s
     if (error instanceof JsonSyntaxError || error instanceof ValidationError) return `not a valid pet: ${error.message}`;
     throw error;
   }
-}
-
-/** Just after the `}` closing the flat object at `start`, or -1 (a line break or control byte first). */
-function objectEnd(bytes: Buffer, start: number, end: number): number {
-  if (bytes[start] !== 0x7b) return -1;
-  let inString = false;
-  for (let pos = start + 1; pos < end; pos++) {
-    const c = bytes[pos] as number;
-    if (c < 0x20) return -1;
-    if (inString) {
-      if (c === 0x5c) pos++;
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) {
-      inString = true;
-    } else if (c === 0x7d) {
-      return pos + 1;
-    }
-  }
-  return -1;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { PET_STATUSES, type PetStatus } from '../../pet/contract.js';
-import { recordEndAt } from './record-line.js';
+import { objectEndAt } from './record-line.js';
 
 /** Where a vouched-for line's parts are; filled in by readTrustedLine. */
 export interface TrustedLine {
@@ -55,7 +55,7 @@ export function readTrustedLine(buf: Buffer, pos: number, out: TrustedLine): boo
   out.recordEnd = -1;
   if (buf[p + 1] === 0x7b) {
     out.recordStart = ++p;
-    p = recordEndAt(buf, p, buf.length);
+    p = objectEndAt(buf, p, buf.length);
     if (p < 0) return false;
     out.recordEnd = p;
   }
