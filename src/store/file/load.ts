@@ -102,12 +102,13 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
       tornBytes = journal.length - journalLength;
     }
   }
-  lastId = Math.max(lastId, index.lastId, ...damage.map((d) => namedId(d) ?? 0));
+  // A damaged record's id counts too, so that repair hands no id out twice.
+  lastId = damage.reduce((highest, d) => Math.max(highest, namedId(d) ?? 0), Math.max(lastId, index.lastId));
   return { index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, generations, journalLength, tornBytes, keyed, damage };
 }
 
 /**
- * The journals the data needs are all there, without a gap: from the snapshot's generation (format 2),
+ * The journals the data needs are all there, without a gap: from the snapshot's generation (formats 2, 3),
  * from 1 without a snapshot (where the store began), consecutive after a format 1 snapshot.
  */
 function checkComplete(dir: string, hasSnapshot: boolean, snapshotJournal: number | undefined, live: readonly number[]): void {
