@@ -4,6 +4,7 @@
  */
 import { closeSync, copyFileSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
 
 export function makePet(id) {
   const status = id % 2 === 0 ? 'sold' : id % 4 === 1 ? 'available' : 'pending';
@@ -12,22 +13,32 @@ export function makePet(id) {
 }
 
 /**
- * Writes a `pets.json` snapshot of pets 1..count in the store's format 2 (src/store/data-format.ts),
+ * Writes a `pets.json` snapshot of pets 1..count in the store's format 3 (src/store/file/snapshot.ts),
  * covering the journals before 1: a directory holding it also needs the empty `pets-journal.1.jsonl`.
+ * Each pet's line is `[pet,"crc"]`, the CRC-32 of the line before the checksum's quote; the file ends
+ * with the count, the last id and the CRC-32 of everything before that checksum.
  */
 export function writeSnapshot(path, count) {
   const fd = openSync(path, 'wx', 0o600);
   try {
-    writeSync(fd, '{"format":"petstore-pets/2","journal":1,"pets":[\n');
+    let checksum = 0;
+    const write = (text) => {
+      const bytes = Buffer.from(text);
+      checksum = crc32(bytes, checksum);
+      writeSync(fd, bytes);
+    };
+    write('{"format":"petstore-pets/3","journal":1,"pets":[\n');
     let chunk = '';
     for (let id = 1; id <= count; id++) {
-      chunk += JSON.stringify(makePet(id)) + (id < count ? ',\n' : '\n');
+      const covered = `[${JSON.stringify(makePet(id))},`;
+      chunk += `${covered}"${crc32(Buffer.from(covered)).toString(16).padStart(8, '0')}"]${id < count ? ',\n' : '\n'}`;
       if (chunk.length > 1 << 20) {
-        writeSync(fd, chunk);
+        write(chunk);
         chunk = '';
       }
     }
-    writeSync(fd, count === 0 ? ']}\n' : chunk + ']}\n');
+    write(`${chunk}],"count":${count},"lastId":${count},`);
+    writeSync(fd, `"crc":"${checksum.toString(16).padStart(8, '0')}"}\n`);
   } finally {
     closeSync(fd);
   }

@@ -1,7 +1,8 @@
 /**
  * The benchmark. `npm run bench` builds, then runs this; `node bench/run.js --scale` (or BENCH_SCALE=1)
  * measures the store at 1,000 / 100,000 / 1,000,000 pets instead; `node bench/run.js --postgres` the
- * PostgreSQL store beside the file store (see bench/postgres.js). Results are printed and written to
+ * PostgreSQL store beside the file store (see bench/postgres.js); `--keys` what remembered
+ * Idempotency-Keys cost in memory (see bench/keys.js). Results are printed and written to
  * bench/results.md (each mode replaces only its own section).
  *
  * Main mode: the built server on a temp data dir seeded with 1,000 pets (half "sold"), and the floor
@@ -25,6 +26,7 @@ import { seedDirectory, writeSnapshot } from './pets.js';
 
 const SCALE = process.argv.includes('--scale') || process.env.BENCH_SCALE === '1';
 const POSTGRES = process.argv.includes('--postgres');
+const KEYS = process.argv.includes('--keys');
 const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is noisy: more rounds, steadier medians
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
@@ -412,6 +414,7 @@ if (!existsSync(join(ROOT, 'dist/server.js'))) {
 }
 try {
   if (POSTGRES) await (await import('./postgres.js')).postgresMode();
+  else if (KEYS) await (await import('./keys.js')).keysMode();
   else await (SCALE ? scaleMode() : mainMode());
 } catch (error) {
   console.error(error);

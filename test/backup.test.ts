@@ -3,7 +3,7 @@
  * runs on it, that a server started on `dest` serves exactly.
  */
 import assert from 'node:assert/strict';
-import { appendFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runBackupCommand } from '#dist/cli/backup-command.js';
@@ -141,6 +141,43 @@ test('backup refuses a destination that is not empty or not a directory, exit 1,
   await backup(dir, empty);
   assert.equal(await assertStopped(empty), 1);
   assert.deepEqual(await tempsBeside(root), []);
+});
+
+test('backup refuses a destination inside the data directory, or a symbolic link, before it copies anything', async (t) => {
+  const root = await dataDir(t);
+  const dir = join(root, 'data');
+  const store = await FileStore.open(dir);
+  await store.create({ name: 'Rex', categoryId: 7n });
+  await store.close();
+  const before = await readdir(dir);
+  // A destination with a journal's name inside the store made the next start refuse the directory.
+  for (const dest of [join(dir, 'pets-journal.99.jsonl'), join(dir, 'backups', 'monday'), dir, join(dir, '.')]) {
+    const refused = await runCli(['backup', dest, '--data-dir', dir]);
+    assert.equal(refused.code, 1, dest);
+    assert.equal(refused.stderr, `backup failed: ${dest} is inside the data directory ${dir}; a backup goes outside it\n`);
+    assert.deepEqual(await readdir(dir), before, 'nothing is made in the data directory');
+  }
+  // Also when the data directory is named through a symbolic link, or the destination through one.
+  await symlink(dir, join(root, 'alias'));
+  const viaAlias = await runCli(['backup', join(root, 'alias', 'copy'), '--data-dir', dir]);
+  assert.equal(viaAlias.code, 1);
+  assert.match(viaAlias.stderr, /is inside the data directory/);
+  const aliased = await runCli(['backup', join(dir, 'copy'), '--data-dir', join(root, 'alias')]);
+  assert.equal(aliased.code, 1);
+  assert.match(aliased.stderr, /is inside the data directory/);
+  assert.deepEqual(await readdir(dir), before);
+
+  // A link to an empty directory: refused at once, not after the whole copy.
+  await mkdir(join(root, 'target'));
+  await symlink(join(root, 'target'), join(root, 'link'));
+  const link = await runCli(['backup', join(root, 'link'), '--data-dir', dir]);
+  assert.equal(link.code, 1);
+  assert.equal(link.stderr, `backup failed: ${join(root, 'link')} is a symbolic link; give the directory it points to, or a new path\n`);
+  assert.deepEqual(await readdir(join(root, 'target')), []);
+  assert.deepEqual((await readdir(root)).filter((name) => name.endsWith('.tmp')), [], 'no temp directory was made');
+
+  // A sibling whose name starts like the data directory's is outside it.
+  assert.match(await backup(dir, join(root, 'data-copy')), /^backed up 1 pets/);
 });
 
 test('backup of a directory that holds no store (a mistyped --data-dir) is refused, and makes nothing', async (t) => {

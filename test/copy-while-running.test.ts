@@ -37,12 +37,12 @@ import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
-import { petJson, type Pet } from '#dist/pet/pet.js';
+import type { Pet } from '#dist/pet/pet.js';
 import { startServer, request } from './helpers.js';
-import { DEAD_PID, dataDir, defer, fileBytes, plain, snapshotText } from './store-support.js';
+import { DEAD_PID, dataDir, defer, fileBytes, journalText, plain, snapshotText } from './store-support.js';
 
 const pets: Pet[] = Array.from({ length: 6 }, (_, i) => ({ id: i + 1, name: `pet ${i + 1}`, categoryId: BigInt(i) * 11n }));
-const journal = (from: number, to: number): string => pets.slice(from - 1, to).map((p) => petJson(p) + '\n').join('');
+const journal = (from: number, to: number): string => journalText(pets.slice(from - 1, to));
 
 // Before the compaction: pets.json (g = 2) holds 1–3, journal 2 holds 4–5 (all acknowledged before
 // the copy began). After it: journal 3 holds 6 (created during the copy), pets.json (g = 3) holds 1–5.
@@ -56,7 +56,7 @@ const STARTS: ReadonlyArray<{ what: string; files: Record<string, string>; holds
   { what: 'old pets.json, journal g and journal g+1', files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.2.jsonl': J2, 'pets-journal.3.jsonl': J3 }, holds: 6 },
   { what: 'new pets.json, the covered journal g and journal g+1', files: { 'pets.json': NEW_SNAPSHOT, 'pets-journal.2.jsonl': J2, 'pets-journal.3.jsonl': J3 }, holds: 6 },
   { what: 'new pets.json and journal g+1 (listed after the compaction)', files: { 'pets.json': NEW_SNAPSHOT, 'pets-journal.3.jsonl': J3 }, holds: 6 },
-  { what: 'a journal copied in the middle of an append', files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.2.jsonl': J2 + '{"id":6,"name":"pe' }, holds: 5 },
+  { what: 'a journal copied in the middle of an append', files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.2.jsonl': J2 + '[{"id":6,"name":"pe' }, holds: 5 },
   { what: 'a half-written temp snapshot', files: { 'pets.json': OLD_SNAPSHOT, '.pets.json.0a1b2c3d4e5f.tmp': NEW_SNAPSHOT.slice(0, 70), 'pets-journal.2.jsonl': J2 }, holds: 5 },
 ];
 

@@ -6,13 +6,14 @@ import assert from 'node:assert/strict';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
+import { storedScope } from '#dist/auth/scope.js';
 import { readKeyFile, writeKeyFile, type StoredKey } from '#dist/auth/key-file.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
 import { nodeFileSystem } from '#dist/lib/file-system.js';
 import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';
-import { assertStopped, fileBytes } from './store-support.js';
+import { assertStopped, fileBytes, recordLine, snapshotText } from './store-support.js';
 
 const pet = '{"id":1,"name":"Rex","categoryId":7}';
 const KEY: StoredKey = { id: 'a1b2c3d4', label: 'old', created: '2024-01-01T00:00:00.000Z', sha256: createHash('sha256').update(TEST_KEY).digest('hex') };
@@ -20,12 +21,12 @@ const KEY: StoredKey = { id: 'a1b2c3d4', label: 'old', created: '2024-01-01T00:0
 test('a pets.json of a newer format is refused as written by a newer version, and nothing is changed', async (t) => {
   const dir = await tempDirFor(t);
   // Whatever a newer version puts after its format name is not this version's to judge.
-  await writeFile(join(dir, 'pets.json'), '{"format":"petstore-pets/3","snapshot":{"chunks":7}}\n');
+  await writeFile(join(dir, 'pets.json'), '{"format":"petstore-pets/4","snapshot":{"chunks":7}}\n');
   await writeFile(join(dir, 'pets-journal.4.jsonl'), `${pet}\n`);
   const before = await fileBytes(dir);
   await assert.rejects(FileStore.open(dir), (error: unknown) => {
     assert.ok(error instanceof StoreOpenError);
-    assert.equal(error.message, `${join(dir, 'pets.json')} was written by a newer version of the server (format petstore-pets/3); upgrade the server to use this data`);
+    assert.equal(error.message, `${join(dir, 'pets.json')} was written by a newer version of the server (format petstore-pets/4); upgrade the server to use this data`);
     return true;
   });
   assert.deepEqual(await fileBytes(dir), before);
@@ -33,10 +34,10 @@ test('a pets.json of a newer format is refused as written by a newer version, an
 
   const cli = await runCli(['--port', '0', '--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });
   assert.equal(cli.code, 1);
-  assert.match(cli.stderr, /written by a newer version of the server \(format petstore-pets\/3\); upgrade/);
+  assert.match(cli.stderr, /written by a newer version of the server \(format petstore-pets\/4\); upgrade/);
 });
 
-test('a pets.json of format 1, written by the previous version, is served and upgraded to format 2 at start', async (t) => {
+test('a pets.json of format 1, written by an earlier version, is served and upgraded to format 3 at start', async (t) => {
   const dir = await tempDirFor(t);
   await writeFile(join(dir, 'pets.json'), `{"format":"petstore-pets/1","pets":[\n${pet}\n]}\n`);
   await writeFile(join(dir, 'keys.json'), JSON.stringify({ keys: [KEY] }));
@@ -44,10 +45,41 @@ test('a pets.json of format 1, written by the previous version, is served and up
   const listed = await request(server.url, 'GET', '/v1/pets');
   assert.equal(listed.status, 200, 'the key file without "format" is read: the key works');
   assert.equal(listed.text, `[${pet}]`);
-  assert.match(await readFile(join(dir, 'pets.json'), 'utf8'), /^\{"format":"petstore-pets\/2","journal":1,"pets":\[\n/);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([{ id: 1, name: 'Rex', categoryId: 7n }], 1));
   assert.equal(await stopProcess(server), 0);
   await assertStopped(dir, ['keys.json']);
   assert.deepEqual(readKeyFile(join(dir, 'keys.json')), [KEY]);
+});
+
+test('a directory of format 2 is served as it was, rewritten in format 3 at start (said once in the log), its idempotency keys kept', async (t) => {
+  const dir = await tempDirFor(t);
+  const names = ['Rex', 'Zoë "Z" \\ 猫 🐕', 'Tom'];
+  const pets = names.map((name, i) => ({ id: i + 1, name, categoryId: 9_007_199_254_740_993n * BigInt(i + 1), ...(i === 1 ? { status: 'sold' as const } : {}) }));
+  const text = pets.map((p) => JSON.stringify({ id: p.id, name: p.name }).slice(0, -1) + `,"categoryId":${p.categoryId}${p.status === undefined ? '' : `,"status":"${p.status}"`}}`);
+  // Format 2: the snapshot names its journal; a keyed create's line carried its record as a member.
+  const scope = await scopeOf(TEST_KEY);
+  const record = `"idempotency":{"scope":"${scope}","key":"order-1","at":${Date.now()}}`;
+  await writeFile(join(dir, 'pets.json'), `{"format":"petstore-pets/2","journal":2,"pets":[\n${text[0]}\n]}\n`);
+  await writeFile(join(dir, 'pets-journal.2.jsonl'), `${text[1]}\n${(text[2] as string).slice(0, -1)},${record}}\n`);
+  const server = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });
+  assert.equal((await request(server.url, 'GET', '/v1/pets')).text, `[${text.join(',')}]`, 'every pet served byte for byte');
+  const replay = await request(server.url, 'POST', '/v1/pets', {
+    headers: [['content-type', 'application/json'], ['idempotency-key', 'order-1']], body: `{"name":"Tom","categoryId":${pets[2]?.categoryId}}`,
+  });
+  assert.equal(replay.status, 201);
+  assert.equal(replay.headers['idempotent-replayed'], 'true', 'the key stored in format 2 is still known');
+  const said = server.stdout().split('\n').filter((line) => line.includes('format 2'));
+  assert.equal(said.length, 1, server.stdout());
+  assert.match(said[0] as string, /pets\.json was in format 2, whose records carry no checksums: rewritten in format 3, which checks every record/);
+  // Already rewritten at start: format 3, every line with its checksum, the old journal gone.
+  assert.equal(await assertStopped(dir), 3);
+  const snapshot = await readFile(join(dir, 'pets.json'), 'utf8');
+  assert.ok(snapshot.startsWith(`{"format":"petstore-pets/3","journal":3,"pets":[\n${recordLine(pets[0] as never)},\n${recordLine(pets[1] as never)},\n[${text[2]},{"scope":"${scope}"`), snapshot);
+  assert.equal(await stopProcess(server), 0);
+  const again = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });
+  assert.equal((await request(again.url, 'GET', '/v1/pets')).text, `[${text.join(',')}]`);
+  assert.doesNotMatch(again.stdout(), /format 2/, 'said once: the next start has nothing to say');
+  assert.equal(await stopProcess(again), 0);
 });
 
 test('keys.json is written with its format, and one of a newer format is refused as written by a newer version', async (t) => {
@@ -67,3 +99,8 @@ test('keys.json is written with its format, and one of a newer format is refused
   assert.equal(cli.code, 1);
   assert.equal(cli.stderr, `cannot start: ${path} was written by a newer version of the server (format petstore-keys/2); upgrade the server to use this data\n`);
 });
+
+/** The name the server stores a key's idempotency records under (auth/scope.ts), as the key presented would get. */
+function scopeOf(key: string): Promise<string> {
+  return storedScope(hash('sha256', key, 'base64url'));
+}

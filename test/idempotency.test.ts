@@ -160,10 +160,28 @@ test('a key is forgotten after its window: the same request then creates a new p
   assert.notEqual((later.json as Json)['id'], (first.json as Json)['id']);
 });
 
+test('an API key may have so many keys remembered: past that a new key is a 429 with Retry-After, while replays, other API keys and creates without a key go on', async (t) => {
+  const server = await spawn(t, await tempDirFor(t), ['--idempotency-key-limit', '2', '--idempotency-window', '600'], { PETSTORE_API_KEYS: `${TEST_KEY},${OTHER_KEY}` });
+  assert.equal((await create(server.url, '{"name":"A","categoryId":1}', 'one')).status, 201);
+  assert.equal((await create(server.url, '{"name":"B","categoryId":2}', 'two')).status, 201);
+  const refused = await create(server.url, '{"name":"C","categoryId":3}', 'three');
+  assert.equal(refused.status, 429);
+  assert.deepEqual(refused.json, {
+    code: 'too_many_idempotency_keys', status: 429,
+    message: `this API key has 2 Idempotency-Keys remembered, the most this server keeps for one API key within its window; retry after ${refused.headers['retry-after']} s, or create without an Idempotency-Key`,
+  });
+  const wait = Number(refused.headers['retry-after']);
+  assert.ok(wait > 590 && wait <= 600, `Retry-After ${wait}: until the oldest key leaves the 600 s window`);
+  assert.equal((await create(server.url, '{"name":"A","categoryId":1}', 'one')).headers['idempotent-replayed'], 'true', 'a replay needs no new key');
+  assert.equal((await create(server.url, '{"name":"C","categoryId":3}', 'three', OTHER_KEY)).status, 201, 'another API key is not held up');
+  assert.equal((await create(server.url, '{"name":"C","categoryId":3}')).status, 201, 'a create without a key is not held up');
+  assert.equal(await petCount(server.url), 4, 'the refused create stored nothing');
+});
+
 // --- Durable with the pet ------------------------------------------------------------------------
 
-async function spawn(t: TestContext, dir: string, args: string[] = []): Promise<ServerProcess> {
-  const server = await spawnServer(['--data-dir', dir, ...args], { PETSTORE_API_KEYS: TEST_KEY });
+async function spawn(t: TestContext, dir: string, args: string[] = [], env = { PETSTORE_API_KEYS: TEST_KEY }): Promise<ServerProcess> {
+  const server = await spawnServer(['--data-dir', dir, ...args], env);
   defer(t, () => {
     if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
     return server.exited;

@@ -2,6 +2,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PetArena, statusCode, type StatusCode } from '#dist/store/file/pet-arena.js';
 
+/** Copies a text in as a whole line of its own (what the arena keeps around a text is tested below). */
+function copyText(arena: PetArena, id: number, status: StatusCode, bytes: Buffer, start = 0, end = bytes.length): void {
+  arena.append(id, status, bytes, start, end, start, end);
+}
+
 const text = (id: number, name: string, status?: string): string =>
   `{"id":${id},"name":${JSON.stringify(name)},"categoryId":${id * 7}${status === undefined ? '' : `,"status":"${status}"`}}`;
 
@@ -11,7 +16,7 @@ function fill(arena: PetArena, ids: readonly number[], name: (id: number) => str
     const s = status(id);
     const t = text(id, name(id), s);
     texts.set(id, t);
-    arena.append(id, statusCode(s as never), Buffer.from(t));
+    copyText(arena, id, statusCode(s as never), Buffer.from(t));
   }
   return texts;
 }
@@ -101,9 +106,9 @@ test('jsonArray copies pets kept in a Buffer that starts partway into its memory
 
 test('ids must rise: an id at or below the last one is refused', () => {
   const arena = new PetArena();
-  arena.append(5, 0, Buffer.from(text(5, 'a')));
-  assert.throws(() => arena.append(5, 0, Buffer.from(text(5, 'b'))), RangeError);
-  assert.throws(() => arena.append(4, 0, Buffer.from(text(4, 'b'))), RangeError);
+  copyText(arena, 5, 0, Buffer.from(text(5, 'a')));
+  assert.throws(() => copyText(arena, 5, 0, Buffer.from(text(5, 'b'))), RangeError);
+  assert.throws(() => copyText(arena, 4, 0, Buffer.from(text(4, 'b'))), RangeError);
   assert.equal(arena.size, 1);
 });
 
@@ -123,7 +128,7 @@ test('pets kept in place and copied pets may alternate without a new chunk for e
   for (let i = 0; i < 2000; i++) {
     const end = file.indexOf(0x0a, at) === -1 ? file.length : file.indexOf(0x0a, at);
     arena.appendInPlace(2 * i + 1, 0, file, at, end);
-    arena.append(2 * i + 2, 0, Buffer.from(text(2 * i + 2, `copied ${i}`)));
+    copyText(arena, 2 * i + 2, 0, Buffer.from(text(2 * i + 2, `copied ${i}`)));
     at = end + 1;
   }
   assert.equal(arena.size, 4000);
@@ -156,7 +161,7 @@ test('ids 2^32 and more above the first one are kept exactly, up to the largest 
   assert.deepEqual(idsOf(arena.page(first + 2 ** 32, 10, 0)), ids.slice(4));
   assert.deepEqual(idsOf(arena.page(0, 10, statusCode('sold'))), ids.filter((id) => id % 2 === 0));
   assert.deepEqual(idsOf(arena.page(2 ** 40, 10, statusCode('sold'))), [Number.MAX_SAFE_INTEGER - 1]);
-  assert.throws(() => arena.append(Number.MAX_SAFE_INTEGER, 0, Buffer.from(text(1, 'again'))), RangeError);
+  assert.throws(() => copyText(arena, Number.MAX_SAFE_INTEGER, 0, Buffer.from(text(1, 'again'))), RangeError);
 });
 
 test('ids far above 2^32 from the start are kept exactly, and dense ones found at their place', () => {
@@ -176,7 +181,7 @@ test('texts kept in place in many Buffers come back whole past 256 and 65,536 of
   const count = 65_536 + 300;
   for (let id = 1; id <= count; id++) {
     const bytes = Buffer.from(`,${text(id, `Zoë ${id}`)}\n`);
-    if (id % 1000 === 0) arena.append(id, 0, bytes, 1, bytes.length - 1); // a copied pet now and then
+    if (id % 1000 === 0) copyText(arena, id, 0, bytes, 1, bytes.length - 1); // a copied pet now and then
     else arena.appendInPlace(id, 0, bytes, 1, bytes.length - 1);
   }
   assert.equal(arena.size, count);
@@ -186,4 +191,17 @@ test('texts kept in place in many Buffers come back whole past 256 and 65,536 of
   // A page across Buffers numbered past 256 and 65,536, copied and kept ones alike.
   const positions = [0, 255, 256, 999, 1000, 65_535, 65_536, count - 1];
   assert.equal(arena.jsonArray(positions).toString(), `[${positions.map((p) => text(p + 1, `Zoë ${p + 1}`)).join(',')}]`);
+});
+
+test('a copied line is kept whole around its text, and the text is served from within it', () => {
+  const arena = new PetArena();
+  const lines = [1, 2, 3].map((id) => Buffer.from(`[${text(id, `p${id}`)},"0000000${id}"]`));
+  for (const [i, line] of lines.entries()) arena.append(i + 1, 0, line, 0, line.length, 1, line.length - 12);
+  for (const [position, line] of lines.entries()) {
+    assert.equal(arena.textAt(position).toString(), text(position + 1, `p${position + 1}`));
+    const offset = arena.textOffsetAt(position);
+    const buffer = arena.bufferAt(position);
+    assert.equal(buffer.toString('utf8', offset - 1, offset + arena.textLengthAt(position) + 12), line.toString(), 'the whole line is there');
+  }
+  assert.equal(arena.jsonArray([0, 1, 2]).toString(), `[${[1, 2, 3].map((id) => text(id, `p${id}`)).join(',')}]`);
 });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PetIndex } from '#dist/store/file/pet-index.js';
-import type { Pet } from '#dist/pet/pet.js';
+import { petJson, type Pet } from '#dist/pet/pet.js';
+import { buildLine } from '#dist/store/file/record-line.js';
 import type { PetStatus } from '#dist/pet/contract.js';
 
 const STATUSES: readonly PetStatus[] = ['available', 'pending', 'sold'];
@@ -10,9 +11,16 @@ function pet(id: number, status?: PetStatus): Pet {
   return status === undefined ? { id, name: `pet ${id}`, categoryId: BigInt(id * 10) } : { id, name: `pet ${id}`, categoryId: BigInt(id * 10), status };
 }
 
+/** Adds a pet as the store does: its line, made for its text, copied in. */
+function add(index: PetIndex, p: Pet): void {
+  const text = petJson(p);
+  const line = buildLine(text, undefined);
+  index.appendLine(p.id, p.status, line, 0, line.length, 1, 1 + Buffer.byteLength(text));
+}
+
 function indexOf(pets: readonly Pet[]): PetIndex {
   const index = new PetIndex();
-  for (const p of pets) index.append(p);
+  for (const p of pets) add(index, p);
   return index;
 }
 
@@ -34,12 +42,12 @@ test('append keeps pets in id order and refuses an id that is not above the last
   assert.equal(index.size, 3);
   assert.equal(index.lastId, 7);
   assert.deepEqual(ids(all(index)), [1, 2, 7]);
-  assert.throws(() => index.append(pet(7)), RangeError);
-  assert.throws(() => index.append(pet(3, 'sold')), RangeError);
+  assert.throws(() => add(index, pet(7)), RangeError);
+  assert.throws(() => add(index, pet(3, 'sold')), RangeError);
   // A refused append changes nothing, in the full list nor in the status list.
   assert.equal(index.size, 3);
   assert.deepEqual(ids(index.list({ after: 0, limit: 10, status: 'sold' }).pets), [2]);
-  index.append(pet(8));
+  add(index, pet(8));
   assert.deepEqual(ids(all(index)), [1, 2, 7, 8]);
 });
 
@@ -121,13 +129,15 @@ test('reads give plain Pet objects and, for the HTTP answers, the exact JSON tex
   assert.deepEqual({ ...page, json: page.json.toString() }, { json: `[${text(1)},${text(2)}]`, lastId: 2, more: true });
   const none = index.listText({ after: 0, limit: 5, status: 'pending' });
   assert.deepEqual({ ...none, json: none.json.toString() }, { json: '[]', lastId: undefined, more: false });
-  assert.deepEqual([...index.texts(2)].map(([id, t]) => [id, t.toString()]), [[1, text(1)], [2, text(2)]]);
+  const lines: Array<[number, string]> = [];
+  for (const l of index.lines(2)) lines.push([l.id, l.bytes.toString('utf8', l.textStart - 1, l.textEnd + 12)]); // one object, reused
+  assert.deepEqual(lines, [1, 2].map((id) => [id, buildLine(text(id) as string, undefined).toString()]), 'each pet\'s whole line');
 });
 
 test('get finds every pet across gaps in the ids (ids of failed commits are never reused) and nothing else', () => {
   const index = new PetIndex();
   const ids = [1, 2, 5, 6, 9, 40];
-  for (const id of ids) index.append({ id, name: `p${id}`, categoryId: BigInt(id) });
+  for (const id of ids) add(index, { id, name: `p${id}`, categoryId: BigInt(id) });
   for (let id = -1; id <= 41; id++) {
     assert.equal(index.get(id)?.id, ids.includes(id) ? id : undefined, `id ${id}`);
   }

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreUnavailableError } from '#dist/store/store.js';
-import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
+import type { NewPet, Pet } from '#dist/pet/pet.js';
 import { TEST_KEY, request, spawnServer, within, type ServerProcess } from './helpers.js';
-import { Crash, TestFileSystem, assertStopped, deadLock, dataDir, dataFiles, defer, isJournalPath, isTempPath, plain, type Call } from './store-support.js';
+import { Crash, TestFileSystem, assertStopped, deadLock, dataDir, dataFiles, defer, isJournalPath, isTempPath, journalText, plain, type Call } from './store-support.js';
 
 function newPet(i: number): NewPet {
   const pet = { name: `pet ${i} ${'·'.repeat(i % 5)}`, categoryId: BigInt(i) * 7919n - 50_000n };
@@ -151,14 +151,14 @@ test('a crash in the middle of an append leaves a torn line that is cut at start
   await deadLock(copy);
   const journal = join(copy, 'pets-journal.1.jsonl');
   const torn = await readFile(journal, 'utf8');
-  assert.ok(!torn.endsWith('\n') && torn.startsWith(acknowledged.map((p) => petJson(p) + '\n').join('')), 'the copy ends in a torn line');
+  assert.ok(!torn.endsWith('\n') && torn.startsWith(journalText(acknowledged)), 'the copy ends in a torn line');
 
   const reopened = await FileStore.open(copy);
   defer(t, () => reopened.close());
   assert.deepEqual(allPets(reopened), acknowledged);
   const next = await reopened.create(newPet(6));
   assert.ok(next.id > 4);
-  assert.equal(await readFile(journal, 'utf8'), [...acknowledged, next].map((p) => petJson(p) + '\n').join(''));
+  assert.equal(await readFile(journal, 'utf8'), journalText([...acknowledged, next]));
 });
 
 // --- The real server, stopped and killed --------------------------------------------------------

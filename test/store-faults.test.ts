@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError, StoreUnavailableError } from '#dist/store/store.js';
-import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
+import type { NewPet, Pet } from '#dist/pet/pet.js';
 import { startServer } from './helpers.js';
 import {
-  TestFileSystem, assertStopped, dataDir, dataFiles, defer, fileBytes, isJournalPath, isTempPath, plain, snapshotText, type Call, type Fault,
+  TestFileSystem, assertStopped, dataDir, dataFiles, defer, fileBytes, isJournalPath, isTempPath, journalText, plain, snapshotText, type Call, type Fault,
 } from './store-support.js';
 
 function newPet(i: number): NewPet {
@@ -15,7 +15,6 @@ function newPet(i: number): NewPet {
 }
 
 const allPets = (store: FileStore): Pet[] => [...store.list({ after: 0, limit: Number.MAX_SAFE_INTEGER }).pets];
-const journalText = (pets: readonly Pet[]): string => pets.map((p) => petJson(p) + '\n').join('');
 
 /** Opens the store in `dir` again with the real file system and returns what it holds. */
 async function reopenedPets(t: TestContext, dir: string): Promise<Pet[]> {
@@ -163,8 +162,8 @@ test('a failed rotation is not tried again until as much again has been written 
   let i = 0;
   while (attempts === 0 && i < 100) await store.create(newPet(i++));
   assert.equal(attempts, 1, 'the journal outgrew its bound and a rotation was tried');
-  // Each pet line is about 50 bytes: 6 more stay well below another 400 bytes, 10 more go past it.
-  for (let n = 0; n < 6; n++) await store.create(newPet(i++));
+  // Each pet line is about 72 bytes: 5 more stay below another 400 bytes, 10 more go past it.
+  for (let n = 0; n < 5; n++) await store.create(newPet(i++));
   assert.equal(attempts, 1, 'no new attempt after every commit while the disk is full');
   for (let n = 0; n < 10; n++) await store.create(newPet(i++));
   assert.equal(attempts, 2, 'tried again once as much again was written');

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { cp, readdir, readFile, rm, stat, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { TestContext } from 'node:test';
+import { crc32 } from 'node:zlib';
 import { nodeFileSystem, type FileSystem, type StoreFile } from '#dist/lib/file-system.js';
 import { petJson, type Pet } from '#dist/pet/pet.js';
 import { tempDir } from './helpers.js';
@@ -191,17 +192,34 @@ export async function dataFiles(dir: string): Promise<string[]> {
  * nothing else besides the lock file and `besides`. Returns the generation of that journal.
  */
 export async function assertStopped(dir: string, besides: readonly string[] = []): Promise<number> {
-  const head = /^\{"format":"petstore-pets\/2","journal":([1-9][0-9]*),"pets":\[\n/.exec(await readFile(join(dir, 'pets.json'), 'utf8'));
-  assert.ok(head !== null, 'pets.json of format 2 names its journal');
+  const head = /^\{"format":"petstore-pets\/3","journal":([1-9][0-9]*),"pets":\[\n/.exec(await readFile(join(dir, 'pets.json'), 'utf8'));
+  assert.ok(head !== null, 'pets.json of format 3 names its journal');
   const journal = `pets-journal.${head[1]}.jsonl`;
   assert.deepEqual(await dataFiles(dir), [...besides, journal, 'pets.json'].sort());
   assert.equal((await stat(join(dir, journal))).size, 0, `${journal} is empty`);
   return Number(head[1]);
 }
 
-/** A snapshot as the store writes it: format 2, covering the journals before `journal`. */
-export const snapshotText = (pets: readonly Pet[], journal: number): string =>
-  `{"format":"petstore-pets/2","journal":${journal},"pets":[\n${pets.map(petJson).join(',\n')}${pets.length > 0 ? '\n' : ''}]}\n`;
+/**
+ * The format-3 layout (docs/design.md, "Checksums"), made here independently of the server's code
+ * with zlib's own CRC-32: a pet's line, `[pet,record?,"crc"]`, the CRC covering every byte before
+ * the checksum's opening quote.
+ */
+export function recordLine(pet: Pet, record?: { scope: string; key: string; at: number }): string {
+  const covered = `[${petJson(pet)},${record === undefined ? '' : `${JSON.stringify({ scope: record.scope, key: record.key, at: record.at })},`}`;
+  return `${covered}"${hex8(crc32(Buffer.from(covered)))}"]`;
+}
+
+const hex8 = (n: number): string => n.toString(16).padStart(8, '0');
+
+/** A snapshot as the store writes it: format 3, covering the journals before `journal`; its CRC covers all before `"crc":"`. */
+export function snapshotText(pets: readonly Pet[], journal: number, lastId = pets.at(-1)?.id ?? 0): string {
+  const covered = `{"format":"petstore-pets/3","journal":${journal},"pets":[\n${pets.map((p) => recordLine(p)).join(',\n')}${pets.length > 0 ? '\n' : ''}],"count":${pets.length},"lastId":${lastId},`;
+  return `${covered}"crc":"${hex8(crc32(Buffer.from(covered)))}"}\n`;
+}
+
+/** Journal lines as the store appends them. */
+export const journalText = (pets: readonly Pet[]): string => pets.map((p) => `${recordLine(p)}\n`).join('');
 
 /** Pet as plain comparable data (`categoryId` as its decimal digits). */
 export function plain(pet: Pet): Record<string, unknown> {

@@ -6,7 +6,7 @@ import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError, StoreUnavailableError } from '#dist/store/store.js';
 import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
 import type { PetStatus } from '#dist/pet/contract.js';
-import { DEAD_PID, TestFileSystem, assertStopped, dataDir, dataFiles, defer, isJournalPath, plain, snapshotText } from './store-support.js';
+import { DEAD_PID, TestFileSystem, assertStopped, dataDir, dataFiles, defer, isJournalPath, journalText, plain, recordLine, snapshotText } from './store-support.js';
 
 const STATUSES: ReadonlyArray<PetStatus | undefined> = [undefined, 'available', 'pending', 'sold'];
 
@@ -22,7 +22,8 @@ function allPets(store: FileStore): Pet[] {
 
 /** A snapshot of format 1, as servers before format 2 wrote it. */
 const snapshotTextV1 = (pets: readonly Pet[]): string => `{"format":"petstore-pets/1","pets":[\n${pets.map(petJson).join(',\n')}${pets.length > 0 ? '\n' : ''}]}\n`;
-const journalText = (pets: readonly Pet[]): string => pets.map((p) => petJson(p) + '\n').join('');
+/** Journal lines of formats 1 and 2: each pet's text alone. */
+const legacyJournalText = (pets: readonly Pet[]): string => pets.map((p) => petJson(p) + '\n').join('');
 
 /** Asserts that each entry occurs in `log`, the first occurrence of each after that of the previous. */
 function assertInOrder(log: readonly string[], entries: readonly string[]): void {
@@ -89,7 +90,7 @@ test('an acknowledged create is already in the journal on disk', async (t) => {
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
   const first = await store.create(newPet(1));
-  assert.equal(await readFile(join(dir, 'pets-journal.1.jsonl'), 'utf8'), petJson(first) + '\n');
+  assert.equal(await readFile(join(dir, 'pets-journal.1.jsonl'), 'utf8'), recordLine(first) + '\n');
   const second = await store.create(newPet(2));
   assert.equal(await readFile(join(dir, 'pets-journal.1.jsonl'), 'utf8'), journalText([first, second]));
 });
@@ -108,11 +109,10 @@ test('a new journal is created and the directory synced before its first line is
   const dir = await dataDir(t);
   const fs = new TestFileSystem();
   const sync = `syncDir ${basename(dir)}`;
-  // Any journal outgrows one byte: the first create rotates to journal 2.
+  // The bound in force is the empty snapshot's size: two creates outgrow it, and the third goes to journal 2.
   const store = await FileStore.open(dir, { fileSystem: fs, compactAfterBytes: 1 });
   defer(t, () => store.close());
-  await store.create(newPet(1));
-  await store.create(newPet(2));
+  for (let i = 1; i <= 3; i++) await store.create(newPet(i));
   await store.close();
   assertInOrder(fs.log, ['open pets-journal.1.jsonl', sync, 'write pets-journal.1.jsonl', 'datasync pets-journal.1.jsonl']);
   assertInOrder(fs.log, ['open pets-journal.2.jsonl', sync, 'write pets-journal.2.jsonl', 'datasync pets-journal.2.jsonl']);
@@ -201,7 +201,7 @@ test('compaction keeps at most two journals while running, and every pet survive
     const files = await dataFiles(dir);
     assert.ok(files.filter(isJournalPath).length <= 2, files.join(' '));
     // The snapshot open wrote names journal 1; a later one names a later journal.
-    if (!(await readFile(join(dir, 'pets.json'), 'utf8')).startsWith('{"format":"petstore-pets/2","journal":1,')) snapshots++;
+    if (!(await readFile(join(dir, 'pets.json'), 'utf8')).startsWith('{"format":"petstore-pets/3","journal":1,')) snapshots++;
   }
   assert.ok(snapshots > 0, 'a snapshot was written while the store ran');
   const generations = (await dataFiles(dir)).filter(isJournalPath).map((name) => Number(name.split('.')[1]));
@@ -293,13 +293,13 @@ test('open reads a directory of format 1, skipping journal lines its snapshot ho
   const pets: Pet[] = Array.from({ length: 9 }, (_, i) => ({ id: i * 2 + 1, ...newPet(i) }));
   // Format 1 does not say which journals its snapshot covers: journal 8 repeats what pets.json holds.
   await writeFile(join(dir, 'pets.json'), snapshotTextV1(pets.slice(0, 5)));
-  await writeFile(join(dir, 'pets-journal.8.jsonl'), journalText(pets.slice(0, 4)));
-  await writeFile(join(dir, 'pets-journal.9.jsonl'), journalText(pets.slice(3, 7)));
-  await writeFile(join(dir, 'pets-journal.10.jsonl'), journalText(pets.slice(7)));
+  await writeFile(join(dir, 'pets-journal.8.jsonl'), legacyJournalText(pets.slice(0, 4)));
+  await writeFile(join(dir, 'pets-journal.9.jsonl'), legacyJournalText(pets.slice(3, 7)));
+  await writeFile(join(dir, 'pets-journal.10.jsonl'), legacyJournalText(pets.slice(7)));
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
   assert.deepEqual(allPets(store).map(plain), pets.map(plain));
-  // Upgraded at open: a snapshot of format 2 naming a new, empty journal, and the old journals gone.
+  // Upgraded at open: a snapshot of format 3 naming a new, empty journal, and the old journals gone.
   assert.equal(await assertStopped(dir), 11);
   assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText(pets, 11));
   const next = await store.create(newPet(100));
@@ -313,8 +313,8 @@ test('open reads a directory of format 1, skipping journal lines its snapshot ho
 test('open reads a directory of format 1 that has journals only, from journal 1 on', async (t) => {
   const dir = await dataDir(t);
   const pets: Pet[] = Array.from({ length: 4 }, (_, i) => ({ id: i + 1, ...newPet(i) }));
-  await writeFile(join(dir, 'pets-journal.1.jsonl'), journalText(pets.slice(0, 3)));
-  await writeFile(join(dir, 'pets-journal.2.jsonl'), journalText(pets.slice(3)));
+  await writeFile(join(dir, 'pets-journal.1.jsonl'), legacyJournalText(pets.slice(0, 3)));
+  await writeFile(join(dir, 'pets-journal.2.jsonl'), legacyJournalText(pets.slice(3)));
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
   assert.deepEqual(allPets(store).map(plain), pets.map(plain));
@@ -327,7 +327,7 @@ test('a torn last journal line is not corruption: it is dropped and cut, and the
   const pets: Pet[] = [{ id: 1, ...newPet(1) }, { id: 2, ...newPet(2) }];
   const journal = join(dir, 'pets-journal.1.jsonl');
   await writeFile(join(dir, 'pets.json'), snapshotText([], 1));
-  await writeFile(journal, journalText(pets) + '{"id":3,"name":"half a pe');
+  await writeFile(journal, journalText(pets) + '[{"id":3,"name":"half a p');
   const repairs: string[] = [];
   const store = await FileStore.open(dir, { onRepair: (message) => repairs.push(message) });
   defer(t, () => store.close());
@@ -344,7 +344,7 @@ test('a torn line of non-UTF-8 bytes at the end of the journal is dropped too', 
   const pets: Pet[] = [{ id: 1, ...newPet(1) }];
   const journal = join(dir, 'pets-journal.1.jsonl');
   await writeFile(join(dir, 'pets.json'), snapshotText([], 1));
-  await writeFile(journal, Buffer.concat([Buffer.from(journalText(pets)), Buffer.from([0x7b, 0xff, 0xfe, 0xc3])]));
+  await writeFile(journal, Buffer.concat([Buffer.from(journalText(pets)), Buffer.from([0x5b, 0x7b, 0xff, 0xfe, 0xc3])]));
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
   assert.deepEqual(allPets(store).map(plain), pets.map(plain));

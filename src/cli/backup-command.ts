@@ -1,73 +1,24 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rm } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
-import { keyFilePath, readKeyFile, writeKeyFile } from '../auth/key-file.js';
-import { makeDirectory, nodeFileSystem, type FileSystem } from '../lib/file-system.js';
-import { errorCode, reportToStderr } from '../lib/system-error.js';
+import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
+import { reportToStderr } from '../lib/system-error.js';
 import { readLiveDirectory, writeStoreCopy } from '../store/file/backup.js';
-import { SNAPSHOT_FILE, journalGeneration } from '../store/file/file-names.js';
+import { StoreDamagedError } from '../store/file/damage.js';
 import { UsageError } from './config.js';
-
-/** The destination cannot take a backup (it holds files, or is not a directory). */
-export class BackupRefused extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'BackupRefused';
-  }
-}
+import { checkDestination, checkSource, writeDataDirectory } from './data-copy.js';
 
 /**
  * `backup <dest>`: a consistent, compacted, durable copy of the data directory `dataDir`, which a
  * server may be running on, that a server started on `dest` serves exactly. It is made in a temp
  * directory beside `dest` and renamed into place last, so a `dest` that exists is a whole backup.
+ * Every record is checked as it is copied: a directory with damaged records is not backed up (that
+ * is `repair`'s work, which says what it leaves out).
  */
 export async function runBackupCommand(dataDir: string, args: readonly string[], out: (line: string) => void, fs: FileSystem = nodeFileSystem): Promise<void> {
   const [dest, ...extra] = args;
   if (dest === undefined || extra.length > 0) throw new UsageError('usage: backup <dest-dir> [--data-dir <dir>]');
-  await checkEmpty(dest);
-  await checkIsStore(fs, dataDir);
-  const parent = dirname(resolve(dest));
-  await makeDirectory(fs, parent);
-  const temp = join(parent, `.${basename(resolve(dest))}.${randomBytes(6).toString('hex')}.tmp`);
-  await mkdir(temp, { mode: 0o700 });
-  let placed = false;
-  try {
-    const live = await readLiveDirectory(fs, dataDir);
-    const keys = readKeyFile(keyFilePath(dataDir));
-    if (keys !== undefined) await writeKeyFile(fs, keyFilePath(temp), keys);
-    await writeStoreCopy(fs, temp, live, reportToStderr);
-    // An empty directory is replaced whole; one that got files meanwhile makes this fail (ENOTEMPTY).
-    await fs.rename(temp, dest);
-    placed = true;
-    await fs.syncDir(parent);
-    out(`backed up ${live.index.size} pets (last id ${live.index.lastId}) and ${keys?.length ?? 0} API key hashes from ${dataDir} to ${dest}`);
-  } finally {
-    if (!placed) await rm(temp, { recursive: true, force: true }).catch(reportToStderr);
-  }
-}
-
-async function checkEmpty(dest: string): Promise<void> {
-  let names: string[];
-  try {
-    names = await readdir(dest);
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return;
-    if (errorCode(error) === 'ENOTDIR') throw new BackupRefused(`${dest} exists and is not a directory`);
-    throw error;
-  }
-  if (names.length > 0) throw new BackupRefused(`${dest} is not empty; a backup goes into a new or empty directory`);
-}
-
-/** A directory without pets.json or a journal holds no store: a mistyped --data-dir must not look like a good backup. */
-async function checkIsStore(fs: FileSystem, dataDir: string): Promise<void> {
-  let names: string[];
-  try {
-    names = await fs.readdir(dataDir);
-  } catch (error) {
-    if (errorCode(error) !== 'ENOENT' && errorCode(error) !== 'ENOTDIR') throw error;
-    throw new BackupRefused(`there is no data directory ${dataDir}`);
-  }
-  if (!names.some((name) => name === SNAPSHOT_FILE || journalGeneration(name) !== undefined)) {
-    throw new BackupRefused(`${dataDir} holds no pet store (no pets.json, no journal): nothing to back up; is --data-dir right?`);
-  }
+  await checkSource(fs, dataDir, 'back up');
+  await checkDestination(dest, dataDir, 'a backup');
+  const live = await readLiveDirectory(fs, dataDir);
+  if (live.damage.length > 0) throw new StoreDamagedError(live.damage);
+  const keys = await writeDataDirectory(fs, dataDir, dest, (dir) => writeStoreCopy(fs, dir, live, reportToStderr));
+  out(`backed up ${live.index.size} pets (last id ${live.index.lastId}) and ${keys} API key hashes from ${dataDir} to ${dest}`);
 }

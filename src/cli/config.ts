@@ -16,6 +16,7 @@ export interface Config {
   corsOrigin: string | undefined;
   basePath: string | undefined;
   idempotencyWindow: number;
+  idempotencyKeyLimit: number;
   publicUrls: string[] | undefined;
   logLevel: LogLevel;
   authFailureLimit: number;
@@ -69,6 +70,7 @@ export const SETTINGS = [
   setting({ key: 'bodyLimit', flag: 'body-limit', env: 'PETSTORE_BODY_LIMIT', default: DEFAULTS.bodyLimit, help: 'largest request body in bytes (413 beyond)', parse: integer(1, 64 * 1024 * 1024) }),
   setting({ key: 'corsOrigin', flag: 'cors-origin', env: 'PETSTORE_CORS_ORIGIN', default: undefined, help: 'allowed browser origins, * or a comma-separated list (default: CORS off)', parse: text }),
   setting({ key: 'idempotencyWindow', flag: 'idempotency-window', env: 'PETSTORE_IDEMPOTENCY_WINDOW', default: DEFAULTS.idempotencyWindow, help: 'seconds an Idempotency-Key is remembered after its create', parse: integer(1, 365 * 24 * 60 * 60) }),
+  setting({ key: 'idempotencyKeyLimit', flag: 'idempotency-key-limit', env: 'PETSTORE_IDEMPOTENCY_KEY_LIMIT', default: DEFAULTS.idempotencyKeyLimit, help: 'Idempotency-Keys remembered per API key within the window (file store); 429 beyond', parse: integer(1, 100_000_000) }),
   setting({ key: 'basePath', flag: 'base-path', env: 'PETSTORE_BASE_PATH', default: undefined, help: 'mount prefix such as /api: every path, Location and Link then starts with it', parse: embedderCheck((raw) => createMount(raw).root) }),
   setting({ key: 'publicUrls', flag: 'public-url', env: 'PETSTORE_PUBLIC_URL', default: undefined, help: 'base URL(s) ending in /v1, comma-separated, listed as servers in /v1/openapi.json', parse: embedderCheck(parsePublicUrls) }),
   setting({
@@ -141,6 +143,12 @@ export function helpText(command: string): string {
     `  ${command} backup <dest-dir> [--data-dir <dir>]`,
     `${under}copy the data directory (also while a server runs on it)`,
     `${under}into a new or empty <dest-dir>; start a server there to restore`,
+    `  ${command} verify [--data-dir <dir>]`,
+    `${under}check every record against its checksum (also while a server runs on it);`,
+    `${under}exit 0 intact, 1 damaged`,
+    `  ${command} repair <dest-dir> [--data-dir <dir>]`,
+    `${under}write every intact pet into a new data directory, the damaged records`,
+    `${under}set aside beside them; <dir> is only read`,
     '',
     'Options (a flag wins over its environment variable):',
     ...rows,

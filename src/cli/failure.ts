@@ -2,7 +2,7 @@ import { lstatSync } from 'node:fs';
 import { KeyFileError } from '../auth/key-file.js';
 import { errorCode } from '../lib/system-error.js';
 import { StoreOpenError } from '../store/store.js';
-import { BackupRefused } from './backup-command.js';
+import { CopyRefused } from './data-copy.js';
 import { CommandError, UsageError } from './errors.js';
 import { shellWord } from './invocation.js';
 import { describeUser, userName } from './users.js';
@@ -21,7 +21,7 @@ export function failure(error: unknown, what: string): { status: 1 | 2; text: st
   if (advice !== undefined) return { status: 1, text: `${what}: ${advice}\n` };
   // Our own refusals, and errors that carry a code, say what is wrong in their message; anything else is a bug.
   const known = error instanceof CommandError || error instanceof StoreOpenError || error instanceof KeyFileError
-    || error instanceof BackupRefused || typeof errorField(error, 'code') === 'string';
+    || error instanceof CopyRefused || typeof errorField(error, 'code') === 'string';
   return { status: 1, text: `${what}: ${known ? error.message : (error.stack ?? error.message)}\n` };
 }
 

@@ -9,6 +9,8 @@ import { helpText, resolveConfig, resolveSetting } from './config.js';
 import { UsageError } from './errors.js';
 import { failure } from './failure.js';
 import { commandLine, invocation } from './invocation.js';
+import { runRepairCommand } from './repair-command.js';
+import { runVerifyCommand } from './verify-command.js';
 import { keyFileStorage, runKeysCommand } from './keys-command.js';
 import { FailedStart, serve } from './serve-command.js';
 
@@ -40,6 +42,14 @@ async function main(args: readonly string[]): Promise<void> {
     await runBackupCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
     return;
   }
+  if (positionals[0] === 'verify') {
+    process.exitCode = await runVerifyCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
+    return;
+  }
+  if (positionals[0] === 'repair') {
+    await runRepairCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
+    return;
+  }
   if (positionals[0] === 'migrate') {
     const { runMigrateCommand } = await import('./database-command.js');
     await runMigrateCommand(resolveSetting('dataDir', flags, process.env), databaseUrl, positionals.slice(1), print);
@@ -60,7 +70,7 @@ export function runCommandLine(args: readonly string[]): void {
 }
 
 const COMMANDS: Record<string, string> = {
-  backup: 'backup failed', migrate: 'migrate failed', 'keys create': 'keys create failed', 'keys list': 'keys list failed', 'keys revoke': 'keys revoke failed',
+  backup: 'backup failed', verify: 'verify failed', repair: 'repair failed', migrate: 'migrate failed', 'keys create': 'keys create failed', 'keys list': 'keys list failed', 'keys revoke': 'keys revoke failed',
 };
 
 /** How a failure of the command in `args` begins: `cannot start` for the server, `<command> failed` for the others. */

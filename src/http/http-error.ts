@@ -15,6 +15,7 @@ export const ERROR_CODES = [
   'http_version_not_supported',
   'request_in_progress',
   'idempotency_key_reused',
+  'too_many_idempotency_keys',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

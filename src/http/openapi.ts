@@ -13,7 +13,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: 'Request body larger than the configured limit (default 64 KiB)',
   415: 'Request body is not application/json',
   422: 'The Idempotency-Key was already used, within its window, for a different pet',
-  429: 'Too many failed authentications from this address; retry after Retry-After seconds',
+  429: 'Too many failed authentications from this address (too_many_requests), or, on createPet with an Idempotency-Key, as many keys remembered for this API key as the server keeps (too_many_idempotency_keys); retry after Retry-After seconds',
   500: 'Unexpected server failure; the message reveals nothing',
   503: 'The store cannot be used right now, or the server is stopping',
 };

@@ -1,7 +1,7 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import { HttpError } from './http-error.js';
 import { JsonSyntaxError } from '../lib/json.js';
-import { IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError } from '../store/store.js';
+import { IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError } from '../store/store.js';
 import { ValidationError } from '../pet/validate.js';
 
 /**
@@ -68,6 +68,7 @@ function toHttpError(error: unknown): HttpError {
   if (error instanceof JsonSyntaxError) return new HttpError(400, 'invalid_request', `request body is not valid JSON: ${error.message}`);
   if (error instanceof IdempotencyKeyReusedError) return new HttpError(422, 'idempotency_key_reused', error.message);
   if (error instanceof RequestInProgressError) return new HttpError(409, 'request_in_progress', error.message, { 'retry-after': '1' });
+  if (error instanceof IdempotencyKeyLimitError) return new HttpError(429, 'too_many_idempotency_keys', error.message, { 'retry-after': String(error.retryAfter) });
   if (error instanceof StoreUnavailableError) {
     const message = error.operation === 'read' ? 'the pets cannot be read right now; try again later' : 'the pet could not be made durable and is not acknowledged; try again later';
     return new HttpError(503, 'unavailable', message, { 'retry-after': '1' });

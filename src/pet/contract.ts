@@ -34,3 +34,5 @@ export const AUTH_REALM = 'petstore';
 
 /** How long an Idempotency-Key is remembered after its create, by default (decisions.md): 24 hours. */
 export const IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60;
+/** Idempotency keys remembered per API key at most, within the window (file store: they are in memory). */
+export const IDEMPOTENCY_KEY_LIMIT = 100_000;

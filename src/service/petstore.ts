@@ -1,5 +1,5 @@
 import { AuthLimiter } from '../auth/limiter.js';
-import { IDEMPOTENCY_WINDOW_SECONDS } from '../pet/contract.js';
+import { IDEMPOTENCY_KEY_LIMIT, IDEMPOTENCY_WINDOW_SECONDS } from '../pet/contract.js';
 import { createApp, type RequestListener } from '../http/app.js';
 import { corsPolicy } from '../http/cors.js';
 import { createMount, type Mount } from '../http/mount.js';
@@ -36,6 +36,12 @@ export interface PetstoreOptions {
   basePath?: string | undefined;
   /** Seconds an Idempotency-Key is remembered after its create (default 86400, 24 hours). */
   idempotencyWindow?: number | undefined;
+  /**
+   * Idempotency-Keys the file store remembers per API key within the window (default 100,000); past
+   * it a create with a new key gets 429 until the oldest leaves the window. The keys' text stays in
+   * the pets' lines; memory holds about 30 bytes a key besides.
+   */
+  idempotencyKeyLimit?: number | undefined;
   /** Absolute base URLs ending in /v1 (production, staging) for the OpenAPI `servers` list. */
   publicUrls?: readonly string[] | undefined;
   logger?: Logger;
@@ -57,7 +63,9 @@ export interface PetstoreService {
 /** @deprecated The old name of PetstoreService, one letter away from the storage interface PetStore; kept for 1.x. */
 export type Petstore = PetstoreService;
 
-export const DEFAULTS = { bodyLimit: 64 * 1024, authFailureLimit: 30, idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS, databasePool: 10 } as const;
+export const DEFAULTS = {
+  bodyLimit: 64 * 1024, authFailureLimit: 30, idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS, idempotencyKeyLimit: IDEMPOTENCY_KEY_LIMIT, databasePool: 10,
+} as const;
 
 /**
  * Creates the service: opens the store, loads the keys, returns the request listener. No key, no
@@ -82,6 +90,7 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
     if (options.dataDir === undefined) throw new TypeError('createPetstore needs a dataDir or a store');
     store = await FileStore.open(options.dataDir, {
       idempotencyWindowMs: (options.idempotencyWindow ?? DEFAULTS.idempotencyWindow) * 1000,
+      idempotencyKeyLimit: options.idempotencyKeyLimit ?? DEFAULTS.idempotencyKeyLimit,
       onBackgroundError: (error) => logger.error('background compaction failed; the journal still holds every pet', error),
       onRepair: (message) => logger.info(message),
     });

@@ -76,6 +76,20 @@ export class IdempotencyKeyReusedError extends Error {
   }
 }
 
+/**
+ * The API key has as many idempotency keys remembered as the store keeps for one (429): a new key is
+ * taken again once the oldest leaves the window, in `retryAfter` seconds.
+ */
+export class IdempotencyKeyLimitError extends Error {
+  readonly retryAfter: number;
+
+  constructor(limit: number, retryAfter: number) {
+    super(`this API key has ${limit} Idempotency-Keys remembered, the most this server keeps for one API key within its window; retry after ${retryAfter} s, or create without an Idempotency-Key`);
+    this.name = 'IdempotencyKeyLimitError';
+    this.retryAfter = retryAfter;
+  }
+}
+
 /** A create with the same idempotency key is still being committed (409). */
 export class RequestInProgressError extends Error {
   constructor() {

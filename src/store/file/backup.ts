@@ -3,19 +3,11 @@ import { join } from 'node:path';
 import type { FileSystem } from '../../lib/file-system.js';
 import { replaceFile } from '../../lib/replace-file.js';
 import { errorCode } from '../../lib/system-error.js';
-import type { RecordSink } from './idempotency.js';
 import { SNAPSHOT_FILE, journalGeneration } from './file-names.js';
-import { snapshotChunks } from './data-lines.js';
 import { Journal } from './journal.js';
-import { listDirectory, readDirectory } from './load.js';
-import type { PetIndex } from './pet-index.js';
+import { listDirectory, readDirectory, type LoadedDirectory } from './load.js';
+import { snapshotChunks } from './snapshot.js';
 import { StoreOpenError } from '../store.js';
-
-/** What a backup copies: the pets, and the idempotency records stored with them. */
-export interface LiveDirectory {
-  index: PetIndex;
-  records: RecordSink;
-}
 
 // A compaction takes a rotation, a snapshot write and a few unlinks: 20 tries with a growing pause
 // (about 2 s in all) outlast a few of them.
@@ -26,15 +18,15 @@ const ATTEMPTS = 20;
  * server is never held up). The listing, the snapshot's identity and the journal generations are
  * taken before and after reading; if any changed, a compaction ran meanwhile and the read is done
  * again. Generations only grow and every compaction starts one, so an unchanged set means none ran.
- * A torn last journal line is a create not yet acknowledged and is left out, as at start.
+ * A torn last journal line is a create not yet acknowledged and is left out, as at start. Damaged
+ * records are left out too, and listed in `damage`: what to do about them is the caller's to say.
  */
-export async function readLiveDirectory(fs: FileSystem, dir: string): Promise<LiveDirectory> {
+export async function readLiveDirectory(fs: FileSystem, dir: string): Promise<LoadedDirectory> {
   for (let attempt = 1; ; attempt++) {
     const before = await directoryState(fs, dir);
-    let result: LiveDirectory | StoreOpenError;
+    let result: LoadedDirectory | StoreOpenError;
     try {
-      const { index, records } = await readDirectory(fs, dir, before.names);
-      result = { index, records };
+      result = await readDirectory(fs, dir, before.names);
     } catch (error) {
       // A journal removed under the read looks like a broken directory: only a stable one is judged.
       if (!(error instanceof StoreOpenError)) throw error;
@@ -63,14 +55,14 @@ async function directoryState(fs: FileSystem, dir: string): Promise<{ names: str
 }
 
 /**
- * Writes `index` into the new directory `dir` as a stopped store leaves it: pets.json naming journal
- * 1, and that journal, empty; both durable. A server started there continues at the last id + 1.
+ * Writes the pets of `loaded` into the new directory `dir` as a stopped store leaves it: pets.json
+ * naming journal 1, and that journal, empty; both durable. Each pet's line is checked against its
+ * checksum as it is copied. A server started there continues after the highest id `loaded` tells of.
  * Unlike the store, the journal comes last: a copy cut off before it is refused, not served.
  */
-export async function writeStoreCopy(fs: FileSystem, dir: string, { index, records }: LiveDirectory, report: (error: unknown) => void): Promise<void> {
+export async function writeStoreCopy(fs: FileSystem, dir: string, { index, lastId }: LoadedDirectory, report: (error: unknown) => void): Promise<void> {
   // Idempotency keys go along, so that a retry against the restored copy is still a replay; the
   // server started on it drops those past their window.
-  const recordById = new Map(records.map(({ id, record }) => [id, record]));
-  await replaceFile(fs, join(dir, SNAPSHOT_FILE), snapshotChunks(index, index.size, 1, (id) => recordById.get(id)), report);
+  await replaceFile(fs, join(dir, SNAPSHOT_FILE), snapshotChunks(index, index.size, 1, lastId, () => true), report);
   await (await Journal.create(fs, dir, 1, report)).close();
 }

@@ -2,10 +2,15 @@ import { join } from 'node:path';
 import type { FileSystem } from '../../lib/file-system.js';
 import { replaceFile } from '../../lib/replace-file.js';
 import { SNAPSHOT_FILE, journalFile } from './file-names.js';
-import { snapshotChunks } from './data-lines.js';
 import type { IdempotencyIndex } from './idempotency.js';
 import type { Journal } from './journal.js';
 import type { PetIndex } from './pet-index.js';
+import { snapshotChunks } from './snapshot.js';
+
+/** The highest id handed out, shared by the store that hands ids out and the compaction that keeps it. */
+export interface IdCounter {
+  last: number;
+}
 
 export interface CompactionOptions {
   /** Journal bytes past which a new snapshot is written (the bound in force is at least the snapshot's size). */
@@ -15,6 +20,8 @@ export interface CompactionOptions {
   oldGenerations: number[];
   /** Keys within their window are written into the snapshot with their pets; older ones are dropped. */
   idempotency: IdempotencyIndex;
+  /** The highest id handed out so far, which the snapshot keeps so that no id is handed out twice. */
+  ids: IdCounter;
   report: (error: unknown) => void;
 }
 
@@ -33,6 +40,7 @@ export class Compaction {
   readonly #compactAfter: number;
   readonly #report: (error: unknown) => void;
   readonly #idempotency: IdempotencyIndex;
+  readonly #ids: IdCounter;
   #snapshotBytes: number;
   #oldGenerations: number[];
   /** Journal length past which the next compaction starts. */
@@ -49,6 +57,7 @@ export class Compaction {
     this.#oldGenerations = options.oldGenerations;
     this.#report = options.report;
     this.#idempotency = options.idempotency;
+    this.#ids = options.ids;
     this.#compactAt = this.#bound();
   }
 
@@ -80,8 +89,11 @@ export class Compaction {
 
   /** At close, once no commit runs: one snapshot of every pet and the empty journal it names, nothing else. */
   async finish(): Promise<void> {
-    if (this.#journal.length > 0 || this.#oldGenerations.length > 0) await this.compactNow();
-    await this.#journal.close();
+    try {
+      if (this.#journal.length > 0 || this.#oldGenerations.length > 0) await this.compactNow();
+    } finally {
+      await this.#journal.close();
+    }
   }
 
   /** Now, while no commit runs: one snapshot of every pet, and only the empty journal it names left. */
@@ -101,7 +113,7 @@ export class Compaction {
     // Every pet committed so far is in a journal before the current one: the snapshot covers those.
     const now = Date.now();
     this.#idempotency.sweep(now);
-    const chunks = snapshotChunks(this.#index, this.#index.size, this.#journal.generation, (id) => this.#idempotency.recordOf(id, now));
+    const chunks = snapshotChunks(this.#index, this.#index.size, this.#journal.generation, this.#ids.last, (id) => this.#idempotency.isLive(id, now));
     this.#snapshotBytes = await replaceFile(this.#fs, join(this.#dir, SNAPSHOT_FILE), chunks, this.#report);
     this.#compactAt = this.#bound();
   }

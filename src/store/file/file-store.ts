@@ -1,13 +1,13 @@
 import type { LockFile } from '../../lib/lock-file.js';
 import { petJson, petWithId, type NewPet, type Pet } from '../../pet/pet.js';
-import type { Compaction } from './compaction.js';
-import { journalLines } from './data-lines.js';
+import type { Compaction, IdCounter } from './compaction.js';
 import type { IdempotencyIndex, IdempotencyRecord } from './idempotency.js';
 import type { Journal } from './journal.js';
 import { openStore, type FileStoreOptions, type OpenedStore } from './open-store.js';
 import type { PetIndex } from './pet-index.js';
+import { buildLine } from './record-line.js';
 import {
-  IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type ListText, type PetStore,
+  IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type ListText, type PetStore,
 } from '../store.js';
 
 interface PendingCreate {
@@ -17,6 +17,8 @@ interface PendingCreate {
   resolve: (pet: Pet) => void;
   reject: (error: Error) => void;
 }
+
+const NEWLINE = Buffer.from('\n');
 
 // How often a failed journal is tried again while no create arrives, so that readiness comes back by itself.
 const RECOVERY_INTERVAL_MS = 1000;
@@ -38,20 +40,20 @@ export class FileStore implements PetStore {
   readonly #compaction: Compaction;
   readonly #report: (error: unknown) => void;
   readonly #idempotency: IdempotencyIndex;
-  #nextId: number;
+  readonly #ids: IdCounter;
   #queue: PendingCreate[] = [];
   #committing: Promise<void> | undefined;
   #recoveryTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
-  private constructor({ lock, index, journal, compaction, idempotency, report }: OpenedStore) {
+  private constructor({ lock, index, journal, compaction, idempotency, ids, report }: OpenedStore) {
     this.#lock = lock;
     this.#idempotency = idempotency;
     this.#index = index;
     this.#journal = journal;
     this.#compaction = compaction;
     this.#report = report;
-    this.#nextId = index.lastId + 1;
+    this.#ids = ids;
   }
 
   /**
@@ -106,7 +108,9 @@ export class FileStore implements PetStore {
     if (first !== undefined) {
       return samePet(first, pet) ? Promise.resolve({ pet: first, replayed: true }) : Promise.reject(new IdempotencyKeyReusedError());
     }
-    if (!this.#idempotency.begin(scope, key)) return Promise.reject(new RequestInProgressError());
+    const begun = this.#idempotency.begin(scope, key, now);
+    if (begun === 'taken') return Promise.reject(new RequestInProgressError());
+    if (begun !== 'begun') return Promise.reject(new IdempotencyKeyLimitError(this.#idempotency.maxPerScope, begun.retryAfter));
     return this.#enqueue(pet, { scope, key, at: now }).then((stored) => ({ pet: stored, replayed: false }));
   }
 
@@ -144,17 +148,19 @@ export class FileStore implements PetStore {
       return;
     }
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
-    const pets = batch.map(({ pet }) => petWithId(this.#nextId++, pet));
+    const pets = batch.map(({ pet }) => petWithId(++this.#ids.last, pet));
     const texts = pets.map(petJson);
+    const lines = texts.map((text, i) => buildLine(text, (batch[i] as PendingCreate).record));
     try {
-      await this.#journal.append(Buffer.from(journalLines(texts, batch.map((p) => p.record))));
+      await this.#journal.append(Buffer.concat(lines.flatMap((line) => [line, NEWLINE])));
     } catch (error) {
       this.#refuse(batch, new StoreUnavailableError('the pet could not be written durably', { cause: error }));
       this.#scheduleRecovery();
       return;
     }
     for (const [i, pet] of pets.entries()) {
-      this.#index.appendText(pet.id, pet.status, Buffer.from(texts[i] as string));
+      const line = lines[i] as Buffer;
+      this.#index.appendLine(pet.id, pet.status, line, 0, line.length, 1, 1 + Buffer.byteLength(texts[i] as string));
       const pending = batch[i] as PendingCreate;
       if (pending.record !== undefined) this.#idempotency.end(pending.record, pet.id);
       pending.resolve(pet);

@@ -2,8 +2,12 @@ import { join } from 'node:path';
 import type { FileSystem } from '../../lib/file-system.js';
 import { UnsafeFileError } from '../../lib/private-file.js';
 import { errorCode } from '../../lib/system-error.js';
-import { parseJournal, parseSnapshot, type Snapshot } from './data-format.js';
-import type { RecordSink } from './idempotency.js';
+import { namedId, StoreDamagedError, type Damage } from './damage.js';
+import { namedFormat } from './data-format.js';
+import { readJournal } from './journal-lines.js';
+import { readLegacyJournal, readLegacySnapshot } from './legacy-format.js';
+import type { ScannedRecord, ScanState } from './record-scan.js';
+import { readSnapshot } from './snapshot.js';
 import { SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration } from './file-names.js';
 import { PetIndex } from './pet-index.js';
 import { StoreOpenError } from '../store.js';
@@ -11,84 +15,111 @@ import { StoreOpenError } from '../store.js';
 /** What a data directory holds, checked and in memory. */
 export interface LoadedDirectory {
   index: PetIndex;
+  /** The format pets.json is in: 3, or 1 or 2, whose records carry no checksums (none: a new directory). */
+  format: 1 | 2 | 3 | undefined;
   snapshotBytes: number;
-  /** The first journal generation pets.json does not cover; undefined without a pets.json of format 2. */
+  /** The first journal generation pets.json does not cover; undefined without a pets.json that says. */
   snapshotJournal: number | undefined;
+  /** The highest id ever handed out that the files tell of (pets.json keeps it past the last pet's). */
+  lastId: number;
   /** Journal generations on disk, ascending; the last is the one to append to. */
   generations: number[];
   /** Length of the newest journal's complete lines: a torn last line lies beyond it. */
   journalLength: number;
   /** Bytes of a torn last line of the newest journal (a create cut off by a crash, never acknowledged). */
   tornBytes: number;
-  /** The idempotency records met, with their pets' ids, in file order (expired ones included). */
-  records: RecordSink;
+  /**
+   * The ids of the pets whose lines carry an idempotency record, ascending (expired ones included):
+   * only the ids, so that a million keys are not all made into strings at once; each record is read
+   * back from its line (PetIndex.recordOf).
+   */
+  keyed: number[];
+  /** Every damaged place found; the pets in it are not in `index`. */
+  damage: Damage[];
 }
 
 /**
  * Reads a data directory into an index: removes temp files a crash left, then reads it (readDirectory).
- * Refuses with a StoreOpenError naming the file when the data cannot be used.
+ * Refuses with a StoreOpenError naming the file when the data cannot be used, a StoreDamagedError
+ * when any record is damaged.
  */
 export async function loadDirectory(fs: FileSystem, dir: string): Promise<LoadedDirectory> {
   const names = await listDirectory(fs, dir);
   for (const name of names.filter(isTempFile)) {
     await openStep(`cannot remove the leftover temp file ${join(dir, name)}`, () => fs.unlink(join(dir, name)));
   }
-  return readDirectory(fs, dir, names);
+  const loaded = await readDirectory(fs, dir, names);
+  if (loaded.damage.length > 0) throw new StoreDamagedError(loaded.damage);
+  return loaded;
 }
 
 export const listDirectory = (fs: FileSystem, dir: string): Promise<string[]> => openStep(`cannot list data directory ${dir}`, () => fs.readdir(dir));
 
 /**
- * Loads the snapshot and replays the journals of `names` in order, changing nothing on disk. With a
- * snapshot of format 2 the journals it names must all be there, or the directory is refused as
- * incomplete (test/copy-while-running.test.ts tells how a copy comes to miss one).
+ * Loads the snapshot and replays the journals of `names` in order, changing nothing on disk. Damaged
+ * records are listed in `damage` and left out, never served. With a snapshot that names its first
+ * journal, the journals from it on must all be there, or the directory is refused as incomplete
+ * (test/copy-while-running.test.ts tells how a copy comes to miss one).
  */
 export async function readDirectory(fs: FileSystem, dir: string, names: readonly string[]): Promise<LoadedDirectory> {
   const snapshotPath = join(dir, SNAPSHOT_FILE);
   const bytes = await readIfExists(fs, snapshotPath);
-  const records: RecordSink = [];
-  const snapshot = bytes === undefined ? undefined : parseSnapshot(bytes, snapshotPath, records);
-  const index = snapshot?.index ?? new PetIndex();
-
   const generations = names.map(journalGeneration).filter((g): g is number => g !== undefined).sort((a, b) => a - b);
+  // A directory without pets.json but with journals was made by the first version, before pets.json named its format.
+  const format = bytes === undefined ? (generations.length > 0 ? 1 : undefined) : namedFormat(bytes, snapshotPath) ?? 1;
+  const keyed: number[] = [];
+  const damage: Damage[] = [];
+  let index = new PetIndex();
+  let snapshotJournal: number | undefined;
+  let lastId = 0;
+  const scan = (file: string, content: Buffer): ScanState => ({ file, bytes: content, verify: true, lastId: index.lastId, damage });
+  const keep = (content: Buffer) => (r: ScannedRecord): void => {
+    index.appendInPlace(r.id, r.status, content, r.textStart, r.textEnd);
+    if (r.keyed) keyed.push(r.id);
+  };
+  if (bytes !== undefined && format === 3) {
+    // A pet's line takes at least 48 bytes: room for them all, in typed arrays whose untouched pages cost nothing.
+    index = new PetIndex(Math.ceil(bytes.length / 48));
+    ({ journal: snapshotJournal, lastId } = readSnapshot(scan(snapshotPath, bytes), keep(bytes)));
+  } else if (bytes !== undefined) {
+    ({ index, journal: snapshotJournal } = readLegacySnapshot(bytes, snapshotPath, keyed));
+  }
   // Journals before the snapshot's generation are in it already (a crash came before they were removed).
-  const live = generations.filter((g) => g >= (snapshot?.journal ?? 0));
-  checkComplete(dir, snapshot, live);
+  const live = generations.filter((g) => g >= (snapshotJournal ?? 0));
+  checkComplete(dir, bytes !== undefined, snapshotJournal, live);
   let journalLength = 0;
   let tornBytes = 0;
   const snapshotLastId = index.lastId;
   for (const [i, generation] of live.entries()) {
     const path = join(dir, journalFile(generation));
     const journal = await openStep(`cannot read ${path}`, () => fs.readFile(path));
-    const { completeLength } = parseJournal(journal, path, (id, status, text, start, end, where, inFile) => {
+    if (format === 3) {
+      ({ completeLength: journalLength, tornBytes } = readJournal(scan(path, journal), i === live.length - 1, keep(journal)));
+    } else {
       // Format 1 does not say which journals its snapshot covers: lines at or below its last id are in it.
-      if (snapshot?.journal === undefined && id <= snapshotLastId) return;
-      if (id <= index.lastId) throw new StoreOpenError(`${where()}: id ${id} is not above the previous id ${index.lastId}`);
-      if (inFile) index.appendInPlace(id, status, text, start, end);
-      else index.appendText(id, status, text, start, end);
-    }, records);
-    if (completeLength < journal.length && i < live.length - 1) {
-      throw new StoreOpenError(`${path} ends in an incomplete line but is not the newest journal`);
+      journalLength = readLegacyJournal(journal, path, index, snapshotJournal === undefined ? snapshotLastId : 0, keyed);
+      if (journalLength < journal.length && i < live.length - 1) throw new StoreOpenError(`${path} ends in an incomplete line but is not the newest journal`);
+      tornBytes = journal.length - journalLength;
     }
-    journalLength = completeLength;
-    tornBytes = journal.length - completeLength;
   }
-  return { index, snapshotBytes: bytes?.length ?? 0, snapshotJournal: snapshot?.journal, generations, journalLength, tornBytes, records };
+  // A damaged record's id counts too, so that repair hands no id out twice.
+  lastId = damage.reduce((highest, d) => Math.max(highest, namedId(d) ?? 0), Math.max(lastId, index.lastId));
+  return { index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, generations, journalLength, tornBytes, keyed, damage };
 }
 
 /**
- * The journals the data needs are all there, without a gap: from the snapshot's generation (format 2),
+ * The journals the data needs are all there, without a gap: from the snapshot's generation (formats 2, 3),
  * from 1 without a snapshot (where the store began), consecutive after a format 1 snapshot.
  */
-function checkComplete(dir: string, snapshot: Snapshot | undefined, live: readonly number[]): void {
-  const first = snapshot === undefined ? 1 : snapshot.journal ?? live[0];
-  if (first === undefined || (snapshot === undefined && live.length === 0)) return;
+function checkComplete(dir: string, hasSnapshot: boolean, snapshotJournal: number | undefined, live: readonly number[]): void {
+  const first = !hasSnapshot ? 1 : snapshotJournal ?? live[0];
+  if (first === undefined || (!hasSnapshot && live.length === 0)) return;
   const gap = live.findIndex((g, i) => g !== first + i);
   if (live.length > 0 && gap === -1) return;
   const missing = join(dir, journalFile(first + Math.max(gap, 0)));
   const snapshotPath = join(dir, SNAPSHOT_FILE);
-  const found = snapshot === undefined ? `there is no ${snapshotPath}` : snapshot.journal === undefined
-    ? 'the journals are not consecutive' : `${snapshotPath} covers the journals before ${snapshot.journal}`;
+  const found = !hasSnapshot ? `there is no ${snapshotPath}` : snapshotJournal === undefined
+    ? 'the journals are not consecutive' : `${snapshotPath} covers the journals before ${snapshotJournal}`;
   throw new StoreOpenError(
     `incomplete data directory: ${found}, but ${missing} is missing; the pets in it would be lost. ` +
     'A copy made while the server runs misses a journal that the server removed during the copy: ' +

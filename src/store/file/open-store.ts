@@ -1,10 +1,10 @@
 import { join } from 'node:path';
-import { IDEMPOTENCY_WINDOW_SECONDS } from '../../pet/contract.js';
+import { IDEMPOTENCY_KEY_LIMIT, IDEMPOTENCY_WINDOW_SECONDS } from '../../pet/contract.js';
 import { makeDirectory, nodeFileSystem, type FileSystem } from '../../lib/file-system.js';
 import type { LockFile } from '../../lib/lock-file.js';
 import { assertPrivateDirectory } from '../../lib/private-file.js';
 import { reportToStderr } from '../../lib/system-error.js';
-import { Compaction } from './compaction.js';
+import { Compaction, type IdCounter } from './compaction.js';
 import { journalFile } from './file-names.js';
 import { IdempotencyIndex } from './idempotency.js';
 import { Journal } from './journal.js';
@@ -26,6 +26,8 @@ export interface FileStoreOptions {
   onRepair?: (message: string) => void;
   /** How long an idempotency key is remembered, in milliseconds (default 24 hours). */
   idempotencyWindowMs?: number;
+  /** Idempotency keys remembered per API key at most (default 100,000); past it a keyed create is refused until the oldest expires. */
+  idempotencyKeyLimit?: number;
 }
 
 /** What FileStore is made of once its directory is open. */
@@ -35,6 +37,8 @@ export interface OpenedStore {
   journal: Journal;
   compaction: Compaction;
   idempotency: IdempotencyIndex;
+  /** The highest id handed out so far. */
+  ids: IdCounter;
   report: (error: unknown) => void;
 }
 
@@ -44,7 +48,7 @@ const LOW_SPACE_BYTES = 64 * 1024;
 
 /**
  * Opens (creating if needed) the store in `dir`: takes the directory lock, loads what is there, cuts
- * a torn final journal line, and writes a format-2 snapshot where there is none.
+ * a torn final journal line, and writes a format-3 snapshot where there is none.
  */
 export async function openStore(dir: string, options: FileStoreOptions): Promise<OpenedStore> {
   const fs = options.fileSystem ?? nodeFileSystem;
@@ -53,21 +57,29 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
   await openStep(`cannot use data directory ${dir}`, async () => assertPrivateDirectory(dir));
   const lock = DirectoryLock.acquire(dir);
   try {
-    const { index, snapshotBytes, snapshotJournal, generations, journalLength, tornBytes, records } = await loadDirectory(fs, dir);
-    const idempotency = new IdempotencyIndex(options.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_SECONDS * 1000);
+    const { index, format, snapshotBytes, generations, journalLength, tornBytes, keyed, lastId } = await loadDirectory(fs, dir);
+    const idempotency = new IdempotencyIndex(
+      options.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_SECONDS * 1000, (id) => index.recordOf(id), options.idempotencyKeyLimit ?? IDEMPOTENCY_KEY_LIMIT,
+    );
     // Keys past their window are not loaded: they would only be dropped at the next compaction.
     const now = Date.now();
-    for (const { id, record } of records) idempotency.restore(record, id, now);
+    for (const id of keyed) {
+      // Read back one at a time: each record's strings are garbage at once, never all alive together.
+      const record = index.recordOf(id);
+      if (record !== undefined) idempotency.restore(record, id, now);
+    }
     const newest = generations.at(-1);
-    // Without a snapshot of format 2 (a new directory, or one of format 1), a new journal is started and
-    // the snapshot naming it written before any create: from then on pets.json names every journal needed.
-    const upgrade = snapshotJournal === undefined || newest === undefined;
+    // Without a snapshot of format 3 (a new directory, or one of an earlier format), a new journal is
+    // started and the snapshot naming it written before any create: from then on pets.json names every
+    // journal needed, and every line carries its checksum.
+    const upgrade = format !== 3 || newest === undefined;
+    const ids: IdCounter = { last: lastId };
     const journal = upgrade
       ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, (newest ?? 0) + 1, report))
       : await openStep(`cannot open the journal of generation ${newest} in ${dir} for writing`, () => Journal.reopen(fs, dir, newest, journalLength));
     const compaction = new Compaction(fs, dir, journal, index, {
       compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER, snapshotBytes,
-      oldGenerations: upgrade ? generations : generations.slice(0, -1), idempotency, report,
+      oldGenerations: upgrade ? generations : generations.slice(0, -1), idempotency, ids, report,
     });
     // On a full disk the store still opens and serves reads (nothing at open needs a free block),
     // but is not ready: the probe fails, and FileStore's recovery timer brings readiness back.
@@ -78,7 +90,10 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
       (options.onRepair ?? reportToStderr)(`cut a torn last line of ${tornBytes} bytes from ${file}: a create a crash interrupted, never acknowledged`);
     }
     if (upgrade) await openStep(`cannot write ${dir}/pets.json`, () => compaction.compactNow());
-    return { lock, index, journal, compaction, idempotency, report };
+    if (format === 1 || format === 2) {
+      (options.onRepair ?? reportToStderr)(`${join(dir, 'pets.json')} was in format ${format}, whose records carry no checksums: rewritten in format 3, which checks every record`);
+    }
+    return { lock, index, journal, compaction, idempotency, ids, report };
   } catch (error) {
     lock.release();
     throw error;

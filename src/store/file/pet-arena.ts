@@ -17,8 +17,8 @@ type IdOffsets = Uint32Array | Float64Array;
 type ChunkNumbers = Uint8Array | Uint16Array | Uint32Array;
 
 /**
- * The pets in memory, off the JavaScript heap: the exact JSON text of every pet in large Buffers,
- * appended and never rewritten, and per pet a few numbers in typed arrays (id, where its text is,
+ * The pets in memory, off the JavaScript heap: the exact stored line of every pet (its JSON text,
+ * then its checksum) in large Buffers, appended and never rewritten, and per pet a few numbers in typed arrays (id, where its text is,
  * status): 15 bytes a pet while ids lie within 2^32 of the first and there are at most 256 Buffers.
  * Ids only ever grow, so every list is sorted and a page is a binary search plus a copy of
  * byte ranges. A million pets are then a few dozen objects for the garbage collector, not millions.
@@ -63,12 +63,12 @@ export class PetArena {
   }
 
   /**
-   * Adds a pet whose JSON text is `bytes[start..end)`, copied in, followed by the byte `closing` if
-   * given (a keyed line's text without its record: no Buffer is made to join them). Its id must be
-   * above every id so far.
+   * Adds a pet whose line (record-line.ts) is `bytes[start..end)`, copied in whole, and whose JSON
+   * text is `bytes[textStart..textEnd)` within it. Its id must be above every id so far.
    */
-  append(id: number, status: StatusCode, bytes: Uint8Array, start = 0, end = bytes.length, closing?: number): void {
-    const length = this.#check(id, start, end) + (closing === undefined ? 0 : 1);
+  append(id: number, status: StatusCode, bytes: Uint8Array, start: number, end: number, textStart: number, textEnd: number): void {
+    const textLength = this.#check(id, textStart, textEnd);
+    const length = end - start;
     if (this.#copyChunk === -1 || this.#used + length > (this.#chunks[this.#copyChunk] as Buffer).length) {
       // A pet never spans two chunks: at most one pet's worth is left unused at a chunk's end.
       this.#copyChunk = this.#addChunk(Buffer.allocUnsafeSlow(Math.max(this.#nextCopyBytes, length)));
@@ -76,16 +76,15 @@ export class PetArena {
       this.#used = 0;
     }
     const chunk = this.#copyChunk;
-    const target = this.#chunks[chunk] as Buffer;
-    target.set(bytes.subarray(start, end), this.#used);
-    if (closing !== undefined) target[this.#used + length - 1] = closing;
-    this.#add(id, status, chunk, this.#used, length);
+    (this.#chunks[chunk] as Buffer).set(bytes.subarray(start, end), this.#used);
+    this.#add(id, status, chunk, this.#used + textStart - start, textLength);
     this.#used += length;
   }
 
   /**
-   * Adds a pet whose text stays where it is, `buffer[start..end)`, which must never change: a data
-   * file read at start, so that loading copies no pet and leaves no file-sized garbage behind.
+   * Adds a pet whose text stays where it is, `buffer[start..end)`, inside its line, and which must
+   * never change: a data file read at start, so that loading copies no pet and leaves no file-sized
+   * garbage behind.
    */
   appendInPlace(id: number, status: StatusCode, buffer: Buffer, start: number, end: number): void {
     const length = this.#check(id, start, end);
@@ -143,6 +142,19 @@ export class PetArena {
 
   idAt(position: number): number {
     return this.#base + (this.#ids[position] as number);
+  }
+
+  /** The buffer that holds the pet's line (its text and what follows it), and where its text begins. */
+  bufferAt(position: number): Buffer {
+    return this.#chunks[this.#chunkOf[position] as number] as Buffer;
+  }
+
+  textOffsetAt(position: number): number {
+    return this.#offsets[position] as number;
+  }
+
+  textLengthAt(position: number): number {
+    return this.#lengths[position] as number;
   }
 
   /** The pet's JSON text, as a view of the arena (no copy). */

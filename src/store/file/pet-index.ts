@@ -1,7 +1,19 @@
 import type { PetStatus } from '../../pet/contract.js';
-import { petFromJson, petJson, type Pet } from '../../pet/pet.js';
+import { petFromJson, type Pet } from '../../pet/pet.js';
+import type { IdempotencyRecord } from './idempotency.js';
 import { PetArena, statusCode } from './pet-arena.js';
+import { readLineTail, readRecord } from './record-line.js';
 import type { ListPage, ListQuery, ListText } from '../store.js';
+
+/** A stored pet's line as the index holds it; `bytes` is a view of its memory, never to be changed. */
+export interface StoredLine {
+  id: number;
+  bytes: Buffer;
+  textStart: number;
+  textEnd: number;
+}
+
+const EMPTY = Buffer.alloc(0);
 
 /**
  * The pets in memory, ascending by id, with one list per status, kept in a PetArena as their exact
@@ -25,20 +37,25 @@ export class PetIndex {
   }
 
   /**
-   * Adds a pet whose exact JSON text (`petJson`) is `bytes[start..end)`, or that followed by the byte
-   * `closing`; its id must be above the last.
+   * Adds a pet whose line (record-line.ts) is `bytes[start..end)`, copied in, with its exact JSON text
+   * (`petJson`) at `bytes[textStart..textEnd)`; its id must be above the last.
    */
-  appendText(id: number, status: PetStatus | undefined, bytes: Uint8Array, start = 0, end = bytes.length, closing?: number): void {
-    this.#arena.append(id, statusCode(status), bytes, start, end, closing);
+  appendLine(id: number, status: PetStatus | undefined, bytes: Uint8Array, start: number, end: number, textStart: number, textEnd: number): void {
+    this.#arena.append(id, statusCode(status), bytes, start, end, textStart, textEnd);
   }
 
-  /** As appendText, keeping the text where it is in `buffer`, which must never change (a data file read at start). */
-  appendInPlace(id: number, status: PetStatus | undefined, buffer: Buffer, start: number, end: number): void {
-    this.#arena.appendInPlace(id, statusCode(status), buffer, start, end);
+  /** As appendLine, keeping the line where it is in `buffer`, which must never change (a data file read at start). */
+  appendInPlace(id: number, status: PetStatus | undefined, buffer: Buffer, textStart: number, textEnd: number): void {
+    this.#arena.appendInPlace(id, statusCode(status), buffer, textStart, textEnd);
   }
 
-  append(pet: Pet): void {
-    this.appendText(pet.id, pet.status, Buffer.from(petJson(pet)));
+  /** The idempotency record the pet's line carries, read from it; undefined for none or no such pet. */
+  recordOf(id: number): IdempotencyRecord | undefined {
+    const at = this.#arena.positionOf(id);
+    if (at === -1) return undefined;
+    const bytes = this.#arena.bufferAt(at);
+    const tail = readLineTail(bytes, this.#arena.textOffsetAt(at) + this.#arena.textLengthAt(at), bytes.length);
+    return tail === undefined || tail.recordStart < 0 ? undefined : readRecord(bytes, tail.recordStart, tail.recordEnd);
   }
 
   get(id: number): Pet | undefined {
@@ -64,9 +81,19 @@ export class PetIndex {
     return { json: this.#arena.jsonArray(positions), lastId: last === undefined ? undefined : this.#arena.idAt(last), more };
   }
 
-  /** The id and text of each of the first `count` pets, in id order (the text is a view: copy it before the arena changes). */
-  *texts(count: number): Generator<[id: number, text: Buffer]> {
-    for (let p = 0; p < count; p++) yield [this.#arena.idAt(p), this.#arena.textAt(p)];
+  /**
+   * The first `count` pets' lines, in id order, each given as one reused StoredLine: the buffer that
+   * holds it and where the pet's text lies in it (its line begins just before, its tail follows).
+   */
+  *lines(count: number): Generator<StoredLine> {
+    const line: StoredLine = { id: 0, bytes: EMPTY, textStart: 0, textEnd: 0 };
+    for (let p = 0; p < count; p++) {
+      line.id = this.#arena.idAt(p);
+      line.bytes = this.#arena.bufferAt(p);
+      line.textStart = this.#arena.textOffsetAt(p);
+      line.textEnd = line.textStart + this.#arena.textLengthAt(p);
+      yield line;
+    }
   }
 
   #page(query: ListQuery): { positions: number[]; more: boolean } {

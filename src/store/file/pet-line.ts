@@ -1,6 +1,5 @@
 import { INT64_MAX, INT64_MIN, NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from '../../pet/contract.js';
-import type { IdempotencyRecord, RecordSink } from './idempotency.js';
-import type { PetIndex } from './pet-index.js';
+import type { IdempotencyRecord } from './idempotency.js';
 
 /**
  * A fast reader for the one line format the store itself writes, `petJson(pet)`:
@@ -155,21 +154,4 @@ function expect(buf: Buffer, pos: number, token: Buffer): number {
 
 function isDigit(c: number): boolean {
   return c >= 0x30 && c <= 0x39;
-}
-
-/** A line the fast reader took: kept in place, or, with an idempotency record, its pet text copied. */
-export function takeLine(index: PetIndex, bytes: Buffer, start: number, line: PetLine, records: RecordSink): void {
-  if (line.record === undefined) {
-    index.appendInPlace(line.id, line.status, bytes, start, line.end);
-    return;
-  }
-  records.push({ id: line.id, record: line.record });
-  index.appendText(line.id, line.status, bytes, start, line.textEnd, 0x7d); // and its closing brace
-}
-
-const CLOSE = Buffer.from('}');
-
-/** The pet's own text of a line that carries an idempotency record after it. */
-export function withoutRecord(bytes: Buffer, start: number, line: PetLine): Buffer {
-  return Buffer.concat([bytes.subarray(start, line.textEnd), CLOSE]);
 }

@@ -1,0 +1,191 @@
+import { parseJson, JsonSyntaxError } from '../../lib/json.js';
+import type { PetStatus } from '../../pet/contract.js';
+import { ValidationError } from '../../pet/validate.js';
+import type { Damage } from './damage.js';
+import { readPetLine, type PetLine } from './pet-line.js';
+import { checksumMatches, objectEndAt, readLineTail, readRecord } from './record-line.js';
+import { isPetText, storedPet } from './stored-pet.js';
+import { readTrustedLine, type TrustedLine } from './trusted-line.js';
+
+/** A record line (record-line.ts) found intact; positions in the scanned buffer. */
+export interface ScannedRecord {
+  id: number;
+  status: PetStatus | undefined;
+  lineStart: number;
+  textStart: number;
+  textEnd: number;
+  /** Just after the line's closing `]`. */
+  end: number;
+  /** Whether the line carries an idempotency record (read back from the line when it is needed). */
+  keyed: boolean;
+}
+
+/** Where a scan is and what it has found: shared by the files of one directory, whose ids ascend across them. */
+export interface ScanState {
+  file: string;
+  bytes: Buffer;
+  /** Check every line's checksum; false only when the whole file's checksum already vouches for every byte. */
+  verify: boolean;
+  /** The highest id taken so far (every id must be above it). */
+  lastId: number;
+  damage: Damage[];
+}
+
+const trusted: TrustedLine = { id: 0, status: undefined, textEnd: 0, recordStart: -1, recordEnd: -1, end: 0 };
+const LINE_BREAK = 0x0a;
+const COMMA = 0x2c;
+const RECORD_START = Buffer.from('[{"id":', 'latin1');
+
+/**
+ * Reads the record lines of `bytes[start..end)`, line `firstLine` onwards, and returns the number of
+ * the line after them, passing each intact one to
+ * `onRecord` (the ScannedRecord is reused: copy what is kept). In a snapshot (`commas`) every line but
+ * the last ends with `,` before its line break. Nothing damaged is passed on or skipped silently: each
+ * stretch of bytes that is not an intact record goes to `state.damage`, and the scan picks up at the
+ * next line, or at the next record start inside the stretch (a line break that became another byte).
+ */
+export function scanRecords(state: ScanState, start: number, end: number, firstLine: number, commas: boolean, onRecord: (r: ScannedRecord) => void): number {
+  const { bytes } = state;
+  const found: ScannedRecord = { id: 0, status: undefined, lineStart: 0, textStart: 0, textEnd: 0, end: 0, keyed: false };
+  const pet: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
+  const open: Damage[] = []; // damage whose next intact pet is not known yet
+  let line = firstLine;
+  let pos = start;
+  while (pos < end) {
+    const problem = readRecordAt(bytes, pos, end, state.verify, found, pet) ?? (found.id > state.lastId ? undefined : `id ${found.id} is not above the previous id ${state.lastId}`);
+    if (problem === undefined) {
+      if (open.length > 0) {
+        for (const d of open) (d.between as [number, number])[1] = found.id;
+        open.length = 0;
+      }
+      state.lastId = found.id;
+      onRecord(found);
+      let next = found.end;
+      if (commas && bytes[next] === COMMA) next++;
+      const last = next === found.end; // a snapshot's last line has no comma
+      if (bytes[next] === LINE_BREAK && (!commas || last === (next + 1 === end))) {
+        pos = next + 1;
+        line++;
+        continue;
+      }
+      pos = found.end;
+      const resume = resumeAt(bytes, pos + 1, end);
+      // Between two intact pets: no pet is lost with these bytes.
+      damageAt(state, line, pos, resume, `the end of the line after pet ${found.id} is damaged`, found.id).between = undefined;
+      line += breaksIn(bytes, pos, resume);
+      pos = resume;
+      continue;
+    }
+    const resume = resumeAt(bytes, pos + 1, end);
+    open.push(damageAt(state, line, pos, resume, state.verify ? checksumVerdict(bytes, pos, end, commas) ?? problem : problem, idNamedAt(bytes, pos, resume)));
+    line += breaksIn(bytes, pos, resume);
+    pos = resume;
+  }
+  return line;
+}
+
+/** The intact record line at `pos`, checksum checked, or undefined when there is none. */
+export function intactRecordAt(bytes: Buffer, pos: number, end: number): ScannedRecord | undefined {
+  const found: ScannedRecord = { id: 0, status: undefined, lineStart: 0, textStart: 0, textEnd: 0, end: 0, keyed: false };
+  const problem = readRecordAt(bytes, pos, end, true, found, { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined });
+  return problem === undefined ? found : undefined;
+}
+
+/**
+ * Reads the record line at `pos` into `out`: undefined when it is intact, else what is wrong. Lines in
+ * the store's own form go through the fast reader; a name with escapes through the general parser,
+ * which must give back the very same text.
+ */
+function readRecordAt(bytes: Buffer, pos: number, end: number, verify: boolean, out: ScannedRecord, pet: PetLine): string | undefined {
+  if (!verify && readTrustedLine(bytes, pos, trusted) && trusted.end <= end) {
+    out.id = trusted.id;
+    out.status = trusted.status;
+    out.keyed = trusted.recordStart >= 0;
+    out.lineStart = pos;
+    out.textStart = pos + 1;
+    out.textEnd = trusted.textEnd;
+    out.end = trusted.end;
+    return undefined;
+  }
+  if (bytes[pos] !== 0x5b) return 'not a pet record';
+  let textEnd: number;
+  if (readPetLine(bytes, pos + 1, end, pet) && pet.record === undefined) {
+    textEnd = pet.end;
+    out.id = pet.id;
+    out.status = pet.status;
+  } else {
+    const general = readGeneral(bytes, pos + 1, end);
+    if (typeof general === 'string') return general;
+    textEnd = general.end;
+    out.id = general.id;
+    out.status = general.status;
+  }
+  const tail = readLineTail(bytes, textEnd, end);
+  if (tail === undefined) return 'not a pet record';
+  if (verify && !checksumMatches(bytes, pos, tail)) return 'checksum mismatch';
+  out.keyed = tail.recordStart >= 0;
+  if (out.keyed && readRecord(bytes, tail.recordStart, tail.recordEnd) === undefined) return 'the idempotency record is not in the store\'s form';
+  out.lineStart = pos;
+  out.textStart = pos + 1;
+  out.textEnd = textEnd;
+  out.end = tail.end;
+  return undefined;
+}
+
+/** A pet text the fast reader does not take (a name with escapes), read by the strict general parser. */
+function readGeneral(bytes: Buffer, start: number, end: number): { id: number; status: PetStatus | undefined; end: number } | string {
+  const close = bytes[start] === 0x7b ? objectEndAt(bytes, start, end) : -1;
+  if (close < 0) return 'not a pet record';
+  const text = bytes.toString('utf8', start, close);
+  try {
+    const pet = storedPet(parseJson(text));
+    if (!isPetText(pet, text)) return 'the pet\'s text is not in the store\'s form';
+    return { id: pet.id, status: pet.status, end: close };
+  } catch (error) {
+    if (error instanceof JsonSyntaxError || error instanceof ValidationError) return `not a valid pet: ${error.message}`;
+    throw error;
+  }
+}
+
+/**
+ * Why the line at `pos`, which could not be read as a record, is damaged, said as plainly as it can
+ * be: when it still ends in a checksum and that does not match its bytes, a flip in the name's
+ * member name is a checksum mismatch, not an unknown field.
+ */
+function checksumVerdict(bytes: Buffer, pos: number, end: number, commas: boolean): string | undefined {
+  const lineBreak = bytes.indexOf(LINE_BREAK, pos);
+  let contentEnd = lineBreak === -1 || lineBreak > end ? end : lineBreak;
+  if (commas && bytes[contentEnd - 1] === COMMA) contentEnd--;
+  const crcAt = contentEnd - 10;
+  if (crcAt - 2 <= pos || bytes[crcAt - 2] !== COMMA || bytes[crcAt - 1] !== 0x22 || bytes[contentEnd - 2] !== 0x22 || bytes[contentEnd - 1] !== 0x5d) return undefined;
+  return checksumMatches(bytes, pos, { recordStart: -1, recordEnd: -1, crcAt, end: contentEnd }) ? undefined : 'checksum mismatch';
+}
+
+/** Where to read again after damage at `from`: the next line, or a record that starts before it. */
+function resumeAt(bytes: Buffer, from: number, end: number): number {
+  const lineBreak = bytes.indexOf(LINE_BREAK, from);
+  const nextLine = lineBreak === -1 || lineBreak >= end ? end : lineBreak + 1;
+  const record = bytes.indexOf(RECORD_START, from);
+  return record !== -1 && record < nextLine ? record : nextLine;
+}
+
+function breaksIn(bytes: Buffer, from: number, to: number): number {
+  let count = 0;
+  for (let i = bytes.indexOf(LINE_BREAK, from); i !== -1 && i < to; i = bytes.indexOf(LINE_BREAK, i + 1)) count++;
+  return count;
+}
+
+/** The id a damaged line still names at its start (`[{"id":123,`), if it does. */
+function idNamedAt(bytes: Buffer, pos: number, end: number): number | undefined {
+  if (bytes.compare(RECORD_START, 0, RECORD_START.length, pos, Math.min(end, pos + RECORD_START.length)) !== 0) return undefined;
+  const digits = /^[1-9][0-9]{0,15}(?=,)/.exec(bytes.toString('latin1', pos + RECORD_START.length, Math.min(end, pos + RECORD_START.length + 17)));
+  const id = digits === null ? Number.NaN : Number(digits[0]);
+  return id <= Number.MAX_SAFE_INTEGER ? id : undefined;
+}
+
+function damageAt(state: ScanState, line: number, from: number, to: number, reason: string, id: number | undefined): Damage {
+  const bytes = Buffer.from(state.bytes.subarray(from, state.bytes[to - 1] === LINE_BREAK ? to - 1 : to));
+  const damage: Damage = { file: state.file, line, offset: from, bytes, reason, id, between: [state.lastId, Number.POSITIVE_INFINITY] };
+  state.damage.push(damage);
+  return damage;
+}
