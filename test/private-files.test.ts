@@ -9,8 +9,9 @@ import { chmod, chown, mkdir, readdir, readFile, rename, stat, writeFile } from 
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { newKey, updateKeyFile, type StoredKey } from '#dist/auth/key-file.js';
+import { FileStore } from '#dist/store/file/file-store.js';
 import { petJson } from '#dist/pet/pet.js';
-import { request, runCli, startError, startServer, waitFor } from './helpers.js';
+import { request, runCli, startError, startServer, tempDirFor, waitFor } from './helpers.js';
 import { NOBODY, OTHER_USER, asOtherUser, serveAsOtherUser, serverForOtherUser } from './other-user.js';
 import { dataDir, defer } from './store-support.js';
 import type { Logger } from './support.js';
@@ -37,6 +38,34 @@ test('the server refuses to start, naming it, on a data directory writable by gr
     assert.ok(stderr.includes(dir), stderr);
     assert.match(stderr, /writable by group or others/);
   }
+});
+
+test('a data directory of this user that holds no data yet is made private instead, and said so; with anything in it, it is refused', async (t) => {
+  const root = await tempDirFor(t);
+  // As a fresh clone under umask 002 has it: data/ 0775 with only its .gitkeep.
+  const fresh = join(root, 'fresh');
+  await mkdir(fresh);
+  await writeFile(join(fresh, '.gitkeep'), '');
+  await chmod(fresh, 0o775);
+  const repairs: string[] = [];
+  const store = await FileStore.open(fresh, { onRepair: (message) => repairs.push(message) });
+  await store.close();
+  assert.equal((await stat(fresh)).mode & 0o777, 0o700);
+  assert.deepEqual(repairs, [`made ${fresh} private (mode 775 → 700), as it held no data yet`]);
+  // Something in it that the store did not put there: another user may have, so nothing is changed.
+  const used = join(root, 'used');
+  await mkdir(used);
+  await writeFile(join(used, 'notes.txt'), '');
+  await chmod(used, 0o775);
+  await assert.rejects(FileStore.open(used), { message: `${used} is writable by group or others (mode 775); refusing to use it until it is not (chmod go-w)` });
+  assert.equal((await stat(used)).mode & 0o777, 0o775, 'left as it was');
+  // Another user's empty directory is not this server's to change.
+  const theirs = join(root, 'theirs');
+  await mkdir(theirs, { mode: 0o775 });
+  await chmod(theirs, 0o775);
+  await chown(theirs, 65534, 65534);
+  await assert.rejects(FileStore.open(theirs), /writable by group or others|owned by uid 65534/);
+  assert.equal((await stat(theirs)).mode & 0o777, 0o775);
 });
 
 test('the server refuses to start, naming it, on a key or data file writable by group or others', async (t) => {

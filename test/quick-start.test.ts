@@ -1,7 +1,8 @@
 /**
  * The README's quick start under the umasks people have: 002 (Ubuntu's default for users), 022 and
  * 077. A checkout is made as git makes one under that umask — directories 0777 and files 0666, less
- * the umask — and `npm start` must serve from it, its ./data private (0700) whatever the umask.
+ * the umask, data/ with its .gitkeep — and `npm start` must serve from it, its ./data made private
+ * (0700) whatever the umask, saying so when it changed the mode.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -46,10 +47,14 @@ async function npmStart(t: TestContext, dir: string, umask: string): Promise<Ser
 for (const umask of ['002', '022', '077']) {
   test(`under umask ${umask}, npm start in a fresh checkout serves, with ./data private (0700)`, { skip: typeof tracked === 'string' ? tracked : false }, async (t) => {
     const dir = await checkout(t, umask);
-    const { url } = await npmStart(t, dir, umask);
+    assert.equal((await stat(join(dir, 'data'))).mode & 0o777, 0o777 & ~parseInt(umask, 8), 'data/ as git makes it');
+    const server = await npmStart(t, dir, umask);
+    const { url } = server;
     const created = await request(url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });
     assert.equal(created.status, 201, created.text);
     assert.equal((await stat(join(dir, 'data'))).mode & 0o777, 0o700);
+    const said = server.stdout().split('\n').filter((line) => line.includes('made ./data private'));
+    assert.deepEqual(said.map((line) => (JSON.parse(line) as { msg: string }).msg), umask === '077' ? [] : [`made ./data private (mode ${(0o777 & ~parseInt(umask, 8)).toString(8)} → 700), as it held no data yet`]);
     assert.equal((await stat(join(dir, 'data', 'keys.json')).catch(() => undefined)), undefined, 'PETSTORE_API_KEYS: no key file made');
   });
 }

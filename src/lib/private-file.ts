@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { chmodSync, closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { errorCode } from './system-error.js';
 
@@ -32,6 +32,30 @@ function assertPrivate(path: string, stats: Stats, kind: 'file' | 'directory'): 
 /** The data directory (a symlink to it is the operator's choice and is followed), if only its owner can change it. */
 export function assertPrivateDirectory(path: string): void {
   assertPrivate(path, statSync(path), 'directory');
+}
+
+/**
+ * The data directory, made private first when that is safe: one of this user's that others may
+ * enter but that holds nothing yet — nothing at all, or the `.gitkeep` of a fresh clone, which git
+ * makes 0775 under umask 002 — is made 0700, as a directory the server makes is, and its old mode
+ * returned, to be said in the log. Then it must be private (assertPrivateDirectory): one that holds
+ * anything and that others may write to is refused as before, since another user could have put it there.
+ */
+export function claimPrivateDirectory(path: string): number | undefined {
+  const stats = statSync(path);
+  const holdsNothing = (): boolean => readdirSync(path).every((name) => name === '.gitkeep');
+  let tightened: number | undefined;
+  if (stats.isDirectory() && (stats.mode & 0o077) !== 0 && stats.uid === process.getuid?.() && holdsNothing()) {
+    chmodSync(path, 0o700);
+    // Nobody else can add a file from now on; one added before the chmod is caught here.
+    if (!holdsNothing()) {
+      chmodSync(path, stats.mode & 0o7777);
+      throw new UnsafeFileError(`${path} was writable by group or others, and files appeared in it while it was being made private; refusing to use it (chmod go-w, and check what is in it)`);
+    }
+    tightened = stats.mode & 0o7777;
+  }
+  assertPrivateDirectory(path);
+  return tightened;
 }
 
 /** Opens a private regular file (see assertPrivate) without following a symlink at its name. */

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { IDEMPOTENCY_KEY_LIMIT, IDEMPOTENCY_WINDOW_SECONDS } from '../../pet/contract.js';
 import { makeDirectory, nodeFileSystem, type FileSystem } from '../../lib/file-system.js';
 import type { LockFile } from '../../lib/lock-file.js';
-import { assertPrivateDirectory } from '../../lib/private-file.js';
+import { claimPrivateDirectory } from '../../lib/private-file.js';
 import { reportToStderr } from '../../lib/system-error.js';
 import { Compaction, type IdCounter } from './compaction.js';
 import { journalFile } from './file-names.js';
@@ -54,7 +54,10 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
   const fs = options.fileSystem ?? nodeFileSystem;
   const report = options.onBackgroundError ?? reportToStderr;
   await openStep(`cannot create data directory ${dir}`, () => makeDirectory(fs, dir));
-  await openStep(`cannot use data directory ${dir}`, async () => assertPrivateDirectory(dir));
+  const tightened = await openStep(`cannot use data directory ${dir}`, async () => claimPrivateDirectory(dir));
+  if (tightened !== undefined) {
+    (options.onRepair ?? reportToStderr)(`made ${dir} private (mode ${tightened.toString(8)} → 700), as it held no data yet`);
+  }
   const lock = DirectoryLock.acquire(dir);
   try {
     const { index, format, snapshotBytes, generations, journalLength, tornBytes, keyed, lastId } = await loadDirectory(fs, dir);
