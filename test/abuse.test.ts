@@ -4,14 +4,14 @@
  * sustained mixed load. Loopback only; every wait is bounded.
  */
 import assert from 'node:assert/strict';
-import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
+import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { after, test, type TestContext } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseExact, parseResponse, RawClient } from './fuzz-corpus.js';
-import { request, startServer, tempDirFor, TEST_KEY, type TestServer } from './helpers.js';
+import { embedServer, request, startServer, tempDirFor, TEST_KEY, type TestServer } from './helpers.js';
 import { createPetstore, silentLoggerForTests } from './support.js';
 
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
@@ -189,16 +189,7 @@ async function rawAnswer(url: string, bytes: string): Promise<{ status: number; 
 
 /** The pet store's handler on an embedder's own node:http server, with Node's header defaults. */
 async function embedded(t: TestContext): Promise<string> {
-  const dataDir = await tempDirFor(t);
-  const petstore = await createPetstore({ dataDir, keys: [TEST_KEY], logger: silentLoggerForTests });
-  const server = createServer((req, res) => petstore.handler(req, res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-    await petstore.close();
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return embedServer(t, await createPetstore({ dataDir: await tempDirFor(t), keys: [TEST_KEY], logger: silentLoggerForTests }));
 }
 
 test('a second Authorization, Host, Content-Type or Idempotency-Key behind 1,995 headers is refused, not dropped unseen; nothing is stored', async (t) => {

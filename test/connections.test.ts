@@ -105,96 +105,60 @@ async function health(url: string, ca: Buffer | undefined): Promise<number> {
 
 const CREATE_HEAD = `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n`;
 
-/** Each kind of connection a client can reset, and when it resets it. */
-const RESETS: Array<{ name: string; tlsOnly?: boolean; run: (url: string, ca: Buffer | undefined) => Promise<void> }> = [
-  { name: 'CONNECT, after its 405', run: async (url, ca) => {
-    const c = await open(url, ca);
-    c.write('CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\n');
-    assert.ok(await c.answered());
-    assert.equal(c.status(), 405);
-    c.reset();
-  } },
-  { name: 'CONNECT, before its answer arrives', run: async (url, ca) => {
-    const c = await open(url, ca);
-    c.write('CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\n');
-    c.reset();
-  } },
-  { name: 'CONNECT followed by bytes for the tunnel', run: async (url, ca) => {
-    const c = await open(url, ca);
-    c.write('CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\nhello');
-    assert.ok(await c.answered());
-    c.write('more bytes for the tunnel');
-    await sleep(20);
-    c.reset();
-  } },
-  { name: 'CONNECT behind a request whose answer is owed', run: async (url, ca) => {
-    const c = await open(url, ca);
-    c.write(`GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\nCONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\n`);
-    c.reset();
-  } },
-  { name: 'an Upgrade request', run: async (url, ca) => {
-    const c = await open(url, ca);
-    c.write('GET /v1/pets HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
-    assert.ok(await c.answered());
-    c.reset();
-  } },
-  { name: 'a request the parser refuses, after its 400', run: async (url, ca) => {
-    const c = await open(url, ca);
-    c.write('GET / HTTP/1.1\r\nHost a\r\n\r\n');
-    assert.ok(await c.answered());
-    c.reset();
-  } },
-  { name: 'a parse error behind a request whose answer is owed', run: async (url, ca) => {
-    const c = await open(url, ca);
-    c.write(`GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\nGET / HTTP/1.1\r\nHost a\r\n\r\n`);
-    c.reset();
-  } },
-  { name: 'an Expect other than 100-continue, after its 417', run: async (url, ca) => {
-    const c = await open(url, ca);
-    c.write('POST /v1/pets HTTP/1.1\r\nHost: a\r\nExpect: foo\r\nContent-Length: 5\r\n\r\n');
-    assert.ok(await c.answered());
-    c.reset();
-  } },
-  { name: 'a create with half its body', run: async (url, ca) => {
-    const c = await open(url, ca);
-    c.write(`${CREATE_HEAD}{"name":"Ha`);
-    await sleep(20);
-    c.reset();
-  } },
-  { name: 'a response being received', run: async (url, ca) => {
-    const c = await open(url, ca);
-    c.write('GET /v1/openapi.json HTTP/1.1\r\nHost: a\r\n\r\n');
-    await waitFor(() => c.data.length > 0, 5000, 'the first bytes of the document');
-    c.reset();
-  } },
-  { name: 'an idle keep-alive connection', run: async (url, ca) => {
-    const c = await open(url, ca);
-    c.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
-    assert.ok(await c.answered());
-    c.reset();
-  } },
-  { name: 'a connection that sent nothing', run: async (url, ca) => {
-    const c = await open(url, ca);
-    c.reset();
-  } },
-  { name: 'half a TLS hello', tlsOnly: true, run: async (url) => {
-    const c = new Client(url, undefined, false);
-    await c.ready;
-    c.write(Buffer.from([0x16, 0x03, 0x01, 0x00, 0x50, 0x01, 0x00]));
-    await sleep(20);
-    c.reset();
-  } },
+/**
+ * Each kind of connection a client resets: what it sends, what it waits for before the reset (an
+ * answer, the first bytes of one, or nothing), and what it sends after that. `raw`: plain TCP bytes
+ * on the TLS port (a hello begun and never finished), with TLS only.
+ */
+interface ResetCase {
+  name: string;
+  send: string | Buffer;
+  until: 'answer' | 'bytes' | 'nothing';
+  then?: string;
+  raw?: true;
+}
+
+const OWED_GET = `GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`;
+const CONNECT = 'CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\n';
+
+const RESETS: ResetCase[] = [
+  { name: 'CONNECT, after its 405', send: CONNECT, until: 'answer' },
+  { name: 'CONNECT, before its answer arrives', send: CONNECT, until: 'nothing' },
+  { name: 'CONNECT followed by bytes for the tunnel', send: `${CONNECT}hello`, until: 'answer', then: 'more bytes for the tunnel' },
+  { name: 'CONNECT behind a request whose answer is owed', send: OWED_GET + CONNECT, until: 'nothing' },
+  { name: 'an Upgrade request', send: 'GET /v1/pets HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n', until: 'answer' },
+  { name: 'a request the parser refuses, after its 400', send: 'GET / HTTP/1.1\r\nHost a\r\n\r\n', until: 'answer' },
+  { name: 'a parse error behind a request whose answer is owed', send: `${OWED_GET}GET / HTTP/1.1\r\nHost a\r\n\r\n`, until: 'nothing' },
+  { name: 'an Expect other than 100-continue, after its 417', send: 'POST /v1/pets HTTP/1.1\r\nHost: a\r\nExpect: foo\r\nContent-Length: 5\r\n\r\n', until: 'answer' },
+  { name: 'a create with half its body', send: `${CREATE_HEAD}{"name":"Ha`, until: 'nothing' },
+  { name: 'a response being received', send: 'GET /v1/openapi.json HTTP/1.1\r\nHost: a\r\n\r\n', until: 'bytes' },
+  { name: 'an idle keep-alive connection', send: 'GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n', until: 'answer' },
+  { name: 'a connection that sent nothing', send: '', until: 'nothing' },
+  { name: 'half a TLS hello', send: Buffer.from([0x16, 0x03, 0x01, 0x00, 0x50, 0x01, 0x00]), until: 'nothing', raw: true },
 ];
+
+async function resetAfter(url: string, ca: Buffer | undefined, kind: ResetCase): Promise<void> {
+  const c = new Client(url, ca, kind.raw !== true && ca !== undefined);
+  await c.ready;
+  if (kind.send.length > 0) c.write(kind.send);
+  if (kind.until === 'answer') assert.ok(await c.answered(), `${kind.name}: an answer, not ${JSON.stringify(c.data)}`);
+  if (kind.until === 'bytes') await waitFor(() => c.data.length > 0, 5000, `${kind.name}: the first bytes of the answer`);
+  if (kind.then !== undefined) c.write(kind.then);
+  await sleep(20);
+  c.reset();
+}
 
 test('a client\'s reset at any point of any kind of connection does not end the server, over HTTP or TLS', { timeout: 60_000 }, async (t) => {
   for (const transport of await transports(t)) {
     const server = await spawnServerFor(t, ['--data-dir', await tempDirFor(t), ...transport.args], ENV);
     for (const kind of RESETS) {
-      if (kind.tlsOnly === true && transport.ca === undefined) continue;
+      if (kind.raw === true && transport.ca === undefined) continue;
       const what = `${transport.name}, ${kind.name}`;
-      for (let i = 0; i < 3; i++) await kind.run(server.url, transport.ca);
-      await sleep(50); // the server meets the reset
-      assert.equal(server.child.exitCode, null, `${what}: the server exited\n${server.stderr()}`);
+      for (let i = 0; i < 3; i++) {
+        await resetAfter(server.url, transport.ca, kind);
+        await sleep(50); // the server meets the reset
+        assert.equal(server.child.exitCode, null, `${what}: the server exited\n${server.stderr()}`);
+      }
       assert.equal(await health(server.url, transport.ca), 200, what);
     }
     assert.doesNotMatch(server.stderr(), /Unhandled|ECONNRESET/);
@@ -224,7 +188,7 @@ test('resets on a request in flight and on a CONNECT during the stop: it still f
   inFlight.write(CREATE_HEAD.replace('\r\n\r\n', '\r\nExpect: 100-continue\r\n\r\n'));
   await waitFor(() => inFlight.data.includes('100 Continue'), 5000, '100 Continue');
   const tunnel = await open(server.url, undefined);
-  tunnel.write('CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\n');
+  tunnel.write(CONNECT);
   assert.ok(await tunnel.answered());
   server.child.kill('SIGTERM');
   await waitFor(() => server.stdout().includes('"msg":"stopping"'), 5000, 'stopping');
@@ -247,7 +211,7 @@ const LIMITS = ['--max-connections', String(SLOTS), '--headers-timeout', '500', 
 
 /** Connections the server answers with a close, each with what it sends and the answer it gets. */
 const CLOSING: Array<{ name: string; status: number; send: string }> = [
-  { name: 'CONNECT', status: 405, send: 'CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\n' },
+  { name: 'CONNECT', status: 405, send: CONNECT },
   { name: 'a body that stalls past --request-timeout', status: 408, send: `${CREATE_HEAD}{"name":"Sl` },
   { name: 'a connection silent past --headers-timeout', status: 408, send: '' },
 ];
