@@ -165,9 +165,13 @@ test('a client\'s reset at any point of any kind of connection does not end the 
   }
 });
 
-test('a reset on a socket an embedder takes from an upgrade listener does not end the process', needsOpenssl, async (t) => {
-  const { cert, key } = certificate(await tempDirFor(t, 'petstore-certs-'), 'server');
-  for (const tls of [undefined, { cert: await readFile(cert), key: await readFile(key) }]) {
+test('a reset on a socket an embedder takes from an upgrade listener does not end the process, over HTTP or TLS', async (t) => {
+  const pairs: Array<{ cert: Buffer; key: Buffer } | undefined> = [undefined];
+  if (!('skip' in needsOpenssl)) {
+    const { cert, key } = certificate(await tempDirFor(t, 'petstore-certs-'), 'server');
+    pairs.push({ cert: await readFile(cert), key: await readFile(key) });
+  }
+  for (const tls of pairs) {
     const server = await startServer({ tls });
     t.after(() => server.close());
     const taken: Socket[] = [];
