@@ -181,25 +181,37 @@ async function stepped(path: string, plan: number): Promise<string[]> {
     }
     if (now !== ours) wrong.push(`${when}: the lock this process holds reads ${String(now)}`);
   };
-  // strace reports each stop of the child's main thread as "[pid <pid>] --- stopped by SIGSTOP ---".
-  const stops = (): number => {
-    const pid = /pid (\d+)/.exec(out)?.[1];
-    return pid === undefined ? 0 : trace.split(`[pid ${pid}] --- stopped by SIGSTOP`).length - 1;
+  // strace reports each stop of the child's main thread as "[pid <pid>] --- stopped by SIGSTOP ---",
+  // the pid padded to five places.
+  const pid = (): number | undefined => {
+    const found = /^pid (\d+)$/m.exec(out)?.[1];
+    return found === undefined ? undefined : Number(found);
   };
-  for (let step = 0; ; step++) {
-    await waitFor(() => exited || stops() > step, 10_000, `stop ${step} of the contender`);
-    if (exited) break;
-    checkOurs(`stop ${step}`);
-    if ((plan >> step) & 1) {
-      if (mine !== undefined) {
-        mine.release();
-        mine = undefined;
-      } else {
-        const taken = LockFile.tryAcquire(path);
-        if (taken instanceof LockFile) mine = taken;
+  const stops = (): number => (pid() === undefined ? 0 : trace.split(new RegExp(`\\[pid +${pid()}\\] --- stopped by SIGSTOP`)).length - 1);
+  try {
+    for (let step = 0; ; step++) {
+      await waitFor(() => exited || stops() > step, 10_000, `stop ${step} of the contender`);
+      if (exited) break;
+      checkOurs(`stop ${step}`);
+      if ((plan >> step) & 1) {
+        if (mine !== undefined) {
+          mine.release();
+          mine = undefined;
+        } else {
+          const taken = LockFile.tryAcquire(path);
+          if (taken instanceof LockFile) mine = taken;
+        }
       }
+      process.kill(pid() as number, 'SIGCONT');
     }
-    process.kill(Number(/pid (\d+)/.exec(out)?.[1]), 'SIGCONT');
+  } finally {
+    // A contender left stopped (the test failed half-way) would keep this test file from ending.
+    if (!exited) {
+      const stuck = pid();
+      if (stuck !== undefined) process.kill(stuck, 'SIGKILL');
+      child.kill('SIGKILL');
+      await closed;
+    }
   }
   checkOurs('at the end');
   if (mine !== undefined && out.includes('held')) wrong.push('both processes hold the lock');
