@@ -6,12 +6,13 @@
 import assert from 'node:assert/strict';
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { after, test } from 'node:test';
+import { after, test, type TestContext } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseExact, parseResponse, RawClient } from './fuzz-corpus.js';
-import { request, startServer, TEST_KEY, type TestServer } from './helpers.js';
+import { embedServer, request, startServer, tempDirFor, TEST_KEY, type TestServer } from './helpers.js';
+import { createPetstore, silentLoggerForTests } from './support.js';
 
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
 
@@ -169,6 +170,59 @@ test('two Content-Type headers on a create are a 400 Error (not 415, not 201), a
   }
   const list = await server.request('GET', '/v1/pets');
   assert.equal(list.text, '[]');
+});
+
+/** A request head: Host, Authorization and `lead`, then `padding` short headers (`x0: 1` …), then `tail`; under 16 KiB. */
+function paddedHead(method: string, lead: string, padding: number, tail: string): string {
+  const pads = Array.from({ length: padding }, (_, i) => `x${i % 10}: 1\r\n`).join('');
+  const head = `${method} /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TEST_KEY}\r\n${lead}${pads}${tail}Connection: close\r\n\r\n`;
+  assert.ok(head.length < 16 * 1024, `${head.length} bytes: within --max-header-size`);
+  return head;
+}
+
+async function rawAnswer(url: string, bytes: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  const outcome = await new RawClient(url).exchange(Buffer.from(bytes), { timeoutMs: 5000 });
+  assert.equal(outcome.kind, 'answer');
+  if (outcome.kind !== 'answer') throw new Error('no answer');
+  return { status: outcome.answer.status, headers: Object.fromEntries(Object.entries(outcome.answer.headers).map(([k, v]) => [k, v.join(', ')])), body: outcome.answer.body.toString('utf8') };
+}
+
+/** The pet store's handler on an embedder's own node:http server, with Node's header defaults. */
+async function embedded(t: TestContext): Promise<string> {
+  return embedServer(t, await createPetstore({ dataDir: await tempDirFor(t), keys: [TEST_KEY], logger: silentLoggerForTests }));
+}
+
+test('a second Authorization, Host, Content-Type or Idempotency-Key behind 1,995 headers is refused, not dropped unseen; nothing is stored', async (t) => {
+  const server = await serve();
+  for (const url of [server.url, await embedded(t)]) {
+    const body = '{"name":"Hidden","categoryId":1}';
+    // The first of each is valid and comes before the padding; a proxy that takes the last one sees another request.
+    const seconds = ['Authorization: Bearer another-key-0123456789\r\n', 'Host: elsewhere.example\r\n', 'Content-Type: text/plain\r\n', 'Idempotency-Key: "b"\r\n'];
+    for (const second of seconds) {
+      const lead = `Content-Type: application/json\r\nIdempotency-Key: "a"\r\nContent-Length: ${body.length}\r\n`;
+      const head = paddedHead('POST', lead, 1995, second);
+      const answer = await rawAnswer(url, head + body);
+      assertError(answer.status, answer.headers, answer.body, 431, 'headers_too_large');
+    }
+    const list = await request(url, 'GET', '/v1/pets');
+    assert.equal(list.text, '[]', 'nothing was stored');
+  }
+});
+
+test('up to 999 headers are read, every one of them; 1,000 or more are a 431 even within --max-header-size', async (t) => {
+  const server = await serve();
+  for (const url of [server.url, await embedded(t)]) {
+    // 999 in all (Host, Authorization, 996 more, Connection): served, and a second Authorization at the end is seen.
+    const served = await rawAnswer(url, paddedHead('GET', '', 996, ''));
+    assert.equal(served.status, 200, served.body);
+    const twice = await rawAnswer(url, paddedHead('GET', '', 995, `Authorization: Bearer ${TEST_KEY}\r\n`));
+    assertError(twice.status, twice.headers, twice.body, 400, 'invalid_request');
+    for (const padding of [997, 1500, 2200]) {
+      const refused = await rawAnswer(url, paddedHead('GET', '', padding, ''));
+      const error = assertError(refused.status, refused.headers, refused.body, 431, 'headers_too_large');
+      assert.match(error.message, /999/);
+    }
+  }
 });
 
 // ---------------------------------------------------------------------------------------------

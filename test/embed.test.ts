@@ -5,11 +5,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { rm, writeFile } from 'node:fs/promises';
-import { createServer, type RequestListener as NodeListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { RequestListener as NodeListener } from 'node:http';
 import { join } from 'node:path';
-import { test, type TestContext } from 'node:test';
-import { request, runNode, TEST_KEY } from './helpers.js';
+import { test } from 'node:test';
+import { embedServer, request, runNode, TEST_KEY } from './helpers.js';
 import {
   createPetstore, silentLoggerForTests, StoreUnavailableError,
   type ListPage, type ListQuery, type NewPet, type Pet, type PetStore, type PetstoreService, type Petstore,
@@ -55,21 +54,6 @@ class MemoryStore implements PetStore {
 const oldName: (service: PetstoreService) => Petstore = (service) => service;
 void oldName;
 
-/** The embedder's server: the pet store first, then its own handler for everything else. */
-async function embed(t: TestContext, petstore: PetstoreService, own?: NodeListener): Promise<string> {
-  const server: Server = createServer((req, res) => {
-    if (own === undefined) petstore.handler(req, res);
-    else petstore.handler(req, res, () => own(req, res));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.after(async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-    await petstore.close();
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
 const ownHandler: NodeListener = (req, res) => {
   res.writeHead(200, { 'content-type': 'text/plain', 'x-served-by': 'embedder' });
   res.end(`own ${req.method} ${req.url}`);
@@ -82,7 +66,7 @@ for (const async of [false, true]) {
     const store = new MemoryStore(async, [{ name: 'Seeded', categoryId: 5n }]);
     const petstore = await createPetstore({ store, keys: [TEST_KEY], logger: silentLoggerForTests });
     assert.equal(petstore.store, store);
-    const url = await embed(t, petstore, ownHandler);
+    const url = await embedServer(t, petstore, ownHandler);
 
     const seeded = await request(url, 'GET', '/v1/pets/1');
     assert.equal(seeded.status, 200);
@@ -112,7 +96,7 @@ for (const async of [false, true]) {
 
 test('paths the pet store does not serve fall through to next(); its own paths never do', async (t) => {
   const petstore = await createPetstore({ store: new MemoryStore(), keys: [TEST_KEY], logger: silentLoggerForTests });
-  const url = await embed(t, petstore, ownHandler);
+  const url = await embedServer(t, petstore, ownHandler);
   for (const [method, path] of [['GET', '/'], ['GET', '/about?x=1'], ['POST', '/api/things'], ['GET', '/v2/pets']] as const) {
     const res = await request(url, method, path, { auth: false });
     assert.equal(res.status, 200, `${method} ${path}`);
@@ -130,7 +114,7 @@ test('paths the pet store does not serve fall through to next(); its own paths n
 
 test('without next, the handler answers unknown paths itself with a JSON 404', async (t) => {
   const petstore = await createPetstore({ store: new MemoryStore(), keys: [TEST_KEY], logger: silentLoggerForTests });
-  const url = await embed(t, petstore);
+  const url = await embedServer(t, petstore);
   const res = await request(url, 'GET', '/about');
   assert.equal(res.status, 404);
   assert.equal((res.json as { code: string }).code, 'not_found');
@@ -138,7 +122,7 @@ test('without next, the handler answers unknown paths itself with a JSON 404', a
 
 test('an embedded pet store refuses requests without a valid key with 401 and a Bearer challenge', async (t) => {
   const petstore = await createPetstore({ store: new MemoryStore(), keys: [TEST_KEY], logger: silentLoggerForTests });
-  const url = await embed(t, petstore, ownHandler);
+  const url = await embedServer(t, petstore, ownHandler);
   for (const auth of [false, 'not-the-key'] as const) {
     for (const [method, path] of [['GET', '/v1/pets'], ['GET', '/v1/pets/1'], ['POST', '/v1/pets']] as const) {
       const res = await request(url, method, path, path === '/v1/pets' && method === 'POST' ? { ...json('{"name":"Rex","categoryId":1}'), auth } : { auth });
@@ -153,7 +137,7 @@ test('an embedded pet store refuses requests without a valid key with 401 and a 
 test('an embedded pet store given no key refuses every /v1 request (fail closed)', async (t) => {
   const store = new MemoryStore(false, [{ name: 'Hidden', categoryId: 1n }]);
   const petstore = await createPetstore({ store, logger: silentLoggerForTests });
-  const url = await embed(t, petstore, ownHandler);
+  const url = await embedServer(t, petstore, ownHandler);
   for (const auth of [false, TEST_KEY, ''] as const) {
     const res = await request(url, 'GET', '/v1/pets', { auth });
     assert.equal(res.status, 401);
@@ -174,7 +158,7 @@ test('close() closes the embedder\'s store, and a store that cannot write gives 
   const failing = new MemoryStore();
   failing.create = () => Promise.reject(new StoreUnavailableError('disk full'));
   const failingPetstore = await createPetstore({ store: failing, keys: [TEST_KEY], logger: silentLoggerForTests });
-  const url = await embed(t, failingPetstore);
+  const url = await embedServer(t, failingPetstore);
   const res = await request(url, 'POST', '/v1/pets', json('{"name":"Rex","categoryId":1}'));
   assert.equal(res.status, 503);
   assert.ok(!res.text.includes('disk full'), 'the store\'s own message is not passed to the client');

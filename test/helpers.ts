@@ -5,11 +5,11 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { TestContext } from 'node:test';
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { connect, createServer } from 'node:net';
+import { createServer as createHttpServer, request as httpRequest, type IncomingHttpHeaders, type RequestListener as NodeListener } from 'node:http';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { listen, silentLoggerForTests, type ListenOptions, type RunningServer } from './support.js';
+import { listen, silentLoggerForTests, type ListenOptions, type PetstoreService, type RunningServer } from './support.js';
 
 // Fixtures written by hand (a pets.json, a journal) get the modes of the usual umask, whatever the
 // developer's: under umask 002 they would be group-writable, which the server refuses, and tests
@@ -134,6 +134,24 @@ export async function startServer(options: Partial<ListenOptions> = {}): Promise
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * An embedder's own node:http server on port 0, with Node's defaults: the pet store first, then `own`
+ * for what it does not serve. Server and pet store are closed when the test `t` ends; the URL is returned.
+ */
+export async function embedServer(t: TestContext, petstore: PetstoreService, own?: NodeListener): Promise<string> {
+  const server = createHttpServer((req, res) => {
+    if (own === undefined) petstore.handler(req, res);
+    else petstore.handler(req, res, () => own(req, res));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await petstore.close();
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 /** The error a start on `dir` fails with; a server that starts anyway is stopped and the test fails. */

@@ -11,28 +11,9 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';
+import { certificate, needsOpenssl } from './tls-support.js';
 
 const ENV = { PETSTORE_API_KEYS: TEST_KEY };
-
-function hasOpenssl(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false; // not installed: the tests that need a certificate say so and skip
-  }
-}
-const OPENSSL = hasOpenssl();
-const needsOpenssl = OPENSSL ? {} : { skip: 'openssl is not installed: no test certificate can be made' };
-
-/** A self-signed certificate for 127.0.0.1 and its key, as files in `dir`. */
-function certificate(dir: string, name: string): { cert: string; key: string } {
-  const cert = join(dir, `${name}.crt`);
-  const key = join(dir, `${name}.key`);
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
-  return { cert, key };
-}
 
 function get(url: string, path: string, ca: Buffer): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {

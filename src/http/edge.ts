@@ -14,6 +14,13 @@ import { errorCode } from '../lib/system-error.js';
 
 const STOPPING = new HttpError(503, 'unavailable', 'the server is stopping; try again shortly', { 'retry-after': '1' });
 
+/**
+ * How long a connection the server closes after an answer waits for its client to close too: long
+ * enough for the answer to arrive and be read before the close (a close with unread bytes is a reset,
+ * which can destroy the answer at the client), short enough that no client keeps a slot by staying.
+ */
+const CLOSE_LINGER_MS = 2000;
+
 /** `Expect` other than 100-continue: 417, and the connection closes (the body may follow). */
 export function refuseExpectation(_req: IncomingMessage, res: ServerResponse): void {
   send(res, errorReply(new HttpError(417, 'expectation_failed', 'only "Expect: 100-continue" is supported')), ['connection', 'close']);
@@ -35,7 +42,7 @@ export function clientErrorHandler(connections: Connections): (error: Error, soc
       // An owed response may have closed the connection itself (Connection: close): it is ending.
       if (!socket.writable) return;
       if (!reply) socket.destroy();
-      else socket.end(unsupportedVersion(error) ? rawErrorResponse(versionNotSupported()) : clientErrorResponse(code));
+      else closeAfter(socket, unsupportedVersion(error) ? rawErrorResponse(versionNotSupported()) : clientErrorResponse(code));
     });
   };
 }
@@ -51,13 +58,26 @@ function unsupportedVersion(error: Error): boolean {
   return version !== null && version[1] !== '1.0' && version[1] !== '1.1';
 }
 
-/** Without a listener Node drops CONNECT silently; this server tunnels nothing, and says so in turn. */
+/**
+ * Without a listener Node drops CONNECT silently; this server tunnels nothing, and says so in turn.
+ * The socket is no longer the parser's: what the client sends after its CONNECT is read and dropped,
+ * so that the close after the answer is not a reset for unread bytes.
+ */
 export function connectHandler(connections: Connections): (req: IncomingMessage, socket: Duplex) => void {
   return (_req, socket) => {
+    socket.resume();
     connections.afterOwed(socket as Socket, () => {
-      if (socket.writable) socket.end(rawErrorResponse(new HttpError(405, 'method_not_allowed', 'CONNECT is not supported')));
+      if (socket.writable) closeAfter(socket, rawErrorResponse(new HttpError(405, 'method_not_allowed', 'CONNECT is not supported')));
+      else socket.destroy();
     });
   };
+}
+
+/** Sends the last bytes of a connection and closes it, at the latest CLOSE_LINGER_MS later. */
+function closeAfter(socket: Duplex, answer: string): void {
+  socket.end(answer);
+  const cut = setTimeout(() => socket.destroy(), CLOSE_LINGER_MS);
+  socket.once('close', () => clearTimeout(cut));
 }
 
 /**

@@ -33,10 +33,13 @@ export class LockFile {
   static tryAcquire(path: string): LockFile | { owner: number } {
     const self = currentOwner(dirname(path));
     const target = formatOwner(self);
-    for (let attempt = 0; attempt < 2; attempt++) {
+    for (let attempt = 0; attempt < 3; attempt++) {
       if (create(target, path)) return new LockFile(path, target);
       const found = readTarget(path);
-      const owner = found === undefined ? undefined : parseOwner(found);
+      // Released since the create failed: it is simply created again. Only a lock read as stale is
+      // ever removed, or a lock another process creates in the meantime would be removed with it.
+      if (found === undefined) continue;
+      const owner = parseOwner(found);
       // In a container the server is often pid 1 on every start: our own pid on a lock we do not hold
       // is a killed predecessor's.
       const live = owner !== undefined && (owner.pid === process.pid && !inOtherNamespace(owner, self) ? LockFile.#held.has(path) : isLive(owner, self, path));
@@ -114,10 +117,12 @@ const GUARD_STALE_MS = 10_000;
 /**
  * Removes a stale lock so that it can be created again. Only one process at a time may do this (an
  * exclusive guard, itself a symlink so that it needs no free block), and it removes the lock only if
- * it still reads `stale`: a lock that another process has meanwhile taken is never touched. Returns
- * false when another process is taking over right now.
+ * it still reads `stale`. While the guard is held nothing else removes a stale lock, and a new lock
+ * is only ever created where the name is free, so the lock removed is the one read: never one that
+ * another process has meanwhile taken. (A lock found gone is not taken over but created again.)
+ * Returns false when another process is taking over right now.
  */
-function takeOverStale(path: string, stale: string | undefined, target: string): boolean {
+function takeOverStale(path: string, stale: string, target: string): boolean {
   const guard = `${path}.takeover`;
   if (!create(target, guard)) {
     const age = Date.now() - (lstatSync(guard, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerOptions, ty
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { createSecureContext } from 'node:tls';
+import { AcceptedSockets } from '../http/accepted-sockets.js';
 import { Connections } from '../http/connections.js';
 import { clientErrorHandler, connectHandler, refuseExpectation, refuseWhileStopping } from '../http/edge.js';
 import { jsonLogger } from '../lib/logger.js';
@@ -77,20 +78,12 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     ? createServer(httpOptions, onRequest)
     : createHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
   server.maxConnections = options.maxConnections ?? SERVER_DEFAULTS.maxConnections;
+  // Every TCP connection, TLS or not, from its accept: with TLS, a client that never sends its hello
+  // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
+  const sockets = new AcceptedSockets();
+  server.on('connection', (raw: Socket) => sockets.add(raw));
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
   server.on(options.tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => connections.add(socket));
-  // With TLS, a client that connects and never sends its hello has no TLS socket yet: the stop
-  // closes such silent connections itself, or it would wait for the 120 s handshake timeout.
-  const handshaking = new Map<Socket, number>();
-  if (options.tls !== undefined) {
-    server.on('connection', (raw: Socket) => {
-      handshaking.set(raw, Date.now());
-      raw.once('close', () => handshaking.delete(raw));
-    });
-  }
-  const closeSilent = (graceMs: number): void => {
-    for (const [raw, since] of handshaking) if (raw.bytesRead === 0 && Date.now() - since >= graceMs) raw.destroy();
-  };
   // Answer `Expect: 100-continue` ourselves, so that 401, 413 and 415 go out before the body is sent.
   server.on('checkContinue', onRequest);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
@@ -120,7 +113,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => (closed ??= (async () => {
     stopping = true;
-    await drain(server, connections, closeSilent, options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout);
+    await drain(server, connections, sockets, options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout);
     await petstore.close();
   })());
 
@@ -130,9 +123,9 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
 /**
  * The graceful close: stop accepting; responses still to be sent say `Connection: close`, and Node
  * closes their connections after them; a connection that owes nothing is closed once it has been
- * quiet for the grace; whatever is still open after `timeoutMs` is cut.
+ * quiet for the grace; whatever is still open after `timeoutMs` is cut, whatever its client does.
  */
-async function drain(server: Server | HttpsServer, connections: Connections, closeSilent: (graceMs: number) => void, timeoutMs: number): Promise<void> {
+async function drain(server: Server | HttpsServer, connections: Connections, sockets: AcceptedSockets, timeoutMs: number): Promise<void> {
   for (const res of connections.unsent()) res.setHeader('connection', 'close');
   const stopped = new Promise<void>((resolve) => {
     // Node's close() also destroys the connections its parser sees as idle, which cuts a keep-alive
@@ -146,10 +139,12 @@ async function drain(server: Server | HttpsServer, connections: Connections, clo
   });
   const quiet = (): void => {
     connections.closeQuiet(STOP_GRACE_MS);
-    closeSilent(STOP_GRACE_MS);
+    sockets.closeSilent(STOP_GRACE_MS);
   };
   const sweep = setInterval(quiet, 25);
-  const deadline = setTimeout(() => server.closeAllConnections(), timeoutMs);
+  // Every accepted socket, not only those Node's parser still reads (closeAllConnections): a socket
+  // handed out of it (CONNECT) would hold the stop for as long as its client liked.
+  const deadline = setTimeout(() => sockets.destroyAll(), timeoutMs);
   quiet();
   try {
     await stopped;
