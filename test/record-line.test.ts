@@ -80,7 +80,7 @@ test('a flip of any bit of a line makes its checksum not match, or the line unre
 
 test('lines the trusting reader finds out of form are refused by it, so that the careful reader takes them', () => {
   const trusted: TrustedLine = { id: 0, status: undefined, textEnd: 0, recordStart: 0, recordEnd: 0, end: 0 };
-  for (const bad of ['{"id":1}', '[{"id":1,"name":"a', '[{"id":1,"name":"a","categoryId":1,"status":"lost"},"00000000"]', '[{"id":1,"name":"a","categoryId":1}]', '[{"id":1,"name":"a","categoryId":1},{"scope":"s"']) {
+  for (const bad of ['{"id":1}', '[{"id":,"name":"a","categoryId":1},"00000000"]', '[{"id":99999999999999999,"name":"a","categoryId":1},"00000000"]', '[{"id":1,"name":"a', '[{"id":1,"name":"a","categoryId":1,"status":"lost"},"00000000"]', '[{"id":1,"name":"a","categoryId":1}]', '[{"id":1,"name":"a","categoryId":1},{"scope":"s"']) {
     assert.equal(readTrustedLine(Buffer.from(bad), 0, trusted), false, bad);
   }
 });

@@ -34,6 +34,8 @@ export function readTrustedLine(buf: Buffer, pos: number, out: TrustedLine): boo
   let p = pos + ID_AT;
   let id = 0;
   for (let c = buf[p] as number; c >= 0x30 && c <= 0x39; c = buf[++p] as number) id = id * 10 + (c - 0x30);
+  // Ids are safe integers (16 digits at most): one past them was not written by the store.
+  if (p === pos + ID_AT || id > Number.MAX_SAFE_INTEGER) return false;
   p += NAME_AFTER_ID;
   // The name: up to its closing quote; an escaped quote is stepped over with its backslash.
   for (let c = buf[p] as number; c !== 0x22; c = buf[++p] as number) {
