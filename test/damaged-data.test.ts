@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { nodeFileSystem } from '#dist/lib/file-system.js';
 import { FileStore } from '#dist/store/file/file-store.js';
+import { readDirectory } from '#dist/store/file/load.js';
 import { StoreOpenError } from '#dist/store/store.js';
 import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
 import { TEST_KEY, request, runCli, spawnServerFor, stopProcess } from './helpers.js';
@@ -99,6 +101,39 @@ async function openOrRefusal(dir: string, expected: ReadonlyMap<number, string>)
   }
 }
 
+/** Each pet's line in `bytes`: its id and where the line is, its line break left out. */
+function petLines(bytes: Buffer): Array<{ id: number; start: number; end: number }> {
+  const lines: Array<{ id: number; start: number; end: number }> = [];
+  for (let start = 0; start < bytes.length;) {
+    const lineBreak = bytes.indexOf(0x0a, start);
+    const end = lineBreak === -1 ? bytes.length : lineBreak;
+    const id = /^\[\{"id":(\d+),/.exec(bytes.toString('latin1', start, Math.min(end, start + 30)));
+    if (id !== null) lines.push({ id: Number(id[1]), start, end });
+    start = end + 1;
+  }
+  return lines;
+}
+
+/**
+ * What `repair` would take from `dir`, against what it must: every pet whose own line was not
+ * touched (`damaged` gives the byte ranges changed, by file) kept with its text, and the next id
+ * above every id the store ever gave out.
+ */
+async function assertRepairKeepsIntact(dir: string, source: Source, damaged: ReadonlyMap<string, readonly [number, number]>, what: string): Promise<void> {
+  const loaded = await readDirectory(nodeFileSystem, dir, await readdir(dir));
+  const kept = loaded.index.list({ after: 0, limit: Number.MAX_SAFE_INTEGER }).pets.map((pet) => pet.id);
+  for (const [name, bytes] of source.files) {
+    if (name !== 'pets.json' && !name.endsWith('.jsonl')) continue;
+    const [from, to] = damaged.get(name) ?? [-1, -1];
+    for (const line of petLines(bytes)) {
+      if (to > line.start && from < line.end) continue; // this pet's own bytes were damaged
+      assert.equal(loaded.index.getText(line.id)?.toString(), source.texts.get(line.id), `${what}: intact pet ${line.id} is kept, byte for byte`);
+    }
+  }
+  assert.ok(loaded.lastId >= Math.max(...source.texts.keys()), `${what}: new ids start after ${Math.max(...source.texts.keys())}, not at ${loaded.lastId + 1}`);
+  assert.ok(kept.every((id) => source.texts.has(id)), `${what}: no pet that was not written`);
+}
+
 /** A deterministic stream of numbers in [0, 1) (mulberry32), so that a failure can be replayed. */
 function random(seed: number): () => number {
   let a = seed;
@@ -127,6 +162,7 @@ test('200 single-bit flips at random bytes of pets.json and the journal: every o
     const message = await openOrRefusal(trial, source.texts);
     assert.ok(message !== undefined, `flip of bit ${bit} at byte ${offset} of ${name} (trial ${i}) was not noticed`);
     assert.match(message, new RegExp(`^damaged data: ${trial}/${name.replace('.', '\\.')} line \\d+ \\(byte \\d+`), `trial ${i}`);
+    await assertRepairKeepsIntact(trial, source, new Map([[name, [offset, offset + 1]]]), `trial ${i}, bit ${bit} at byte ${offset} of ${name}`);
     refused++;
   }
   assert.equal(refused, 200);
@@ -170,6 +206,38 @@ test('a flip in every kind of byte of a pet\'s line, in pets.json and in the jou
     const message = await openOrRefusal(trial, source.texts);
     const at = name === 'pets.json' ? lineBreak - 1 : lineBreak; // a snapshot's line ends with its comma
     assert.match(message ?? '', new RegExp(`line ${lineNumber} \\(byte ${at}, pet ${id}\\): the end of the line after pet ${id} is damaged\\. `));
+  }
+});
+
+test('a damaged head, end or line break of pets.json, or lines of the journal run together, take no intact pet with them and no id is given out twice', async (t) => {
+  const source = await makeSource(t, 12, 6);
+  const trial = join(source.dir, '..', 'trial');
+  const snapshot = source.files.get('pets.json') as Buffer;
+  const journal = source.files.get('pets-journal.2.jsonl') as Buffer;
+  const headBreak = snapshot.indexOf(0x0a);
+  const endBreak = snapshot.lastIndexOf(0x0a, snapshot.length - 2);
+  const trials: Array<[string, string, Buffer, readonly [number, number]]> = [];
+  // Every bit of the head's first 28 bytes (the format's name and version), and of the line breaks
+  // after the head and before the end.
+  for (let offset = 0; offset < 28; offset++) for (let bit = 0; bit < 8; bit++) trials.push([`bit ${bit} of byte ${offset}`, 'pets.json', flipped(source.files, 'pets.json', offset, bit).get('pets.json') as Buffer, [offset, offset + 1]]);
+  for (const at of [headBreak, endBreak]) for (let bit = 0; bit < 8; bit++) trials.push([`bit ${bit} of the line break at ${at}`, 'pets.json', flipped(source.files, 'pets.json', at, bit).get('pets.json') as Buffer, [at, at + 1]]);
+  // The end zeroed, and the file cut short after a pet's line.
+  trials.push(['its last 200 bytes zeroed', 'pets.json', Buffer.from(snapshot).fill(0, snapshot.length - 200), [snapshot.length - 200, snapshot.length]]);
+  const cut = snapshot.lastIndexOf(0x0a, endBreak - 1) + 1;
+  trials.push(['cut short after a pet\'s line', 'pets.json', snapshot.subarray(0, cut), [cut, snapshot.length]]);
+  // Journal lines run together: a line break deleted, and one flipped.
+  const lineBreak = journal.indexOf(0x0a);
+  trials.push(['journal lines 1 and 2 run together', 'pets-journal.2.jsonl', Buffer.concat([journal.subarray(0, lineBreak), journal.subarray(lineBreak + 1)]), [lineBreak, lineBreak]]);
+  trials.push(['the newest journal\'s last line zeroed', 'pets-journal.2.jsonl', Buffer.from(journal).fill(0, journal.lastIndexOf(0x0a, journal.length - 2) + 1), [journal.lastIndexOf(0x0a, journal.length - 2) + 1, journal.length]]);
+  for (const [what, name, bytes, range] of trials) {
+    await place(trial, new Map([...source.files, [name, bytes]]));
+    // A zeroed last line of the newest journal looks as a torn append does: it is cut, its pet with it.
+    const torn = what.includes('newest journal');
+    const lastId = Math.max(...source.texts.keys());
+    const message = await openOrRefusal(trial, torn ? new Map([...source.texts].filter(([id]) => id !== lastId)) : source.texts);
+    if (torn) assert.equal(message, undefined, 'cut as a torn append');
+    else assert.match(message ?? '', /^damaged data: /, `${what}: refused`);
+    await assertRepairKeepsIntact(trial, source, new Map([[name, range]]), what);
   }
 });
 

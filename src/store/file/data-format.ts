@@ -20,10 +20,21 @@ import { StoreOpenError } from '../store.js';
 export const FORMAT_NAME = 'petstore-pets';
 export const FORMAT_VERSION = 3;
 
-/** The version a snapshot's first bytes name, or undefined when they name none (a hand-made format 1 file). */
-export function namedFormat(bytes: Buffer, file: string): 1 | 2 | 3 | undefined {
+/** The version a snapshot's first bytes name (`3` of `"format":"petstore-pets/3"`), or undefined when they name none. */
+export function namedFormat(bytes: Buffer): string | undefined {
+  const named = /^\s*\{\s*"format"\s*:\s*"petstore-pets\/([^"]{0,16})"/.exec(bytes.toString('latin1', 0, 100));
+  return named?.[1];
+}
+
+/**
+ * The format of a snapshot that is not laid out as format 3 (isFormat3): the version its first bytes
+ * name, checked (a newer one is refused, saying so), or 1 when they name none (a hand-made file).
+ */
+export function legacyFormat(bytes: Buffer, file: string): 1 | 2 {
   const named = /^\s*\{\s*"format"\s*:\s*"([^"]{0,64})"/.exec(bytes.toString('latin1', 0, 100));
-  return named === null ? undefined : checkFormat(named[1], file);
+  const version = named === null ? 1 : checkFormat(named[1], file);
+  if (version === 3) throw new StoreOpenError(`${file} names format 3 but is not laid out as format 3 is`);
+  return version;
 }
 
 /** Refuses a format this version does not read, and says so plainly when a newer version wrote it. */

@@ -147,6 +147,10 @@ export class FileStore implements PetStore {
       this.#scheduleRecovery();
       return;
     }
+    if (this.#ids.last + batch.length > Number.MAX_SAFE_INTEGER) {
+      this.#refuse(batch, new Error('pet ids are exhausted: the next id would not be a safe integer'));
+      return;
+    }
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
     const pets = batch.map(({ pet }) => petWithId(++this.#ids.last, pet));
     const texts = pets.map(petJson);
@@ -169,7 +173,7 @@ export class FileStore implements PetStore {
   }
 
   /** Refuses a batch: only a stored create is remembered, so each key may be used again. */
-  #refuse(batch: readonly PendingCreate[], error: StoreUnavailableError): void {
+  #refuse(batch: readonly PendingCreate[], error: Error): void {
     for (const p of batch) {
       if (p.record !== undefined) this.#idempotency.end(p.record, undefined);
       p.reject(error);

@@ -28,8 +28,8 @@ const INITIAL_ENTRIES = 64;
 const EMPTY = 0;
 
 /**
- * The keys of the creates made within the window, each with the id of its pet, in about 30 bytes a
- * key besides the key's own bytes, which stay in the pet's line (the record holding the key is read
+ * The keys of the creates made within the window, each with the id of its pet, in 32 bytes a key
+ * besides the key's own bytes, which stay in the pet's line (the record holding the key is read
  * back from there when a lookup needs it): entries in typed arrays in the order they were made, and
  * an open-addressed table of their hashes. A key older than the window is forgotten: the same
  * request then makes a new pet. Old entries are dropped from the front as the window moves.
@@ -44,11 +44,12 @@ export class IdempotencyIndex {
   readonly #recordOf: StoredRecordOf;
   readonly #pending = new Set<string>();
   readonly #scopes = new Map<string, number>();
-  readonly #perScope: Array<{ count: number; oldest: number }> = [];
+  /** Per API key: keys remembered, creates with a key under way, and where its oldest entry was last found. */
+  readonly #perScope: Array<{ count: number; pending: number; oldest: number }> = [];
   // Entries [#head, #length): pet id, creation time, scope number, hash of scope and key.
   #ids = new Float64Array(INITIAL_ENTRIES);
   #ats = new Float64Array(INITIAL_ENTRIES);
-  #scopeOf = new Uint16Array(INITIAL_ENTRIES);
+  #scopeOf = new Uint32Array(INITIAL_ENTRIES);
   #hashes = new Int32Array(INITIAL_ENTRIES);
   #head = 0;
   #length = 0;
@@ -96,15 +97,17 @@ export class IdempotencyIndex {
   begin(scope: string, key: string, now: number): 'begun' | 'taken' | { retryAfter: number } {
     const name = pendingName(scope, key);
     if (this.#pending.has(name)) return 'taken';
+    const counts = this.#perScope[this.#scopeNumber(scope)] as { pending: number };
     const full = this.#fullFor(scope, now);
     if (full !== undefined) return { retryAfter: full };
     this.#pending.add(name);
+    counts.pending++;
     return 'begun';
   }
 
   /** The create with this key is over: stored as pet `id`, or refused (undefined: the key may be used again). */
   end(record: IdempotencyRecord, id: number | undefined): void {
-    this.#pending.delete(pendingName(record.scope, record.key));
+    if (this.#pending.delete(pendingName(record.scope, record.key))) (this.#perScope[this.#scopeNumber(record.scope)] as { pending: number }).pending--;
     if (id !== undefined) this.restore(record, id, record.at);
   }
 
@@ -132,13 +135,18 @@ export class IdempotencyIndex {
     }
   }
 
-  /** Seconds until `scope` may have another key remembered, or undefined when it may now. */
+  /**
+   * Seconds until `scope` may have another key remembered, or undefined when it may now. Creates with
+   * a key still being committed count too, or many at once would all be let through.
+   */
   #fullFor(scope: string, now: number): number | undefined {
-    const number = this.#scopes.get(scope);
-    const counts = number === undefined ? undefined : this.#perScope[number];
-    if (counts === undefined || counts.count < this.#maxPerScope) return undefined;
+    const number = this.#scopeNumber(scope);
+    const counts = this.#perScope[number] as { count: number; pending: number; oldest: number };
+    if (counts.count + counts.pending < this.#maxPerScope) return undefined;
     this.sweep(now);
-    if (counts.count < this.#maxPerScope) return undefined;
+    if (counts.count + counts.pending < this.#maxPerScope) return undefined;
+    // Held by creates under way alone: they end within moments, stored or refused.
+    if (counts.count < this.#maxPerScope) return 1;
     // Its oldest entry: where the last search ended, or further on; it only ever moves forward.
     let entry = Math.max(counts.oldest, this.#head);
     while (this.#scopeOf[entry] !== number) entry++;
@@ -183,9 +191,8 @@ export class IdempotencyIndex {
     let number = this.#scopes.get(scope);
     if (number === undefined) {
       number = this.#scopes.size;
-      if (number > 0xffff) throw new RangeError('more than 65,536 API keys have idempotency keys remembered');
       this.#scopes.set(scope, number);
-      this.#perScope.push({ count: 0, oldest: 0 });
+      this.#perScope.push({ count: 0, pending: 0, oldest: 0 });
     }
     return number;
   }
@@ -194,14 +201,14 @@ export class IdempotencyIndex {
   #makeRoom(): void {
     const live = this.#length - this.#head;
     const capacity = live * 2 > this.#ids.length ? this.#ids.length * 2 : this.#ids.length;
-    const move = <T extends Float64Array | Uint16Array | Int32Array>(from: T, Type: new (n: number) => T): T => {
+    const move = <T extends Float64Array | Uint32Array | Int32Array>(from: T, Type: new (n: number) => T): T => {
       const to = new Type(capacity);
       to.set(from.subarray(this.#head, this.#length));
       return to;
     };
     this.#ids = move(this.#ids, Float64Array);
     this.#ats = move(this.#ats, Float64Array);
-    this.#scopeOf = move(this.#scopeOf, Uint16Array);
+    this.#scopeOf = move(this.#scopeOf, Uint32Array);
     this.#hashes = move(this.#hashes, Int32Array);
     for (const counts of this.#perScope) counts.oldest = Math.max(0, counts.oldest - this.#head);
     this.#head = 0;

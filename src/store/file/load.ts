@@ -3,11 +3,12 @@ import type { FileSystem } from '../../lib/file-system.js';
 import { UnsafeFileError } from '../../lib/private-file.js';
 import { errorCode } from '../../lib/system-error.js';
 import { namedId, StoreDamagedError, type Damage } from './damage.js';
-import { namedFormat } from './data-format.js';
+import { legacyFormat } from './data-format.js';
 import { readJournal } from './journal-lines.js';
 import { readLegacyJournal, readLegacySnapshot } from './legacy-format.js';
+import { MIN_LINE_BYTES } from './record-line.js';
 import type { ScannedRecord, ScanState } from './record-scan.js';
-import { readSnapshot } from './snapshot.js';
+import { isFormat3, readSnapshot } from './snapshot.js';
 import { SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration } from './file-names.js';
 import { PetIndex } from './pet-index.js';
 import { StoreOpenError } from '../store.js';
@@ -66,7 +67,7 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   const bytes = await readIfExists(fs, snapshotPath);
   const generations = names.map(journalGeneration).filter((g): g is number => g !== undefined).sort((a, b) => a - b);
   // A directory without pets.json but with journals was made by the first version, before pets.json named its format.
-  const format = bytes === undefined ? (generations.length > 0 ? 1 : undefined) : namedFormat(bytes, snapshotPath) ?? 1;
+  const format = bytes === undefined ? (generations.length > 0 ? 1 : undefined) : isFormat3(bytes, snapshotPath) ? 3 : legacyFormat(bytes, snapshotPath);
   const keyed: number[] = [];
   const damage: Damage[] = [];
   let index = new PetIndex();
@@ -78,8 +79,8 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
     if (r.keyed) keyed.push(r.id);
   };
   if (bytes !== undefined && format === 3) {
-    // A pet's line takes at least 48 bytes: room for them all, in typed arrays whose untouched pages cost nothing.
-    index = new PetIndex(Math.ceil(bytes.length / 48));
+    // Room for as many pets as the snapshot can hold, in typed arrays whose untouched pages cost nothing.
+    index = new PetIndex(Math.ceil(bytes.length / MIN_LINE_BYTES));
     ({ journal: snapshotJournal, lastId } = readSnapshot(scan(snapshotPath, bytes), keep(bytes)));
   } else if (bytes !== undefined) {
     ({ index, journal: snapshotJournal } = readLegacySnapshot(bytes, snapshotPath, keyed));
@@ -102,9 +103,26 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
       tornBytes = journal.length - journalLength;
     }
   }
-  // A damaged record's id counts too, so that repair hands no id out twice.
-  lastId = damage.reduce((highest, d) => Math.max(highest, namedId(d) ?? 0), Math.max(lastId, index.lastId));
+  // Ids damaged or torn bytes may have held count too, so that no id is handed out twice (repair).
+  lastId = damage.reduce((highest, d) => Math.max(highest, highestIdIn(d)), Math.max(lastId, index.lastId + (tornBytes > 0 ? mostPetsIn(tornBytes) : 0)));
   return { index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, generations, journalLength, tornBytes, keyed, damage };
+}
+
+/**
+ * How many pets' lines `bytes` damaged or torn bytes can have held, one at least: each line takes
+ * MIN_LINE_BYTES and a line break, but for the last, which may have been cut short.
+ */
+const mostPetsIn = (bytes: number): number => Math.max(1, Math.floor((bytes + 1) / (MIN_LINE_BYTES + 1)));
+
+/**
+ * The highest id a damaged place may have held: the id its line still names, or, where no intact pet
+ * follows it, as many ids above the pet before it as its bytes can hold lines (ids handed out to
+ * creates that failed can leave gaps this cannot see).
+ */
+function highestIdIn(d: Damage): number {
+  const named = namedId(d) ?? 0;
+  if (d.between === undefined || d.between[1] !== Number.POSITIVE_INFINITY) return named;
+  return Math.max(named, d.between[0] + mostPetsIn(d.bytes.length));
 }
 
 /**

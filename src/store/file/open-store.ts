@@ -90,7 +90,7 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
     if (available < LOW_SPACE_BYTES) await journal.recover(report);
     if (tornBytes > 0) {
       const file = join(dir, journalFile(newest ?? 0));
-      (options.onRepair ?? reportToStderr)(`cut a torn last line of ${tornBytes} bytes from ${file}: a create a crash interrupted, never acknowledged`);
+      (options.onRepair ?? reportToStderr)(`cut the last ${tornBytes} bytes of ${file}, after its last complete line: an append a crash cut short, never acknowledged`);
     }
     if (upgrade) await openStep(`cannot write ${dir}/pets.json`, () => compaction.compactNow());
     if (format === 1 || format === 2) {

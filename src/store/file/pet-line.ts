@@ -1,5 +1,6 @@
 import { INT64_MAX, INT64_MIN, NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from '../../pet/contract.js';
 import type { IdempotencyRecord } from './idempotency.js';
+import { objectEndAt, readRecord as readStoredRecord } from './record-line.js';
 
 /**
  * A fast reader for the one line format the store itself writes, `petJson(pet)`:
@@ -14,10 +15,7 @@ const ID = bytes('{"id":');
 const NAME = bytes(',"name":"');
 const CATEGORY = bytes('","categoryId":');
 const STATUS = bytes(',"status":"');
-const RECORD = bytes(',"idempotency":{"scope":"');
-const KEY = bytes('","key":"');
-const AT = bytes('","at":');
-const END_RECORD = bytes('}}');
+const RECORD_MEMBER = bytes(',"idempotency":');
 const STATUS_TEXTS = PET_STATUSES.map((status) => ({ status, bytes: bytes(status) }));
 
 /** What readPetLine found on a line it accepted. */
@@ -97,33 +95,15 @@ export function readPetLine(buf: Buffer, start: number, end: number, out: PetLin
 }
 
 /**
- * `,"idempotency":{"scope":"…","key":"…","at":N}}` as the store writes it, at `pos`: the record and
- * the position after it. A key with an escape, or anything unexpected, is left to the general parser.
+ * `,"idempotency":{…}}`, the member a format-2 line carried its record in, at `pos`: the record and the
+ * position after it. The object is the one format 3 writes on its own (record-line.ts).
  */
 function readRecord(buf: Buffer, pos: number, end: number): [IdempotencyRecord, number] | undefined {
-  pos = expect(buf, pos, RECORD);
+  pos = expect(buf, pos, RECORD_MEMBER);
   if (pos < 0) return undefined;
-  const scopeStart = pos;
-  while (pos < end && pos - scopeStart <= 64 && isScopeChar(buf[pos] as number)) pos++;
-  if (pos === scopeStart || pos - scopeStart > 64) return undefined;
-  const scope = buf.toString('latin1', scopeStart, pos);
-  pos = expect(buf, pos, KEY);
-  if (pos < 0) return undefined;
-  const keyStart = pos;
-  for (; pos < end && buf[pos] !== 0x22; pos++) {
-    const c = buf[pos] as number;
-    if (c < 0x20 || c > 0x7e || c === 0x5c) return undefined;
-  }
-  if (pos === keyStart || pos - keyStart > 255) return undefined;
-  const key = buf.toString('latin1', keyStart, pos);
-  pos = expect(buf, pos, AT);
-  if (pos < 0) return undefined;
-  const atStart = pos;
-  let at = 0;
-  while (pos < end && isDigit(buf[pos] as number) && pos - atStart < 16) at = at * 10 + ((buf[pos++] as number) - 0x30);
-  if (pos === atStart || (pos - atStart > 1 && buf[atStart] === 0x30) || at > Number.MAX_SAFE_INTEGER) return undefined;
-  pos = expect(buf, pos, END_RECORD);
-  return pos < 0 ? undefined : [{ scope, key, at }, pos];
+  const close = objectEndAt(buf, pos, end);
+  const record = close < 0 || buf[close] !== 0x7d ? undefined : readStoredRecord(buf, pos, close);
+  return record === undefined ? undefined : [record, close + 1];
 }
 
 /**
@@ -136,10 +116,6 @@ function statusAt(buf: Buffer, pos: number): PetStatus | undefined {
     if (expect(buf, pos, candidate.bytes) > 0) return candidate.status;
   }
   return undefined;
-}
-
-function isScopeChar(c: number): boolean {
-  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x2d || c === 0x5f;
 }
 
 function bytes(text: string): Buffer {

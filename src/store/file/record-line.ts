@@ -14,6 +14,9 @@ import type { IdempotencyRecord } from './idempotency.js';
  * whenever they are copied into a new one.
  */
 
+/** The shortest line: `[{"id":1,"name":"a","categoryId":0},"xxxxxxxx"]`. */
+export const MIN_LINE_BYTES = 47;
+
 /** Where the parts of a line after the pet's text lie; positions in the line's buffer. */
 export interface LineTail {
   /** The idempotency record's `{…}`, or -1 without one. */
@@ -68,6 +71,17 @@ export function readLineTail(bytes: Uint8Array, textEnd: number, end: number): L
   }
   if (pos + 10 > end || bytes[pos] !== 0x22 || bytes[pos + 9] !== 0x22 || bytes[pos + 10] !== 0x5d) return undefined;
   return { recordStart, recordEnd, crcAt: pos + 1, end: pos + 11 };
+}
+
+/**
+ * The tail of a line read from its end, `lineEnd` (its `]`'s end): for a line that cannot be read from
+ * its start, whose checksum may still say whether its bytes are what was written. Its record, if it
+ * has one, is not looked for.
+ */
+export function tailAtEnd(bytes: Uint8Array, start: number, lineEnd: number): LineTail | undefined {
+  const crcAt = lineEnd - 10;
+  if (crcAt - 2 <= start || bytes[crcAt - 2] !== 0x2c || bytes[crcAt - 1] !== 0x22 || bytes[lineEnd - 2] !== 0x22 || bytes[lineEnd - 1] !== 0x5d) return undefined;
+  return { recordStart: -1, recordEnd: -1, crcAt, end: lineEnd };
 }
 
 /** Whether the line starting at `start` matches its checksum. */

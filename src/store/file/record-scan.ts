@@ -3,7 +3,7 @@ import type { PetStatus } from '../../pet/contract.js';
 import { ValidationError } from '../../pet/validate.js';
 import type { Damage } from './damage.js';
 import { readPetLine, type PetLine } from './pet-line.js';
-import { checksumMatches, objectEndAt, readLineTail, readRecord } from './record-line.js';
+import { checksumMatches, objectEndAt, readLineTail, readRecord, tailAtEnd } from './record-line.js';
 import { isPetText, storedPet } from './stored-pet.js';
 import { readTrustedLine, type TrustedLine } from './trusted-line.js';
 
@@ -39,8 +39,8 @@ const RECORD_START = Buffer.from('[{"id":', 'latin1');
 /**
  * Reads the record lines of `bytes[start..end)`, line `firstLine` onwards, and returns the number of
  * the line after them, passing each intact one to
- * `onRecord` (the ScannedRecord is reused: copy what is kept). In a snapshot (`commas`) every line but
- * the last ends with `,` before its line break. Nothing damaged is passed on or skipped silently: each
+ * `onRecord` (the ScannedRecord is reused: copy what is kept). In a snapshot (`commas`) a line may end
+ * with `,` before its line break. Nothing damaged is passed on or skipped silently: each
  * stretch of bytes that is not an intact record goes to `state.damage`, and the scan picks up at the
  * next line, or at the next record start inside the stretch (a line break that became another byte).
  */
@@ -60,19 +60,21 @@ export function scanRecords(state: ScanState, start: number, end: number, firstL
       }
       state.lastId = found.id;
       onRecord(found);
+      // A snapshot's lines end in `,` but for the last; which one is last the whole file's checksum
+      // vouches for, so a missing or extra comma is damage only to that checksum, not to a pet.
       let next = found.end;
       if (commas && bytes[next] === COMMA) next++;
-      const last = next === found.end; // a snapshot's last line has no comma
-      if (bytes[next] === LINE_BREAK && (!commas || last === (next + 1 === end))) {
+      if (bytes[next] === LINE_BREAK || next >= end) {
         pos = next + 1;
         line++;
         continue;
       }
-      pos = found.end;
-      const resume = resumeAt(bytes, pos + 1, end);
-      // Between two intact pets: no pet is lost with these bytes.
-      damageAt(state, line, pos, resume, `the end of the line after pet ${found.id} is damaged`, found.id).between = undefined;
-      line += breaksIn(bytes, pos, resume);
+      // The line break after an intact pet is damaged or gone: what stands there up to the next line,
+      // or up to the next pet's line if it follows at once, is damage between two intact pets.
+      const resume = resumeAt(bytes, found.end, end);
+      const reason = resume === next ? `the line break after pet ${found.id} is missing` : `the end of the line after pet ${found.id} is damaged`;
+      damageAt(state, line, found.end, resume, reason, found.id).between = undefined;
+      line += breaksIn(bytes, found.end, resume);
       pos = resume;
       continue;
     }
@@ -156,9 +158,8 @@ function checksumVerdict(bytes: Buffer, pos: number, end: number, commas: boolea
   const lineBreak = bytes.indexOf(LINE_BREAK, pos);
   let contentEnd = lineBreak === -1 || lineBreak > end ? end : lineBreak;
   if (commas && bytes[contentEnd - 1] === COMMA) contentEnd--;
-  const crcAt = contentEnd - 10;
-  if (crcAt - 2 <= pos || bytes[crcAt - 2] !== COMMA || bytes[crcAt - 1] !== 0x22 || bytes[contentEnd - 2] !== 0x22 || bytes[contentEnd - 1] !== 0x5d) return undefined;
-  return checksumMatches(bytes, pos, { recordStart: -1, recordEnd: -1, crcAt, end: contentEnd }) ? undefined : 'checksum mismatch';
+  const tail = tailAtEnd(bytes, pos, contentEnd);
+  return tail === undefined || checksumMatches(bytes, pos, tail) ? undefined : 'checksum mismatch';
 }
 
 /** Where to read again after damage at `from`: the next line, or a record that starts before it. */

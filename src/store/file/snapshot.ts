@@ -1,7 +1,8 @@
 import { crc32, readHex8, writeHex8 } from '../../lib/crc32.js';
 import type { PetIndex } from './pet-index.js';
 import { checksumMatches, readLineTail, withoutRecord } from './record-line.js';
-import { scanRecords, type ScannedRecord, type ScanState } from './record-scan.js';
+import { checkFormat, FORMAT_NAME, namedFormat } from './data-format.js';
+import { intactRecordAt, scanRecords, type ScannedRecord, type ScanState } from './record-scan.js';
 
 /**
  * `pets.json` of format 3 (data-format.ts): a head naming the first journal it does not cover, one
@@ -29,37 +30,76 @@ export interface SnapshotContents {
   lastId: number;
 }
 
-/** Reads a format-3 snapshot into `onRecord`; damage goes to `state.damage`, never to an exception. */
+/** The end line of a format-3 snapshot, when its last line is one: where it starts, and what it says. */
+function endOf(bytes: Buffer): { start: number; count: number; lastId: number; crcAt: number } | undefined {
+  const lineBreakAtEnd = bytes.length > 0 && bytes[bytes.length - 1] === 0x0a;
+  if (!lineBreakAtEnd) return undefined;
+  const start = bytes.lastIndexOf(0x0a, bytes.length - 2) + 1;
+  const end = END.exec(bytes.toString('latin1', start, Math.min(bytes.length - 1, start + 100)));
+  // The whole file's checksum covers every byte before its own member (`"crc":"` + 8 digits + `"}`).
+  return end === null ? undefined : { start, count: Number(end[1]), lastId: Number(end[2]), crcAt: start + end[0].length - 10 };
+}
+
+/**
+ * Whether `bytes` is a snapshot of format 3, judged by its layout rather than by the format its head
+ * names, which a flipped bit may have changed: it ends as format 3 does, or its first pet's line is an
+ * intact line of format 3 (no earlier format has either). A head naming a newer format over a file
+ * whose whole checksum matches is what a newer version wrote, and refused as such.
+ */
+export function isFormat3(bytes: Buffer, file: string): boolean {
+  const end = endOf(bytes);
+  const firstLine = bytes.indexOf('\n[{"id":');
+  const layout = end !== undefined || (firstLine !== -1 && firstLine < 4096 && intactRecordAt(bytes, firstLine + 1, bytes.length) !== undefined);
+  if (!layout) return false;
+  const named = namedFormat(bytes);
+  if (named !== undefined && named !== '3' && end !== undefined && crc32(bytes, 0, end.crcAt - CRC_MEMBER.length) === readHex8(bytes, end.crcAt)) {
+    checkFormat(`${FORMAT_NAME}/${named}`, file);
+  }
+  return true;
+}
+
+/**
+ * Reads a format-3 snapshot into `onRecord`; damage goes to `state.damage`, never to an exception.
+ * Only a first line that is the head is taken for it, and only a last line that is the end: lines
+ * between are read as pets whatever became of the line breaks around them, so a damaged head or end
+ * takes no pet with it. A damaged end is read as damage that may have held pets after the last one.
+ */
 export function readSnapshot(state: ScanState, onRecord: (r: ScannedRecord) => void): SnapshotContents {
   const { bytes, file } = state;
   const headEnd = bytes.indexOf(0x0a);
   const head = headEnd === -1 ? null : HEAD.exec(bytes.toString('latin1', 0, Math.min(headEnd, 100)));
-  const lineBreakAtEnd = bytes.length > 0 && bytes[bytes.length - 1] === 0x0a;
-  const endStart = bytes.lastIndexOf(0x0a, bytes.length - (lineBreakAtEnd ? 2 : 1)) + 1;
-  const end = headEnd === -1 || endStart <= headEnd ? null
-    : END.exec(bytes.toString('latin1', endStart, Math.min(bytes.length - (lineBreakAtEnd ? 1 : 0), endStart + 100)));
-  // The whole file's checksum covers every byte before its own member (`"crc":"` + 8 digits + `"}`).
-  const covered = end === null ? -1 : endStart + end[0].length - CRC_MEMBER.length - 10;
-  const intact = head !== null && end !== null && lineBreakAtEnd && crc32(bytes, 0, covered) === readHex8(bytes, covered + CRC_MEMBER.length);
+  const end = endOf(bytes);
+  const intact = head !== null && end !== undefined && crc32(bytes, 0, end.crcAt - CRC_MEMBER.length) === readHex8(bytes, end.crcAt);
   state.verify = !intact;
+  // Without a head, the pets begin at the first pet's line, wherever the head's line break went.
+  const first = bytes.indexOf('[{"id":');
+  const petsStart = head !== null ? headEnd + 1 : first === -1 ? bytes.length : first;
+  const petsEnd = end === undefined ? bytes.length : Math.max(petsStart, end.start);
   const found = state.damage.length;
-  let count = 0;
-  const endLine = scanRecords(state, headEnd === -1 ? bytes.length : headEnd + 1, headEnd === -1 ? bytes.length : Math.max(headEnd + 1, endStart), 2, true, (r) => {
-    count++;
-    onRecord(r);
-  });
-  const problem = (line: number, offset: number, reason: string, to = bytes.length): void => {
+  const problem = (line: number, offset: number, reason: string, to: number): void => {
     state.damage.push({ file, line, offset, bytes: Buffer.from(bytes.subarray(offset, to)), reason, id: undefined, between: undefined });
   };
-  if (head === null) problem(1, 0, 'the head (format and journal generation) is damaged', headEnd === -1 ? bytes.length : headEnd);
-  if (end === null || !lineBreakAtEnd) {
-    problem(endLine, endStart, 'the end (pet count, last id and checksum) is damaged');
-  } else if (Number(end[1]) !== count && state.damage.length === found) {
-    problem(endLine, endStart, `it holds ${count} pets but says it holds ${end[1]}`);
+  if (head === null) problem(1, 0, 'the head (format and journal generation) is damaged', petsStart);
+  let count = 0;
+  let afterLastPet = petsStart;
+  const endLine = scanRecords(state, petsStart, petsEnd, head === null ? 1 : 2, true, (r) => {
+    count++;
+    afterLastPet = r.end;
+    onRecord(r);
+  });
+  if (end === undefined) {
+    // Whatever stands after the last pet was read above as damage that may have held more pets; a
+    // file that stops right after a pet's line has lost its end all the same.
+    if (!state.damage.slice(found).some((d) => d.offset >= afterLastPet)) {
+      problem(endLine, bytes.length, 'the end (pet count, last id and checksum) is missing: the file was cut short', bytes.length);
+      (state.damage.at(-1) as { between: [number, number] | undefined }).between = [state.lastId, Number.POSITIVE_INFINITY];
+    }
+  } else if (end.count !== count && state.damage.length === found) {
+    problem(endLine, end.start, `it holds ${count} pets but says it holds ${end.count}`, bytes.length);
   } else if (!intact && state.damage.length === found) {
-    problem(endLine, endStart, 'the file\'s checksum does not match, though every pet\'s line does: a line break, the pet count or the checksum itself is damaged');
+    problem(endLine, end.start, 'the file\'s checksum does not match, though every pet\'s line does: a line break, the pet count or the checksum itself is damaged', bytes.length);
   }
-  return { journal: head === null ? undefined : Number(head[1]), lastId: end === null ? 0 : Number(end[2]) };
+  return { journal: head === null ? undefined : Number(head[1]), lastId: end?.lastId ?? 0 };
 }
 
 /** A pet's line in memory no longer matches its checksum: RAM, not the disk, changed it. Never written on. */
