@@ -14,6 +14,7 @@ import { checkRequestLine } from './request-line.js';
 import { Router, type Match } from './router.js';
 import { ROUTES, type RouteSpec } from './routes.js';
 import type { PetStore } from '../store/store.js';
+import { traceContext } from './trace-context.js';
 import { splitTarget } from './url.js';
 
 export interface AppOptions {
@@ -65,7 +66,11 @@ export function createApp(options: AppOptions): RequestListener {
         options.logger.error('could not send the response', sendError, { id: requestId, method, path });
         res.destroy();
       }
-      options.logger.request({ id: requestId, method, path, status: reply.status, ms: Math.round(Number(process.hrtime.bigint() - started) / 1e4) / 100 });
+      const nanos = Number(process.hrtime.bigint() - started);
+      // Read only when sent: a request without one makes no call for it.
+      const traceparent = req.headers.traceparent;
+      const trace = traceparent === undefined ? undefined : traceContext(traceparent);
+      options.logger.request({ id: requestId, method, path, status: reply.status, ms: Math.round(nanos / 1e4) / 100, traceId: trace?.traceId, spanId: trace?.spanId });
     };
     const fail = (error: unknown): void => {
       const reply = errorReply(error);
