@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { valueOf } from './exposition-parser.js';
 import { rawRequest, request, TEST_KEY, waitFor, type RequestOptions, type Response } from './helpers.js';
 import { byLabel, EXPOSITION_TYPE, metricsServer, requestCounts, scrape } from './metrics-support.js';
-import { prometheusBin, promtool } from './promtool-support.js';
+import { prometheusBin, promtool, PROMETHEUS_SKIP_REASON } from './promtool-support.js';
 
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
 const ROUTE_TEMPLATES = ['/v1/pets', '/v1/pets/{petId}', '/v1/openapi.json', '/healthz', '/readyz'];
@@ -210,7 +210,7 @@ test('open connections are counted when scraped, and connections past --max-conn
   assert.equal(valueOf(families, 'petstore_http_open_connections'), 2);
 });
 
-test('promtool check metrics finds nothing to say about a real scrape', { skip: bin === undefined ? 'promtool not installed: apt-get install prometheus, or run .ci/run' : false }, async (t) => {
+test('promtool check metrics finds nothing to say about a real scrape', { skip: bin === undefined ? PROMETHEUS_SKIP_REASON : false }, async (t) => {
   const server = await metricsServer(t);
   await server.request('POST', '/v1/pets', { body: '{"name":"a","categoryId":1}', headers: [JSON_TYPE] });
   await server.request('GET', '/v1/pets/1');

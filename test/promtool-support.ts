@@ -17,7 +17,7 @@ export function prometheusBin(): { promtool: string; prometheus: string } | unde
   if (found() !== undefined || process.env['CI'] !== 'true') return found();
   if (process.getuid?.() !== 0) throw new Error(`${PROMETHEUS_SKIP_REASON} (CI is set, but not running as root, so it cannot be installed here)`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['update', '-q'], ['install', '-y', '-q', '--no-install-recommends', 'prometheus']]) {
+  for (const args of [['update', '-q'], ['install', '-y', '-q', 'prometheus']]) {
     const result = spawnSync('apt-get', args, { env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
     if (result.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed: ${result.stderr}`);
   }

@@ -14,7 +14,11 @@ export class MetricsRegistry {
     return family;
   }
 
-  /** Every family in the text format 0.0.4, its samples read now; families are read concurrently. */
+  /**
+   * Every family in the text format 0.0.4, its samples read now. Contract: each family's `samples()`
+   * is called in the order added, all of them before any is awaited, so a family may rely on those
+   * before it having been read in the same scrape.
+   */
   async expose(): Promise<string> {
     const samples = await Promise.all(this.#families.map((f) => f.samples()));
     return this.#families.map((f, i) => `# HELP ${f.name} ${escapeHelp(f.help)}\n# TYPE ${f.name} ${f.type}\n${samples[i] as string}`).join('');
