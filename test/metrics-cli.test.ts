@@ -5,11 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { request, runCli, runNode, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';
+import { valueOf } from './exposition-parser.js';
+import { launchServer, request, runCli, runNode, SERVER_JS, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';
 import { requestCounts, scrape } from './metrics-support.js';
 
 const KEY = 'metrics-key-0123456789abcdef';
@@ -27,6 +29,31 @@ for (const how of ['--metrics-port 0', 'PETSTORE_METRICS_PORT=0']) {
     assert.equal(await stopProcess(server), 0);
   });
 }
+
+test('a server process reports its own figures: the open-file limit it was given, its descriptors, its memory, its start', async (t) => {
+  // A limit of its own, so that a figure not read from the process shows. (Node raises its soft
+  // limit to the hard one at start, so the two are the same in a Node process.)
+  const script = `ulimit -n 4000 && exec "$0" "$@"`;
+  const server = await launchServer('/bin/sh', ['-c', script, process.execPath, SERVER_JS, '--port', '0', '--data-dir', await tempDirFor(t), '--metrics-port', '0'], {
+    env: { PATH: process.env['PATH'], PETSTORE_API_KEYS: KEY },
+  });
+  t.after(async () => {
+    if (server.child.exitCode === null) server.child.kill('SIGKILL');
+    await server.exited;
+  });
+  const pid = server.child.pid as number;
+  const metricsUrl = (JSON.parse(server.stdout().split('\n')[0] as string) as { metrics: string }).metrics;
+  const { families } = await scrape(metricsUrl);
+  assert.equal(valueOf(families, 'process_max_fds'), 4000);
+  assert.match(readFileSync(`/proc/${pid}/limits`, 'utf8'), /^Max open files\s+4000\s/m);
+  const fds = readdirSync(`/proc/${pid}/fd`).length;
+  assert.ok(Math.abs(valueOf(families, 'process_open_fds') - fds) <= 3, `open fds ${valueOf(families, 'process_open_fds')}, /proc says ${fds}`);
+  const rss = Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+  assert.ok(Math.abs(valueOf(families, 'process_resident_memory_bytes') - rss) < 16 * 2 ** 20, `rss ${valueOf(families, 'process_resident_memory_bytes')}, /proc says ${rss}`);
+  const started = valueOf(families, 'process_start_time_seconds');
+  assert.ok(started <= Date.now() / 1000 && started > Date.now() / 1000 - 60, `started at ${started}`);
+  assert.equal(await stopProcess(server), 0);
+});
 
 test('without a metrics port there is no listener and the listening line names none', async (t) => {
   const server = await spawnServerFor(t, ['--data-dir', await tempDirFor(t)], { PETSTORE_API_KEYS: KEY });
