@@ -1,10 +1,10 @@
 /**
- * promtool and a Prometheus server for the tests: Debian's `prometheus` package, installed here when
- * it is missing, CI=true and we are root (as postgres-support.ts does for PostgreSQL); elsewhere the
- * tests that need it are skipped, saying so in one line.
+ * promtool and a Prometheus server for the tests: Debian's `prometheus` package (debian-package.ts:
+ * installed on CI, elsewhere the tests that need it are skipped, saying so in one line).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { findOrInstall } from './debian-package.js';
 
 export const PROMETHEUS_SKIP_REASON = 'promtool not installed: apt-get install prometheus, or run .ci/run';
 
@@ -13,17 +13,8 @@ const PROMETHEUS = '/usr/bin/prometheus';
 
 /** Where promtool and prometheus are, or undefined (then the tests are skipped); on CI as root the package is installed. */
 export function prometheusBin(): { promtool: string; prometheus: string } | undefined {
-  const found = (): { promtool: string; prometheus: string } | undefined => (existsSync(PROMTOOL) && existsSync(PROMETHEUS) ? { promtool: PROMTOOL, prometheus: PROMETHEUS } : undefined);
-  if (found() !== undefined || process.env['CI'] !== 'true') return found();
-  if (process.getuid?.() !== 0) throw new Error(`${PROMETHEUS_SKIP_REASON} (CI is set, but not running as root, so it cannot be installed here)`);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['update', '-q'], ['install', '-y', '-q', 'prometheus']]) {
-    const result = spawnSync('apt-get', args, { env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
-    if (result.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed: ${result.stderr}`);
-  }
-  const installed = found();
-  if (installed === undefined) throw new Error(`apt-get installed prometheus, but ${PROMTOOL} or ${PROMETHEUS} is missing`);
-  return installed;
+  const find = (): { promtool: string; prometheus: string } | undefined => (existsSync(PROMTOOL) && existsSync(PROMETHEUS) ? { promtool: PROMTOOL, prometheus: PROMETHEUS } : undefined);
+  return findOrInstall(find, 'prometheus', PROMETHEUS_SKIP_REASON);
 }
 
 /** Runs promtool with `args` and `input` on stdin: its exit code and what it printed. */
