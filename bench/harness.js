@@ -46,16 +46,19 @@ function childEnv() {
 }
 
 /**
- * Spawns the server (`kind` "server", on `dataDir`), the floor ("floor") or the floor with the
- * contract's response headers ("headers"), waits for its "listening" line and one answered GET.
+ * Spawns the server (`kind` "server", on `dataDir`; "metrics": the same with its metrics listener on),
+ * the floor ("floor") or the floor with the contract's response headers ("headers"), waits for its
+ * "listening" line and one answered GET.
  * `serverArgs` are further flags for the server (`--database-url …`).
  * `startMs` is spawn → first answer. Stdout (the request log) goes to a temp file, never read past
  * the "listening" line.
  */
 export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [] } = {}) {
-  const script = kind === 'server' ? join(ROOT, 'dist/server.js') : join(ROOT, 'bench/floor.js');
+  const isServer = kind === 'server' || kind === 'metrics';
+  const script = isServer ? join(ROOT, 'dist/server.js') : join(ROOT, 'bench/floor.js');
   const args = [...nodeFlags, script, '--port', '0', '--host', '127.0.0.1'];
-  if (kind === 'server') args.push('--data-dir', dataDir, ...serverArgs);
+  if (isServer) args.push('--data-dir', dataDir, ...serverArgs);
+  if (kind === 'metrics') args.push('--metrics-port', '0');
   if (kind === 'headers') args.push('--contract-headers');
   const t0 = performance.now();
   // Stdout goes to a file, not to this process: the runner is also the load generator, and reading
@@ -75,16 +78,16 @@ export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [] } =
   child.stderr.on('data', (text) => {
     stderr = (stderr + text).slice(-4000);
   });
-  const url = await listeningUrl(kind, child, join(logDir, 'stdout.jsonl'), () => stderr);
+  const { url, metrics: metricsUrl } = await listening(kind, child, join(logDir, 'stdout.jsonl'), () => stderr);
   const origin = new URL(url).origin;
   const first = await get(origin, '/v1/pets?limit=1');
   const startMs = performance.now() - t0;
   if (first.status !== 200) throw new Error(`${kind}: first GET answered ${first.status}: ${first.body}`);
-  return { kind, child, pid: child.pid, url, origin, startMs, stderr: () => stderr };
+  return { kind, child, pid: child.pid, url, origin, metricsUrl, startMs, stderr: () => stderr };
 }
 
-/** The URL of the "listening" line once it is in the child's stdout file (checked every millisecond). */
-async function listeningUrl(kind, child, path, stderr) {
+/** The "listening" line (its `url`, and `metrics` with a metrics listener) once it is in the child's stdout file (checked every millisecond). */
+async function listening(kind, child, path, stderr) {
   const deadline = performance.now() + 300_000;
   while (performance.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -98,7 +101,7 @@ async function listeningUrl(kind, child, path, stderr) {
         if (error instanceof SyntaxError) continue; // not a whole log line (yet)
         throw error;
       }
-      if (parsed?.msg === 'listening' && typeof parsed.url === 'string') return parsed.url;
+      if (parsed?.msg === 'listening' && typeof parsed.url === 'string') return parsed;
     }
     await sleep(1);
   }

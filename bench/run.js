@@ -9,7 +9,8 @@
  * (bench/floor.js, a bare node:http server with the same auth and JSON), both fresh in every round,
  * rounds alternating server/floor. Beside them the floor once more with the response headers the
  * service must send (decisions.md, issues 5 and 6), for the GETs only: what those headers alone
- * cost. Every figure is the median over rounds; p99 sits beside it.
+ * cost; and the server once more with its metrics on (--metrics-port), for the list only: what
+ * metrics cost. Every figure is the median over rounds; p99 sits beside it.
  *
  * Environment: BENCH_ROUNDS (5; 3 in scale mode), BENCH_SECONDS per measurement (5; the GETs in
  * BENCH_SLICES turns of equal length, 5, the processes compared taking turns), BENCH_WARMUP seconds (1),
@@ -55,8 +56,14 @@ function seededDir(snapshot) {
 }
 
 /** The floors must answer what the server answers, or the comparison means nothing. */
-async function sanity(server, floor, headers) {
+async function sanity(server, floor, headers, metered) {
   const problems = [];
+  const [plain, measured] = await Promise.all([get(server.origin, '/v1/pets?limit=20'), get(metered.origin, '/v1/pets?limit=20')]);
+  if (measured.status !== 200 || measured.body !== plain.body) problems.push(`the server with metrics answers ${measured.status}, not what the server answers`);
+  const scraped = await get(new URL(metered.metricsUrl).origin, '/metrics', {});
+  if (scraped.status !== 200 || !/^http_server_request_duration_seconds_count\{http_request_method="GET",http_route="\/v1\/pets",http_response_status_code="200"\} [1-9]/m.test(scraped.body)) {
+    problems.push(`the server with metrics does not count its lists: ${scraped.status}`);
+  }
   for (const path of ['/v1/pets?limit=20', '/v1/pets/7']) {
     const [s, f, h] = await Promise.all([get(server.origin, path), get(floor.origin, path), get(headers.origin, path)]);
     if (s.status !== 200 || f.status !== 200 || s.body !== f.body) problems.push(`${path}: server ${s.status} and floor ${f.status} bodies differ`);
@@ -116,7 +123,7 @@ async function mainMode() {
   writeSnapshot(seed, SEED_PETS);
   const kinds = ['server', 'floor'];
   const keys = ['list', 'one', 'sold', 'post1', 'post16'];
-  const rounds = Object.fromEntries(keys.map((k) => [k, { server: [], floor: [], headers: [] }]));
+  const rounds = Object.fromEntries(keys.map((k) => [k, { server: [], floor: [], headers: [], metrics: [] }]));
   const idle = { server: [], floor: [] };
   const peak = { server: [], floor: [] };
   const cold = { server: [], floor: [] };
@@ -125,6 +132,7 @@ async function mainMode() {
   for (let r = 0; r < ROUNDS; r++) {
     progress(`round ${r + 1}/${ROUNDS}`);
     const dir = seededDir(seed);
+    const meteredDir = seededDir(seed);
     const started = [];
     try {
       const server = await start('server', { dataDir: dir });
@@ -133,11 +141,13 @@ async function mainMode() {
       started.push(floor);
       const headers = await start('headers');
       started.push(headers);
+      const metered = await start('metrics', { dataDir: meteredDir });
+      started.push(metered);
       await sleep(1000);
       idle.server.push(memory(server.pid).rss);
       idle.floor.push(memory(floor.pid).rss);
-      if (r === 0) problems = await sanity(server, floor, headers);
-      const top = { server: 0, floor: 0, headers: 0 };
+      if (r === 0) problems = await sanity(server, floor, headers, metered);
+      const top = { server: 0, floor: 0, headers: 0, metrics: 0 };
       const record = (key, target, m) => {
         rounds[key][target.kind].push(m);
         top[target.kind] = Math.max(top[target.kind], m.peakRss);
@@ -150,13 +160,14 @@ async function mainMode() {
         targets.forEach((t, i) => record(key, t, results[i]));
       };
       if (WARMUP > 0) {
-        for (const [t, w] of [[server, list], [floor, list], [headers, list], [server, one(SEED_PETS)], [floor, one(SEED_PETS)], [headers, one(SEED_PETS)], [server, sold(100)], [server, create]]) {
+        for (const [t, w] of [[server, list], [floor, list], [headers, list], [metered, list], [server, one(SEED_PETS)], [floor, one(SEED_PETS)], [headers, one(SEED_PETS)], [server, sold(100)], [server, create]]) {
           await measure(t, w, opts(CONNECTIONS, WARMUP));
         }
       }
       // Alternate who goes first, so neither always runs on a warmer (or hotter) machine.
       const order = r % 2 === 0 ? [server, floor, headers] : [headers, floor, server];
-      await interleaved('list', order, list);
+      // The server with metrics on takes its turns among them, for the list only.
+      await interleaved('list', r % 2 === 0 ? [...order, metered] : [metered, ...order], list);
       await interleaved('one', order, one(SEED_PETS));
       await run('sold', server, sold(100));
       await run('post1', server, create, 1);
@@ -166,6 +177,7 @@ async function mainMode() {
     } finally {
       for (const t of started) await stop(t);
       removeDir(dir);
+      removeDir(meteredDir);
     }
   }
 
@@ -210,6 +222,8 @@ async function mainMode() {
   const pairedCpuRatio = (key, a) => median(rounds[key][a].map((m, i) => m.cpuPerAnswer / rounds[key].server[i].cpuPerAnswer));
   const cpuRow = (label, key) => `| ${label} | ${['server', 'floor', 'headers'].map((k) => fmt.ms(stat(key, k, 'cpuPerAnswer'))).join(' | ')} | ` +
     `${fmt.ratio(pairedCpuRatio(key, 'floor'))} | ${fmt.ratio(pairedCpuRatio(key, 'headers'))} |`;
+  const metricsRow = (label, key) => `| ${label} | ${fmt.int(stat(key, 'metrics', 'rps'))}${range(key, 'metrics')} | ${fmt.ms(stat(key, 'metrics', 'p50'))} | ` +
+    `${fmt.ms(stat(key, 'metrics', 'p99'))} | ${fmt.ratio(pairedRatio(key, 'metrics', 'server'))} | ${fmt.ms(stat(key, 'metrics', 'cpuPerAnswer'))} | ${fmt.ratio(median(rounds[key].server.map((m, i) => m.cpuPerAnswer / rounds[key].metrics[i].cpuPerAnswer)))} |`;
   const plainRow = (label, server, floor, format) => `| ${label} | ${format(server)} | | | ${format(floor)} | | | ${fmt.ratio(server / floor)} | |`;
   const m = machine();
   const post1 = stat('post1', 'server', 'rps');
@@ -265,6 +279,16 @@ async function mainMode() {
     '|---|--:|--:|--:|--:|--:|',
     cpuRow('GET /v1/pets?limit=20, CPU µs per answer', 'list'),
     cpuRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, CPU µs per answer`, 'one'),
+    '',
+    '### What metrics cost',
+    '',
+    'The server once more with its metrics on (`--metrics-port 0`: every answer observed into its histogram series; not scraped during the turns), ' +
+      'a fresh one on its own copy of the same data each round, taking its turns among the three above for the list. ' +
+      'Both ratios are medians of the rounds\' own: req/s with metrics on divided by the server\'s without, and the server\'s CPU µs per answer divided by its own with metrics on.',
+    '',
+    '| Measure | Metrics on | p50 ms | p99 ms | On ÷ off, req/s | CPU µs per answer, on | Off µs ÷ on µs |',
+    '|---|--:|--:|--:|--:|--:|--:|',
+    metricsRow('GET /v1/pets?limit=20, req/s', 'list'),
     ...(problems.length === 0 ? [] : ['', `**Sanity check failed:** ${problems.join('; ')}`]),
   ].join('\n');
   writeSection(RESULTS, 'main', markdown);

@@ -9,6 +9,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { findOrInstall } from './debian-package.js';
 import { freePort } from './helpers.js';
 
 export const SKIP_REASON = 'PostgreSQL not installed: apt-get install postgresql, or run .ci/run';
@@ -26,17 +27,7 @@ function findBin(): string | undefined {
  * throws (CI must run these tests); elsewhere undefined, and the tests are skipped.
  */
 export function postgresBin(): string | undefined {
-  const found = findBin();
-  if (found !== undefined || process.env['CI'] !== 'true') return found;
-  if (process.getuid?.() !== 0) throw new Error(`${SKIP_REASON} (CI is set, but not running as root, so it cannot be installed here)`);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['update', '-q'], ['install', '-y', '-q', 'postgresql']]) {
-    const result = spawnSync('apt-get', args, { env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
-    if (result.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed: ${result.stderr}`);
-  }
-  const installed = findBin();
-  if (installed === undefined) throw new Error('apt-get installed postgresql, but no initdb was found under /usr/lib/postgresql');
-  return installed;
+  return findOrInstall(findBin, 'postgresql', SKIP_REASON);
 }
 
 function postgresUser(): { uid: number; gid: number } | undefined {

@@ -9,6 +9,7 @@ import { cliTests } from './postgres/cli.js';
 import { driverInstallTests } from './postgres/driver-install.js';
 import { idempotencyTests } from './postgres/idempotency.js';
 import { instanceTests } from './postgres/instances.js';
+import { metricsTests } from './postgres/metrics.js';
 import { nameTests } from './postgres/names.js';
 import { storeTests } from './postgres/store.js';
 
@@ -30,4 +31,5 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   instanceTests(context);
   driverInstallTests(context);
   nameTests(context);
+  metricsTests(context);
 });

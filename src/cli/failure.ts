@@ -36,12 +36,14 @@ function systemAdvice(error: Error): string | undefined {
   const address = errorField(error, 'address');
   const port = errorField(error, 'port');
   const syscall = errorField(error, 'syscall');
+  // The metrics listener's error says so: its flags are --metrics-port and --metrics-host.
+  const flag = errorField(error, 'listener') === 'metrics' ? '--metrics-' : '--';
   if (syscall === 'listen' || syscall === 'bind') {
-    if (code === 'EADDRINUSE') return `${address}:${port} is already in use by another process; stop that process, or choose another port with --port (0 takes any free one)`;
-    if (code === 'EADDRNOTAVAIL') return `${address} is not an address of this machine; choose one of its addresses with --host (127.0.0.1 for this machine only, 0.0.0.0 for all)`;
-    if (code === 'EACCES') return `this user may not listen on port ${port}; choose a port from 1024 up with --port (with a proxy or a port forward in front), or give node the capability to bind it (setcap cap_net_bind_service=+ep)`;
+    if (code === 'EADDRINUSE') return `${address}:${port} is already in use by another process; stop that process, or choose another port with ${flag}port (0 takes any free one)`;
+    if (code === 'EADDRNOTAVAIL') return `${address} is not an address of this machine; choose one of its addresses with ${flag}host (127.0.0.1 for this machine only, 0.0.0.0 for all)`;
+    if (code === 'EACCES') return `this user may not listen on port ${port}; choose a port from 1024 up with ${flag}port (with a proxy or a port forward in front), or give node the capability to bind it (setcap cap_net_bind_service=+ep)`;
   }
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `the address ${String(errorField(error, 'hostname'))} cannot be resolved (${code}); give --host an IP address or a name this machine resolves`;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `the address ${String(errorField(error, 'hostname'))} cannot be resolved (${code}); give ${flag}host an IP address or a name this machine resolves`;
   if (typeof path !== 'string') return undefined;
   if (code === 'EACCES' || code === 'EPERM') return permissionAdvice(path, String(syscall ?? 'open'));
   if (code === 'EROFS') return `${path} is on a read-only file system (EROFS); use a directory on a writable one`;

@@ -61,7 +61,7 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv): Promise<voi
   // Before the line that says it listens: whoever reads that line may signal at once.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, ...where, pid: process.pid });
+  logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, ...where, pid: process.pid, metrics: running.metricsUrl });
   if (tls === undefined && !isLoopback(config.host)) {
     logger.warn(`serving plain HTTP on ${config.host}: bearer keys travel in clear; use --tls-cert and --tls-key, or a TLS proxy in front`);
   }

@@ -12,8 +12,10 @@ import { acceptableRequestId, newRequestId } from './request-id.js';
 import type { Mount } from './mount.js';
 import { checkRequestLine } from './request-line.js';
 import { Router, type Match } from './router.js';
+import type { RequestMetrics } from './request-metrics.js';
 import { ROUTES, type RouteSpec } from './routes.js';
 import type { PetStore } from '../store/store.js';
+import { traceContext } from './trace-context.js';
 import { splitTarget } from './url.js';
 
 export interface AppOptions {
@@ -24,6 +26,8 @@ export interface AppOptions {
   logger: Logger;
   cors: CorsPolicy | undefined;
   mount: Mount;
+  /** Where each answered request is measured; undefined: metrics are off, and requests pay nothing for them. */
+  metrics?: RequestMetrics | undefined;
 }
 
 /** A standard request listener; with `next`, requests for paths it does not serve go on to `next`. */
@@ -34,7 +38,7 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse, next?:
  * reply. Every outcome, answer or error, leaves through `finish`, which sends and logs it.
  */
 export function createApp(options: AppOptions): RequestListener {
-  const { mount } = options;
+  const { mount, metrics } = options;
   const router = new Router<RouteSpec>();
   for (const route of ROUTES) router.add(route.method, mount.root + route.path, route);
   const publicPaths = new Set(ROUTES.filter((r) => !r.auth).map((r) => mount.root + r.path));
@@ -65,9 +69,15 @@ export function createApp(options: AppOptions): RequestListener {
         options.logger.error('could not send the response', sendError, { id: requestId, method, path });
         res.destroy();
       }
-      options.logger.request({ id: requestId, method, path, status: reply.status, ms: Math.round(Number(process.hrtime.bigint() - started) / 1e4) / 100 });
+      const nanos = Number(process.hrtime.bigint() - started);
+      // Read only when sent: a request without one makes no call for it.
+      const traceparent = req.headers.traceparent;
+      const trace = traceparent === undefined ? undefined : traceContext(traceparent);
+      options.logger.request({ id: requestId, method, path, status: reply.status, ms: Math.round(nanos / 1e4) / 100, traceId: trace?.traceId, spanId: trace?.spanId });
+      metrics?.observe(match.path, method, reply, nanos);
     };
     const fail = (error: unknown): void => {
+      metrics?.failed(error);
       const reply = errorReply(error);
       if (reply.serverFault) options.logger.error('request failed', error, { id: requestId, method, path: match.path ?? path });
       finish(reply);

@@ -12,6 +12,9 @@ export interface RequestLogEntry {
   path: string;
   status: number;
   ms: number;
+  /** From a valid W3C `traceparent`: its trace id and parent span id, logged as `trace_id` and `span_id`. */
+  traceId?: string | undefined;
+  spanId?: string | undefined;
 }
 
 /** Where the service reports. An embedder may pass its own; the default writes JSON lines. */
@@ -134,7 +137,8 @@ function timestamp(): string {
 
 function requestLine(time: string, entry: RequestLogEntry): string {
   return `{"time":"${time}","level":"info","msg":"request","id":${jsonString(entry.id)},"method":${jsonString(entry.method)},` +
-    `"path":${jsonString(entry.path)},"status":${entry.status},"ms":${entry.ms}}\n`;
+    `"path":${jsonString(entry.path)},"status":${entry.status},"ms":${entry.ms}` +
+    (entry.traceId === undefined ? '' : `,"trace_id":${jsonString(entry.traceId)}`) + (entry.spanId === undefined ? '' : `,"span_id":${jsonString(entry.spanId)}`) + '}\n';
 }
 
 function line(level: 'info' | 'warn' | 'error', msg: string, fields: LogFields | undefined): string {

@@ -6,7 +6,8 @@ import { AcceptedSockets } from '../http/accepted-sockets.js';
 import { Connections } from '../http/connections.js';
 import { clientErrorHandler, connectHandler, refuseExpectation, refuseWhileStopping } from '../http/edge.js';
 import { jsonLogger } from '../lib/logger.js';
-import { createPetstore, type Petstore, type PetstoreOptions } from './petstore.js';
+import type { MetricsListener } from './metrics-listener.js';
+import { loadMetrics, openPetstore, type Petstore, type PetstoreOptions } from './petstore.js';
 
 export interface ListenOptions extends PetstoreOptions {
   port?: number;
@@ -21,6 +22,10 @@ export interface ListenOptions extends PetstoreOptions {
   shutdownTimeout?: number;
   /** Serve HTTPS (node:https) with this certificate chain and private key, both PEM; plain HTTP without. */
   tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
+  /** Serve `GET /metrics` on a listener of its own on this port (0: any free one), which turns metrics on; unset: no listener. */
+  metricsPort?: number | undefined;
+  /** The metrics listener's address (default 127.0.0.1). */
+  metricsHost?: string | undefined;
 }
 
 export interface RunningServer {
@@ -28,6 +33,8 @@ export interface RunningServer {
   petstore: Petstore;
   /** `http://host:port` (`https://` with TLS), with the port actually bound (useful with port 0). */
   url: string;
+  /** With `metricsPort`: `http://host:port/metrics`, the port actually bound. */
+  metricsUrl: string | undefined;
   /** Stops accepting, finishes requests in flight, makes the store durable. */
   close(): Promise<void>;
 }
@@ -41,6 +48,7 @@ export const SERVER_DEFAULTS = {
   maxHeaderSize: 16 * 1024,
   maxConnections: 1_000,
   shutdownTimeout: 10_000,
+  metricsHost: '127.0.0.1',
 } as const;
 
 /** How long the stop keeps a connection that owes nothing open, for a request already on its way. */
@@ -51,7 +59,8 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const logger = options.logger ?? jsonLogger();
   // Before the store is opened: a certificate and key that do not go together refuse the start.
   if (options.tls !== undefined) checkTls(options.tls);
-  const petstore = await createPetstore({ ...options, logger });
+  const metrics = options.metrics === true || options.metricsPort !== undefined ? await loadMetrics() : undefined;
+  const petstore = await openPetstore({ ...options, logger }, metrics);
   const connections = new Connections();
   let stopping = false;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
@@ -78,6 +87,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     ? createServer(httpOptions, onRequest)
     : createHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
   server.maxConnections = options.maxConnections ?? SERVER_DEFAULTS.maxConnections;
+  metrics?.watchServer(server);
   // Every TCP connection, TLS or not, from its accept: with TLS, a client that never sends its hello
   // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
   const sockets = new AcceptedSockets();
@@ -93,7 +103,11 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   server.on('clientError', clientErrorHandler(connections));
   server.on('connect', connectHandler(connections));
 
+  let metricsListener: MetricsListener | undefined;
   try {
+    if (metrics !== undefined && options.metricsPort !== undefined) {
+      metricsListener = await metrics.serve(options.metricsPort, options.metricsHost ?? SERVER_DEFAULTS.metricsHost, logger);
+    }
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.port ?? SERVER_DEFAULTS.port, options.host ?? SERVER_DEFAULTS.host, () => {
@@ -104,6 +118,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
       });
     });
   } catch (error) {
+    await metricsListener?.close();
     await petstore.close();
     throw error;
   }
@@ -114,10 +129,11 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const close = (): Promise<void> => (closed ??= (async () => {
     stopping = true;
     await drain(server, connections, sockets, options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout);
+    await metricsListener?.close();
     await petstore.close();
   })());
 
-  return { server, petstore, url: `${options.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`, close };
+  return { server, petstore, url: `${options.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`, metricsUrl: metricsListener?.url, close };
 }
 
 /**

@@ -8,6 +8,7 @@ import { Keyring, logKeyChanges } from '../auth/keyring.js';
 import { jsonLogger, type Logger } from '../lib/logger.js';
 import { FileStore } from '../store/file/file-store.js';
 import type { PetStore } from '../store/store.js';
+import type { ServiceMetrics } from './metrics.js';
 
 export interface PetstoreOptions {
   /** Directory of the pet data and the key file. Required unless `store` is given. */
@@ -46,6 +47,11 @@ export interface PetstoreOptions {
   publicUrls?: readonly string[] | undefined;
   logger?: Logger;
   /**
+   * Measure requests, the store and the process for `metrics()` (Prometheus text); off by default,
+   * and then requests pay nothing for them.
+   */
+  metrics?: boolean | undefined;
+  /**
    * Called with a newly generated key when no key is configured anywhere (no `keys`, no key file in
    * `dataDir`): the key is shown once and only its hash is kept. Without it, no key is generated.
    */
@@ -56,6 +62,11 @@ export interface PetstoreService {
   /** A standard `(req, res)` listener; given `next`, unknown paths are passed on instead of a 404. */
   handler: RequestListener;
   store: PetStore;
+  /**
+   * The metrics in the Prometheus text format 0.0.4, read now; rejects with a TypeError when the
+   * service was made without `metrics: true`.
+   */
+  metrics(): Promise<string>;
   /** Closes the store (pending writes finish, the data is left compacted). */
   close(): Promise<void>;
 }
@@ -72,6 +83,16 @@ export const DEFAULTS = {
  * entry: with no key configured every request under /v1 is refused (fail closed).
  */
 export async function createPetstore(options: PetstoreOptions): Promise<PetstoreService> {
+  return openPetstore(options, options.metrics === true ? await loadMetrics() : undefined);
+}
+
+/** The metrics of one service; the module, and perf_hooks with it, is loaded only when metrics are on. */
+export async function loadMetrics(): Promise<ServiceMetrics> {
+  return new (await import('./metrics.js')).ServiceMetrics();
+}
+
+/** createPetstore, measured with `metrics` (which `listen` also gives its server's), or unmeasured. */
+export async function openPetstore(options: PetstoreOptions, metrics: ServiceMetrics | undefined): Promise<PetstoreService> {
   const logger = options.logger ?? jsonLogger();
   const mount = createMount(options.basePath, options.publicUrls);
   if (options.store !== undefined) checkStore(options.store);
@@ -83,7 +104,7 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
       databasePool: options.databasePool ?? DEFAULTS.databasePool,
       idempotencyWindow: options.idempotencyWindow ?? DEFAULTS.idempotencyWindow,
     }, logger);
-    return service(database.store, database.keyring, options, logger, database.close, mount);
+    return service(database.store, database.keyring, options, logger, database.close, mount, metrics);
   }
   let store = options.store;
   if (store === undefined) {
@@ -113,11 +134,11 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
     await opened.close();
     throw error;
   }
-  return service(opened, keyring, options, logger, () => opened.close(), mount);
+  return service(opened, keyring, options, logger, () => opened.close(), mount, metrics);
 }
 
 function service(
-  store: PetStore, keyring: Keyring, options: PetstoreOptions, logger: Logger, closeStore: () => Promise<void>, mount: Mount,
+  store: PetStore, keyring: Keyring, options: PetstoreOptions, logger: Logger, closeStore: () => Promise<void>, mount: Mount, metrics: ServiceMetrics | undefined,
 ): PetstoreService {
   const handler = createApp({
     store,
@@ -127,15 +148,18 @@ function service(
     logger,
     cors: corsPolicy(options.corsOrigin),
     mount,
+    metrics: metrics?.attach(store, mount),
   });
   const close = async (): Promise<void> => {
     try {
+      metrics?.close();
       await closeStore();
     } finally {
       logger.flush?.();
     }
   };
-  return { handler, store, close };
+  const exposition = (): Promise<string> => metrics?.expose() ?? Promise.reject(new TypeError('metrics are off: create the service with metrics: true'));
+  return { handler, store, metrics: exposition, close };
 }
 
 /** An embedder's store must have the whole interface; a plain object would fail on the first request. */

@@ -1,5 +1,8 @@
 import type { PetStatus } from '../pet/contract.js';
 import type { NewPet, Pet } from '../pet/pet.js';
+import type { StatusCounts, StoreObserver, StoreStats } from './observer.js';
+
+export type { PoolStats, StatusCounts, StoreObserver, StoreStats } from './observer.js';
 
 export interface ListQuery {
   /** Exclusive cursor: only pets with a larger id. 0 lists from the start. */
@@ -58,6 +61,14 @@ export interface PetStore {
   createOnce?(pet: NewPet, key: IdempotencyKey): Promise<{ pet: Pet; replayed: boolean }>;
   /** Open and able to accept writes (for `/readyz`). */
   readonly ready: boolean;
+  /**
+   * Optional, for metrics, each read when they are scraped: the pets per status now (a database
+   * counts them; it may reject as a read does), and the store's load. Without them, those metrics are left out.
+   */
+  countByStatus?(): StatusCounts | Promise<StatusCounts>;
+  stats?(): StoreStats;
+  /** Optional, for metrics: from now on, tell `observer` of every commit (it replaces any earlier observer). */
+  observe?(observer: StoreObserver): void;
   /** Finishes pending writes, leaves the data durable and releases it. */
   close(): Promise<void>;
 }

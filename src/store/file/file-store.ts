@@ -6,8 +6,10 @@ import type { Journal } from './journal.js';
 import { openStore, type FileStoreOptions, type OpenedStore } from './open-store.js';
 import type { PetIndex } from './pet-index.js';
 import { buildLine } from './record-line.js';
+import { secondsSince } from '../observer.js';
 import {
   IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type ListText, type PetStore,
+  type StatusCounts, type StoreObserver, type StoreStats,
 } from '../store.js';
 
 interface PendingCreate {
@@ -44,6 +46,7 @@ export class FileStore implements PetStore {
   #queue: PendingCreate[] = [];
   #committing: Promise<void> | undefined;
   #recoveryTimer: NodeJS.Timeout | undefined;
+  #observer: StoreObserver | undefined;
   #closed = false;
 
   private constructor({ lock, index, journal, compaction, idempotency, ids, report }: OpenedStore) {
@@ -75,6 +78,18 @@ export class FileStore implements PetStore {
 
   get size(): number {
     return this.#index.size;
+  }
+
+  countByStatus(): StatusCounts {
+    return this.#index.countByStatus();
+  }
+
+  stats(): StoreStats {
+    return { createsWaiting: this.#queue.length };
+  }
+
+  observe(observer: StoreObserver): void {
+    this.#observer = observer;
   }
 
   list(query: ListQuery): ListPage {
@@ -155,6 +170,7 @@ export class FileStore implements PetStore {
     const pets = batch.map(({ pet }) => petWithId(++this.#ids.last, pet));
     const texts = pets.map(petJson);
     const lines = texts.map((text, i) => buildLine(text, (batch[i] as PendingCreate).record));
+    const began = process.hrtime.bigint();
     try {
       await this.#journal.append(Buffer.concat(lines.flatMap((line) => [line, NEWLINE])));
     } catch (error) {
@@ -162,6 +178,7 @@ export class FileStore implements PetStore {
       this.#scheduleRecovery();
       return;
     }
+    this.#observer?.committed(secondsSince(began), batch.length);
     for (const [i, pet] of pets.entries()) {
       const line = lines[i] as Buffer;
       this.#index.appendLine(pet.id, pet.status, line, 0, line.length, 1, 1 + Buffer.byteLength(texts[i] as string));
@@ -174,6 +191,7 @@ export class FileStore implements PetStore {
 
   /** Refuses a batch: only a stored create is remembered, so each key may be used again. */
   #refuse(batch: readonly PendingCreate[], error: Error): void {
+    this.#observer?.failed();
     for (const p of batch) {
       if (p.record !== undefined) this.#idempotency.end(p.record, undefined);
       p.reject(error);

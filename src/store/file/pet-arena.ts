@@ -58,14 +58,16 @@ export class PetArena {
     return this.#count;
   }
 
+  /** How many pets have the status of code 1, 2 or 3 (those without one are the rest of `size`). */
+  countOf(code: 1 | 2 | 3): number {
+    return (this.#byStatus[code - 1] as { count: number }).count;
+  }
+
   get lastId(): number {
     return this.#count === 0 ? 0 : this.#base + (this.#ids[this.#count - 1] as number);
   }
 
-  /**
-   * Adds a pet whose line (record-line.ts) is `bytes[start..end)`, copied in whole, and whose JSON
-   * text is `bytes[textStart..textEnd)` within it. Its id must be above every id so far.
-   */
+  /** Adds a pet whose line (record-line.ts) is `bytes[start..end)`, copied in whole, its JSON text `bytes[textStart..textEnd)` within it; its id above every id so far. */
   append(id: number, status: StatusCode, bytes: Uint8Array, start: number, end: number, textStart: number, textEnd: number): void {
     const textLength = this.#check(id, textStart, textEnd);
     const length = end - start;
@@ -82,9 +84,8 @@ export class PetArena {
   }
 
   /**
-   * Adds a pet whose text stays where it is, `buffer[start..end)`, inside its line, and which must
-   * never change: a data file read at start, so that loading copies no pet and leaves no file-sized
-   * garbage behind.
+   * Adds a pet whose text stays where it is, `buffer[start..end)`, inside its line, and which must never change:
+   * a data file read at start, so that loading copies no pet and leaves no file-sized garbage behind.
    */
   appendInPlace(id: number, status: StatusCode, buffer: Buffer, start: number, end: number): void {
     const length = this.#check(id, start, end);
@@ -189,10 +190,9 @@ export class PetArena {
     for (let i = 0; i < positions.length; i++) {
       const p = positions[i] as number;
       if (i > 0) out[at++] = COMMA;
-      // One native copy per pet, from a view made straight on the chunk's memory: Buffer.copy makes
-      // such a view too, but only after checking its arguments and asking the Buffer for its
-      // ArrayBuffer, and copying byte by byte in JavaScript cost more still (bench/results.md,
-      // "Why the code is shaped this way").
+      // One native copy per pet, from a view made straight on the chunk's memory: Buffer.copy makes such a view
+      // too, but only after checking its arguments and asking the Buffer for its ArrayBuffer, and copying byte by
+      // byte in JavaScript cost more still (bench/results.md, "Why the code is shaped this way").
       const chunk = this.#chunkOf[p] as number;
       const length = this.#lengths[p] as number;
       out.set(new Uint8Array(this.#memory[chunk] as ArrayBufferLike, (this.#starts[chunk] as number) + (this.#offsets[p] as number), length), at);

@@ -1,9 +1,9 @@
-import type { PetStatus } from '../../pet/contract.js';
+import { PET_STATUSES, type PetStatus } from '../../pet/contract.js';
 import { petFromJson, type Pet } from '../../pet/pet.js';
 import type { IdempotencyRecord } from './idempotency.js';
 import { PetArena, statusCode } from './pet-arena.js';
 import { readLineTail, readRecord } from './record-line.js';
-import type { ListPage, ListQuery, ListText } from '../store.js';
+import type { ListPage, ListQuery, ListText, StatusCounts } from '../store.js';
 
 /** A stored pet's line as the index holds it; `bytes` is a view of its memory, never to be changed. */
 export interface StoredLine {
@@ -34,6 +34,16 @@ export class PetIndex {
 
   get lastId(): number {
     return this.#arena.lastId;
+  }
+
+  /** The pets per status, from the arena's lists: O(1). */
+  countByStatus(): StatusCounts {
+    const counts: StatusCounts = { available: 0, pending: 0, sold: 0, none: this.#arena.size };
+    for (const status of PET_STATUSES) {
+      counts[status] = this.#arena.countOf(statusCode(status) as 1 | 2 | 3);
+      counts.none -= counts[status];
+    }
+    return counts;
   }
 
   /**

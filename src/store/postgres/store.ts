@@ -1,30 +1,17 @@
 import type { Sql } from 'postgres';
-import { IDEMPOTENCY_WINDOW_SECONDS } from '../../pet/contract.js';
 import type { NewPet, Pet } from '../../pet/pet.js';
 import { insertBatch, type BatchEntry } from './batch.js';
 import { isUnavailable, openError, openPool } from './driver.js';
 import { keyedPet, replayOf } from './idempotency.js';
 import { addFirstKey, readKeys, type KeyRecord } from './keys.js';
 import { plainPet, toPet, type PetRow } from './pet-row.js';
+import { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
 import { migrate } from './schema.js';
+import { countByStatus } from './status-counts.js';
+import { poolStats, secondsSince, type StatusCounts, type StoreObserver, type StoreStats } from '../observer.js';
 import {
   RequestInProgressError, StoreOpenError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type PetStore,
 } from '../store.js';
-
-export interface PostgresStoreOptions {
-  /** Connections at most (default 10). */
-  pool?: number;
-  /** Milliseconds a statement may take on the database (default 5000); a call gives up after twice that. */
-  statementTimeout?: number;
-  /** Creates waiting for their commit at most; beyond, a create is refused at once (default 1000). */
-  maxWaitingCreates?: number;
-  /** Reads in flight at most; beyond, a read is refused at once (default 256). */
-  maxReads?: number;
-  /** Seconds an idempotency key is remembered after its create (default 86400). */
-  idempotencyWindow?: number;
-  /** Told when the database goes away and when it is back; default: silent. */
-  onAvailability?: (available: boolean, error?: unknown) => void;
-}
 
 interface PendingCreate extends BatchEntry {
   /** The stored pet, or undefined when its idempotency key had been taken meanwhile (nothing stored). */
@@ -32,7 +19,6 @@ interface PendingCreate extends BatchEntry {
   reject: (error: Error) => void;
 }
 
-export const POSTGRES_DEFAULTS = { pool: 10, statementTimeout: 5000, maxWaitingCreates: 1000, maxReads: 256, idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS } as const;
 // Creates committed in one statement at most; more wait for the next one.
 const MAX_BATCH = 500;
 // While the database is away, a write is tried this often, so that readiness comes back by itself.
@@ -61,6 +47,7 @@ export class PostgresStore implements PetStore {
   #reads = 0;
   #available = true;
   #probeTimer: NodeJS.Timeout | undefined;
+  #observer: StoreObserver | undefined;
   #closed = false;
 
   private constructor(sql: Sql, options: PostgresStoreOptions) {
@@ -148,6 +135,18 @@ export class PostgresStore implements PetStore {
     });
   }
 
+  countByStatus(): Promise<StatusCounts> {
+    return this.#read(() => countByStatus(this.#sql));
+  }
+
+  stats(): StoreStats {
+    return { createsWaiting: this.#queue.length, pool: poolStats(this.#sql.options.max, this.#reads + (this.#committing === undefined ? 0 : 1)) };
+  }
+
+  observe(observer: StoreObserver): void {
+    this.#observer = observer;
+  }
+
   /** The API keys in the database (a read like any other: it also notices that the database went away). */
   keys(): Promise<KeyRecord[]> {
     return this.#read(() => readKeys(this.#sql));
@@ -168,15 +167,18 @@ export class PostgresStore implements PetStore {
 
   async #commit(batch: PendingCreate[]): Promise<void> {
     const statement = insertBatch(this.#sql, batch, this.#windowSeconds);
+    const began = process.hrtime.bigint();
     try {
       const result = await this.#guard(statement, 'write');
       if (result === undefined) throw new Error('pet ids are exhausted: the next id would not be a safe integer');
       this.#setAvailable(true);
+      this.#observer?.committed(secondsSince(began), batch.length);
       for (const [i, p] of batch.entries()) {
         const id = result.base + i + 1;
         p.resolve(p.key === undefined || result.keyedIds.has(id) ? plainPet(id, p.pet.name, p.pet.categoryId, p.pet.status) : undefined);
       }
     } catch (error) {
+      this.#observer?.failed();
       for (const p of batch) p.reject(error as Error);
     }
     // A statement given up on may still be running: the next batch starts only once it has ended,

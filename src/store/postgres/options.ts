@@ -1,0 +1,18 @@
+import { IDEMPOTENCY_WINDOW_SECONDS } from '../../pet/contract.js';
+
+export interface PostgresStoreOptions {
+  /** Connections at most (default 10). */
+  pool?: number;
+  /** Milliseconds a statement may take on the database (default 5000); a call gives up after twice that. */
+  statementTimeout?: number;
+  /** Creates waiting for their commit at most; beyond, a create is refused at once (default 1000). */
+  maxWaitingCreates?: number;
+  /** Reads in flight at most; beyond, a read is refused at once (default 256). */
+  maxReads?: number;
+  /** Seconds an idempotency key is remembered after its create (default 86400). */
+  idempotencyWindow?: number;
+  /** Told when the database goes away and when it is back; default: silent. */
+  onAvailability?: (available: boolean, error?: unknown) => void;
+}
+
+export const POSTGRES_DEFAULTS = { pool: 10, statementTimeout: 5000, maxWaitingCreates: 1000, maxReads: 256, idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS } as const;
