@@ -10,6 +10,7 @@ import { driverInstallTests } from './postgres/driver-install.js';
 import { idempotencyTests } from './postgres/idempotency.js';
 import { instanceTests } from './postgres/instances.js';
 import { nameTests } from './postgres/names.js';
+import { scopeTests } from './postgres/scopes.js';
 import { storeTests } from './postgres/store.js';
 
 const bin = postgresBin();
@@ -30,4 +31,5 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   instanceTests(context);
   driverInstallTests(context);
   nameTests(context);
+  scopeTests(context);
 });

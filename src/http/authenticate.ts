@@ -3,17 +3,17 @@ import { AUTH_REALM } from '../pet/contract.js';
 import { clientKey, type AuthLimiter } from '../auth/limiter.js';
 import { headerCount } from './headers.js';
 import { HttpError } from './http-error.js';
-import type { Keyring } from '../auth/keyring.js';
+import type { AcceptedKey, Keyring } from '../auth/keyring.js';
 
 const CHALLENGE = { 'www-authenticate': `Bearer realm="${AUTH_REALM}"` };
 // RFC 6750: the scheme name is case-insensitive; the token is matched exactly.
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 
 /**
- * Lets a request through only with an accepted bearer key, and returns that key's identity. An address with too many recent failures
+ * Lets a request through only with an accepted bearer key, and returns that key. An address with too many recent failures
  * is refused (429) before its key is even looked at.
  */
-export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: AuthLimiter): string {
+export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: AuthLimiter): AcceptedKey {
   const address = clientKey(req.socket.remoteAddress ?? 'unknown');
   const now = Date.now();
   const wait = limiter.blockedFor(address, now);
@@ -25,12 +25,12 @@ export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: Au
   if (headerCount(req, 'authorization') > 1) throw new HttpError(400, 'invalid_request', 'the Authorization header is given more than once');
   const token = BEARER.exec(header)?.[1];
   if (token === undefined) throw new HttpError(401, 'unauthorized', 'the Authorization header is not a bearer API key', CHALLENGE);
-  const scope = keyring.identify(token, now);
-  if (scope === undefined) {
+  const key = keyring.identify(token, now);
+  if (key === undefined) {
     // Only a presented key that is wrong counts as a guess: a browser's keyless request for
     // /favicon.ico behind the same proxy must not lock out the clients that have a key.
     limiter.recordFailure(address, now);
     throw new HttpError(401, 'unauthorized', 'invalid API key', CHALLENGE);
   }
-  return scope;
+  return key;
 }

@@ -12,6 +12,10 @@ export interface RequestLogEntry {
   path: string;
   status: number;
   ms: number;
+  /** An error answer's Error code (`insufficient_scope`, `rate_limited`, …). */
+  code?: string | undefined;
+  /** On an error answer to a request whose key was accepted: that key's id (never the key). */
+  keyId?: string | undefined;
 }
 
 /** Where the service reports. An embedder may pass its own; the default writes JSON lines. */
@@ -133,8 +137,9 @@ function timestamp(): string {
 }
 
 function requestLine(time: string, entry: RequestLogEntry): string {
+  const failure = entry.code === undefined ? '' : `,"code":${jsonString(entry.code)}${entry.keyId === undefined ? '' : `,"keyId":${jsonString(entry.keyId)}`}`;
   return `{"time":"${time}","level":"info","msg":"request","id":${jsonString(entry.id)},"method":${jsonString(entry.method)},` +
-    `"path":${jsonString(entry.path)},"status":${entry.status},"ms":${entry.ms}}\n`;
+    `"path":${jsonString(entry.path)},"status":${entry.status},"ms":${entry.ms}${failure}}\n`;
 }
 
 function line(level: 'info' | 'warn' | 'error', msg: string, fields: LogFields | undefined): string {
