@@ -48,7 +48,7 @@ test('QuotaCounter: refused requests are not counted, and a clock set back start
   const counter = new QuotaCounter();
   const policy = { requests: 1, seconds: 60 };
   assert.equal(counter.take('a', policy, 100_000).admitted, true);
-  for (let i = 0; i < 5; i++) assert.equal(counter.take('a', policy, 100_001 + i).admitted, false);
+  for (let i = 0; i < 5; i++) assert.deepEqual(counter.take('a', policy, 100_001 + i), { admitted: false, remaining: 0, resetSeconds: 60 }, 'r stays 0');
   assert.deepEqual(counter.take('a', policy, 160_000), { admitted: true, remaining: 0, resetSeconds: 60 }, 'exactly one window later');
   assert.deepEqual(counter.take('a', policy, 50_000), { admitted: true, remaining: 0, resetSeconds: 60 }, 'the clock went back 110 s');
 });
@@ -66,6 +66,8 @@ test('QuotaCounter: memory stays bounded while 200,000 keys come and go, each in
   const grown = process.memoryUsage().heapUsed - before;
   // Kept, 200,000 entries would take over 20 MB; swept, at most a couple of thousand remain.
   assert.ok(grown < 4 * 1024 * 1024, `the heap grew by ${(grown / 1024 / 1024).toFixed(1)} MB`);
+  // The counter in use after the measurement, or it would have been collected whole.
+  assert.equal(counter.take('revoked-key-199999', policy, 200_000 * 1000 - 1).remaining, 3);
 });
 
 test('a rate limit is <requests>/<seconds> with both whole and in range', () => {
