@@ -25,20 +25,23 @@ export function checkQuota(policy: QuotaPolicy): QuotaPolicy {
 
 export const formatQuota = (policy: QuotaPolicy): string => `${policy.requests}/${policy.seconds}`;
 
-/** What counting one request found. */
+/** What counting one request found: a key's window as that request left it. */
 export interface QuotaCount {
   /** False when the window's quota was already used: the request is refused and not counted. */
-  admitted: boolean;
+  readonly admitted: boolean;
   /** Requests left in the window after this one. */
-  remaining: number;
+  readonly remaining: number;
   /** Whole seconds until the window ends and the quota is whole again, rounded up (at least 1). */
-  resetSeconds: number;
+  readonly resetSeconds: number;
 }
 
 interface Window {
   start: number;
   end: number;
   count: number;
+  admitted: boolean;
+  remaining: number;
+  resetSeconds: number;
 }
 
 // The table is swept of ended windows when it reaches this size, or twice the size the last sweep left.
@@ -57,12 +60,16 @@ export class QuotaCounter {
   readonly #windows = new Map<string, Window>();
   #sweepAt = MIN_SWEEP;
 
-  /** Counts one request of the key `key` (its identity) under `policy` at `now` (ms). */
+  /**
+   * Counts one request of the key `key` (its identity) under `policy` at `now` (ms). The answer is
+   * the key's own window, updated in place rather than a new object per request: read it before the
+   * next call.
+   */
   take(key: string, policy: QuotaPolicy, now: number): QuotaCount {
     let window = this.#windows.get(key);
     if (window === undefined) {
       if (this.#windows.size >= this.#sweepAt) this.#sweep(now);
-      window = { start: now, end: now, count: 0 };
+      window = { start: now, end: now, count: 0, admitted: false, remaining: 0, resetSeconds: 0 };
       this.#windows.set(key, window);
     }
     // An ended window, or one from before the clock was set back, gives way to a new one.
@@ -71,9 +78,11 @@ export class QuotaCounter {
       window.end = now + policy.seconds * 1000;
       window.count = 0;
     }
-    const admitted = window.count < policy.requests;
-    if (admitted) window.count++;
-    return { admitted, remaining: policy.requests - window.count, resetSeconds: Math.ceil((window.end - now) / 1000) };
+    window.admitted = window.count < policy.requests;
+    if (window.admitted) window.count++;
+    window.remaining = policy.requests - window.count;
+    window.resetSeconds = Math.ceil((window.end - now) / 1000);
+    return window;
   }
 
   #sweep(now: number): void {

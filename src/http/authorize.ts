@@ -18,6 +18,15 @@ export interface Quotas {
 export const QUOTA_POLICY_NAME = 'per-key';
 const NAME = `"${QUOTA_POLICY_NAME}"`;
 
+// RateLimit-Policy's value, made once per policy: the server's lasts as long as it runs.
+const policyFields = new WeakMap<QuotaPolicy, string>();
+
+function policyField(policy: QuotaPolicy): string {
+  let field = policyFields.get(policy);
+  if (field === undefined) policyFields.set(policy, (field = `${NAME};q=${policy.requests};w=${policy.seconds}`));
+  return field;
+}
+
 /**
  * What an authenticated request may do, after its key is known: first the key's quota (429
  * `rate_limited`; every request of a key under a quota counts, whatever its answer), then the scope
@@ -29,7 +38,7 @@ export function authorize(key: AcceptedKey, scope: Scope | undefined, quotas: Qu
   const policy = key.quota ?? quotas.policy;
   if (policy !== undefined) {
     const { admitted, remaining, resetSeconds } = quotas.counter.take(key.identity, policy, Date.now());
-    context.push('ratelimit-policy', `${NAME};q=${policy.requests};w=${policy.seconds}`, 'ratelimit', `${NAME};r=${remaining};t=${resetSeconds}`);
+    context.push('ratelimit-policy', policyField(policy), 'ratelimit', `${NAME};r=${remaining};t=${resetSeconds}`);
     if (!admitted) {
       const message = `this API key's quota of ${policy.requests} request${policy.requests === 1 ? '' : 's'} per ${policy.seconds} s is used up; retry after Retry-After seconds`;
       throw new HttpError(429, 'rate_limited', message, { 'retry-after': String(resetSeconds) });
