@@ -48,11 +48,12 @@ function childEnv() {
 /**
  * Spawns the server (`kind` "server", on `dataDir`), the floor ("floor") or the floor with the
  * contract's response headers ("headers"), waits for its "listening" line and one answered GET.
- * `serverArgs` are further flags for the server (`--database-url …`).
+ * `serverArgs` are further flags for the server (`--database-url …`); `as` names the result's kind
+ * instead (a server started with other flags, measured beside the plain one).
  * `startMs` is spawn → first answer. Stdout (the request log) goes to a temp file, never read past
  * the "listening" line.
  */
-export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [] } = {}) {
+export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [], as = kind } = {}) {
   const script = kind === 'server' ? join(ROOT, 'dist/server.js') : join(ROOT, 'bench/floor.js');
   const args = [...nodeFlags, script, '--port', '0', '--host', '127.0.0.1'];
   if (kind === 'server') args.push('--data-dir', dataDir, ...serverArgs);
@@ -80,7 +81,7 @@ export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [] } =
   const first = await get(origin, '/v1/pets?limit=1');
   const startMs = performance.now() - t0;
   if (first.status !== 200) throw new Error(`${kind}: first GET answered ${first.status}: ${first.body}`);
-  return { kind, child, pid: child.pid, url, origin, startMs, stderr: () => stderr };
+  return { kind: as, child, pid: child.pid, url, origin, startMs, stderr: () => stderr };
 }
 
 /** The URL of the "listening" line once it is in the child's stdout file (checked every millisecond). */

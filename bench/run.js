@@ -9,7 +9,9 @@
  * (bench/floor.js, a bare node:http server with the same auth and JSON), both fresh in every round,
  * rounds alternating server/floor. Beside them the floor once more with the response headers the
  * service must send (decisions.md, issues 5 and 6), for the GETs only: what those headers alone
- * cost. Every figure is the median over rounds; p99 sits beside it.
+ * cost; and the server once more under a per-key quota it never reaches (issue 24), so that every
+ * GET is counted and carries RateLimit-Policy and RateLimit: what a quota costs. Every figure is
+ * the median over rounds; p99 sits beside it.
  *
  * Environment: BENCH_ROUNDS (5; 3 in scale mode), BENCH_SECONDS per measurement (5; the GETs in
  * BENCH_SLICES turns of equal length, 5, the processes compared taking turns), BENCH_WARMUP seconds (1),
@@ -38,6 +40,9 @@ const TURN = turnSeconds(SECONDS, SLICES); // checked before anything starts
 const SIZES = [0, ...(process.env.BENCH_SCALE_SIZES ?? '1000,100000,1000000').split(',').map(Number)];
 const RESULTS = join(ROOT, 'bench/results.md');
 const SEED_PETS = 1000;
+// A quota no measurement reaches: each answer counted and carrying the RateLimit fields, none refused.
+const QUOTA_ARGS = ['--rate-limit', '1000000000/3600'];
+const RATE_LIMIT_FIELD = /^"per-key";r=[0-9]+;t=[0-9]+$/;
 
 const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 const sold = (limit) => ({ method: 'GET', path: `/v1/pets?status=sold&limit=${limit}`, expect: 200 });
@@ -55,8 +60,13 @@ function seededDir(snapshot) {
 }
 
 /** The floors must answer what the server answers, or the comparison means nothing. */
-async function sanity(server, floor, headers) {
+async function sanity(server, floor, headers, quota) {
   const problems = [];
+  for (const path of ['/v1/pets?limit=20', '/v1/pets/7']) {
+    const [s, q] = await Promise.all([get(server.origin, path), get(quota.origin, path)]);
+    if (q.status !== 200 || q.body !== s.body) problems.push(`${path}: the server under a quota answers ${q.status}, not what the server answers`);
+    if (!RATE_LIMIT_FIELD.test(q.headers['ratelimit'] ?? '') || s.headers['ratelimit'] !== undefined) problems.push(`${path}: RateLimit is "${q.headers['ratelimit']}" under a quota, "${s.headers['ratelimit']}" without`);
+  }
   for (const path of ['/v1/pets?limit=20', '/v1/pets/7']) {
     const [s, f, h] = await Promise.all([get(server.origin, path), get(floor.origin, path), get(headers.origin, path)]);
     if (s.status !== 200 || f.status !== 200 || s.body !== f.body) problems.push(`${path}: server ${s.status} and floor ${f.status} bodies differ`);
@@ -116,7 +126,7 @@ async function mainMode() {
   writeSnapshot(seed, SEED_PETS);
   const kinds = ['server', 'floor'];
   const keys = ['list', 'one', 'sold', 'post1', 'post16'];
-  const rounds = Object.fromEntries(keys.map((k) => [k, { server: [], floor: [], headers: [] }]));
+  const rounds = Object.fromEntries(keys.map((k) => [k, { server: [], floor: [], headers: [], quota: [] }]));
   const idle = { server: [], floor: [] };
   const peak = { server: [], floor: [] };
   const cold = { server: [], floor: [] };
@@ -125,10 +135,13 @@ async function mainMode() {
   for (let r = 0; r < ROUNDS; r++) {
     progress(`round ${r + 1}/${ROUNDS}`);
     const dir = seededDir(seed);
+    const quotaDir = seededDir(seed);
     const started = [];
     try {
       const server = await start('server', { dataDir: dir });
       started.push(server);
+      const quota = await start('server', { dataDir: quotaDir, serverArgs: QUOTA_ARGS, as: 'quota' });
+      started.push(quota);
       const floor = await start('floor');
       started.push(floor);
       const headers = await start('headers');
@@ -136,8 +149,8 @@ async function mainMode() {
       await sleep(1000);
       idle.server.push(memory(server.pid).rss);
       idle.floor.push(memory(floor.pid).rss);
-      if (r === 0) problems = await sanity(server, floor, headers);
-      const top = { server: 0, floor: 0, headers: 0 };
+      if (r === 0) problems = await sanity(server, floor, headers, quota);
+      const top = { server: 0, floor: 0, headers: 0, quota: 0 };
       const record = (key, target, m) => {
         rounds[key][target.kind].push(m);
         top[target.kind] = Math.max(top[target.kind], m.peakRss);
@@ -150,12 +163,12 @@ async function mainMode() {
         targets.forEach((t, i) => record(key, t, results[i]));
       };
       if (WARMUP > 0) {
-        for (const [t, w] of [[server, list], [floor, list], [headers, list], [server, one(SEED_PETS)], [floor, one(SEED_PETS)], [headers, one(SEED_PETS)], [server, sold(100)], [server, create]]) {
+        for (const [t, w] of [[server, list], [floor, list], [headers, list], [quota, list], [server, one(SEED_PETS)], [floor, one(SEED_PETS)], [headers, one(SEED_PETS)], [quota, one(SEED_PETS)], [server, sold(100)], [server, create]]) {
           await measure(t, w, opts(CONNECTIONS, WARMUP));
         }
       }
       // Alternate who goes first, so neither always runs on a warmer (or hotter) machine.
-      const order = r % 2 === 0 ? [server, floor, headers] : [headers, floor, server];
+      const order = r % 2 === 0 ? [server, quota, floor, headers] : [headers, floor, quota, server];
       await interleaved('list', order, list);
       await interleaved('one', order, one(SEED_PETS));
       await run('sold', server, sold(100));
@@ -166,6 +179,7 @@ async function mainMode() {
     } finally {
       for (const t of started) await stop(t);
       removeDir(dir);
+      removeDir(quotaDir);
     }
   }
 
@@ -206,6 +220,9 @@ async function mainMode() {
     return `| ${label} | ${fmt.int(h)}${range(key, 'headers')} | ${fmt.ms(stat(key, 'headers', 'p50'))} | ${fmt.ms(stat(key, 'headers', 'p99'))} | ` +
       `${fmt.ratio(pairedRatio(key, 'headers', 'floor'))} | ${fmt.ratio(pairedRatio(key, 'server', 'headers'))} |`;
   };
+  const quotaRow = (label, key) => `| ${label} | ${fmt.int(stat(key, 'quota', 'rps'))}${range(key, 'quota')} | ${fmt.ms(stat(key, 'quota', 'p50'))} | ` +
+    `${fmt.ms(stat(key, 'quota', 'p99'))} | ${fmt.ratio(pairedRatio(key, 'quota', 'server'))} | ${fmt.ms(stat(key, 'quota', 'cpuPerAnswer'))} | ` +
+    `${fmt.ratio(median(rounds[key].quota.map((m, i) => rounds[key].server[i].cpuPerAnswer / m.cpuPerAnswer)))} |`;
   // Floor ÷ server, so that it reads as throughput does: the server's answers per CPU second as a share of the floor's.
   const pairedCpuRatio = (key, a) => median(rounds[key][a].map((m, i) => m.cpuPerAnswer / rounds[key].server[i].cpuPerAnswer));
   const cpuRow = (label, key) => `| ${label} | ${['server', 'floor', 'headers'].map((k) => fmt.ms(stat(key, k, 'cpuPerAnswer'))).join(' | ')} | ` +
@@ -218,8 +235,8 @@ async function mainMode() {
     '## Server vs floor',
     '',
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
-    `${ROUNDS} rounds (fresh server, floor and floor + headers each round, order alternating) × ${SECONDS} s per measurement after ${WARMUP} s warm-up, ` +
-      `the GETs in ${SLICES} turns of ${TURN} s with server and floors taking turns (the machine's slower spells then fall on all three); ` +
+    `${ROUNDS} rounds (fresh server, server under a quota, floor and floor + headers each round, order alternating) × ${SECONDS} s per measurement after ${WARMUP} s warm-up, ` +
+      `the GETs in ${SLICES} turns of ${TURN} s with the servers and floors taking turns (the machine's slower spells then fall on all four); ` +
       `${CONNECTIONS} keep-alive connections unless stated; autocannon in the runner process on the same machine. ` +
       `Figures are medians over rounds, (min–max) of the rounds beside req/s; latency p50/p99 from every response; a ratio is the median of the rounds' own ratios (both sides measured in the same round, the GETs in turns).`,
     '',
@@ -254,6 +271,17 @@ async function mainMode() {
     '|---|--:|--:|--:|--:|--:|',
     headersRow('GET /v1/pets?limit=20, req/s', 'list'),
     headersRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, req/s`, 'one'),
+    '',
+    '### What a per-key quota costs',
+    '',
+    `The server once more, started with \`${QUOTA_ARGS.join(' ')}\`: a quota the measurements never reach, so every GET is counted `
+      + 'against the key\'s window and carries RateLimit-Policy and RateLimit (issue 24). Measured in the same rounds and turns as the server; '
+      + 'the ratios are the medians of the rounds\' own (CPU: the server\'s µs ÷ these, so that they read as throughput does). Target: at least 0.97× for the GETs.',
+    '',
+    '| Measure | Server under a quota | p50 ms | p99 ms | It ÷ server | CPU µs per answer | Server µs ÷ its µs |',
+    '|---|--:|--:|--:|--:|--:|--:|',
+    quotaRow('GET /v1/pets?limit=20, req/s', 'list'),
+    quotaRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, req/s`, 'one'),
     '',
     '### CPU per answer',
     '',
