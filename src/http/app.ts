@@ -73,9 +73,8 @@ export function createApp(options: AppOptions): RequestListener {
         options.logger.error('could not send the response', sendError, { id: requestId, method, path });
         res.destroy();
       }
-      options.logger.request({
-        id: requestId, method, path, status: reply.status, ms: Math.round(Number(process.hrtime.bigint() - started) / 1e4) / 100, code, keyId: code === undefined ? undefined : caller.key?.id,
-      });
+      const ms = Math.round(Number(process.hrtime.bigint() - started) / 1e4) / 100;
+      options.logger.request({ id: requestId, method, path, status: reply.status, ms, code, keyId: code === undefined ? undefined : caller.key?.id });
     };
     const fail = (error: unknown): void => {
       const reply = errorReply(error);

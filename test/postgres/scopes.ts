@@ -54,6 +54,9 @@ export function scopeTests(cluster: () => Cluster): void {
     }
     const took = Date.now() - made;
     assert.ok(took <= POLL_BOUND_MS, `the keys took ${took} ms to hold on both instances`);
+    for (const key of [reader.key, writer.key]) {
+      for (const path of ['/v1/openapi.json', '/healthz', '/readyz']) assert.equal((await request(instances[1]?.url as string, 'GET', path, { auth: key })).status, 200, `${path} needs no scope`);
+    }
     const refused = await request(instances[1]?.url as string, 'POST', '/v1/pets', { auth: reader.key, headers: JSON_HEADERS, body: '{"name":"x","categoryId":1}' });
     assert.equal(refused.headers['www-authenticate'], 'Bearer realm="petstore", error="insufficient_scope", scope="pets:write"');
     const listed = await runCli(['keys', 'list', '--database-url', url]);
