@@ -202,6 +202,9 @@ test('--rate-limit and PETSTORE_RATE_LIMIT set the quota; a malformed one exits 
   const dir = await tempDirFor(t, 'petstore-quota-');
   const server = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: KEY, PETSTORE_RATE_LIMIT: '7/30' });
   rateLimit(await request(server.url, 'GET', '/v1/pets', { auth: KEY }), { q: 7, w: 30 });
+  // The server's variable is not a key's own quota: only keys create's flag gives one.
+  assert.equal((await runCli(['keys', 'create', '--label', 'plain', '--data-dir', dir], { PETSTORE_RATE_LIMIT: '7/30' })).code, 0);
+  assert.match((await runCli(['keys', 'list', '--data-dir', dir])).stdout, /  default  plain$/m);
   for (const [args, env, stderr] of [
     [['--rate-limit', '100'], {}, 'cannot start: --rate-limit: a rate limit is <requests>/<seconds>, such as 100/60, got "100"'],
     [[], { PETSTORE_RATE_LIMIT: '0/60' }, 'cannot start: PETSTORE_RATE_LIMIT: a rate limit\'s requests must be an integer from 1 to 1000000000, got 0'],
