@@ -49,11 +49,12 @@ function childEnv() {
  * Spawns the server (`kind` "server", on `dataDir`; "metrics": the same with its metrics listener on),
  * the floor ("floor") or the floor with the contract's response headers ("headers"), waits for its
  * "listening" line and one answered GET.
- * `serverArgs` are further flags for the server (`--database-url …`).
+ * `serverArgs` are further flags for the server (`--database-url …`); `as` names the result's kind
+ * instead (a server started with other flags, measured beside the plain one).
  * `startMs` is spawn → first answer. Stdout (the request log) goes to a temp file, never read past
  * the "listening" line.
  */
-export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [] } = {}) {
+export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [], as = kind } = {}) {
   const isServer = kind === 'server' || kind === 'metrics';
   const script = isServer ? join(ROOT, 'dist/server.js') : join(ROOT, 'bench/floor.js');
   const args = [...nodeFlags, script, '--port', '0', '--host', '127.0.0.1'];
@@ -83,7 +84,7 @@ export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [] } =
   const first = await get(origin, '/v1/pets?limit=1');
   const startMs = performance.now() - t0;
   if (first.status !== 200) throw new Error(`${kind}: first GET answered ${first.status}: ${first.body}`);
-  return { kind, child, pid: child.pid, url, origin, metricsUrl, startMs, stderr: () => stderr };
+  return { kind: as, child, pid: child.pid, url, origin, metricsUrl, startMs, stderr: () => stderr };
 }
 
 /** The "listening" line (its `url`, and `metrics` with a metrics listener) once it is in the child's stdout file (checked every millisecond). */

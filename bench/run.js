@@ -9,8 +9,10 @@
  * (bench/floor.js, a bare node:http server with the same auth and JSON), both fresh in every round,
  * rounds alternating server/floor. Beside them the floor once more with the response headers the
  * service must send (decisions.md, issues 5 and 6), for the GETs only: what those headers alone
- * cost; and the server once more with its metrics on (--metrics-port), for the list only: what
- * metrics cost. Every figure is the median over rounds; p99 sits beside it.
+ * cost; the server once more under a per-key quota it never reaches (issue 24), so that every
+ * GET is counted and carries RateLimit-Policy and RateLimit: what a quota costs; and the server once
+ * more with its metrics on (--metrics-port), for the list only: what metrics cost (issue 22). Every
+ * figure is the median over rounds; p99 sits beside it.
  *
  * Environment: BENCH_ROUNDS (5; 3 in scale mode), BENCH_SECONDS per measurement (5; the GETs in
  * BENCH_SLICES turns of equal length, 5, the processes compared taking turns), BENCH_WARMUP seconds (1),
@@ -39,6 +41,9 @@ const TURN = turnSeconds(SECONDS, SLICES); // checked before anything starts
 const SIZES = [0, ...(process.env.BENCH_SCALE_SIZES ?? '1000,100000,1000000').split(',').map(Number)];
 const RESULTS = join(ROOT, 'bench/results.md');
 const SEED_PETS = 1000;
+// A quota no measurement reaches: each answer counted and carrying the RateLimit fields, none refused.
+const QUOTA_ARGS = ['--rate-limit', '1000000000/3600'];
+const RATE_LIMIT_FIELD = /^"per-key";r=[0-9]+;t=[0-9]+$/;
 
 const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 const sold = (limit) => ({ method: 'GET', path: `/v1/pets?status=sold&limit=${limit}`, expect: 200 });
@@ -56,13 +61,18 @@ function seededDir(snapshot) {
 }
 
 /** The floors must answer what the server answers, or the comparison means nothing. */
-async function sanity(server, floor, headers, metered) {
+async function sanity(server, floor, headers, quota, metered) {
   const problems = [];
   const [plain, measured] = await Promise.all([get(server.origin, '/v1/pets?limit=20'), get(metered.origin, '/v1/pets?limit=20')]);
   if (measured.status !== 200 || measured.body !== plain.body) problems.push(`the server with metrics answers ${measured.status}, not what the server answers`);
   const scraped = await get(new URL(metered.metricsUrl).origin, '/metrics', {});
   if (scraped.status !== 200 || !/^http_server_request_duration_seconds_count\{http_request_method="GET",http_route="\/v1\/pets",http_response_status_code="200"\} [1-9]/m.test(scraped.body)) {
     problems.push(`the server with metrics does not count its lists: ${scraped.status}`);
+  }
+  for (const path of ['/v1/pets?limit=20', '/v1/pets/7']) {
+    const [s, q] = await Promise.all([get(server.origin, path), get(quota.origin, path)]);
+    if (q.status !== 200 || q.body !== s.body) problems.push(`${path}: the server under a quota answers ${q.status}, not what the server answers`);
+    if (!RATE_LIMIT_FIELD.test(q.headers['ratelimit'] ?? '') || s.headers['ratelimit'] !== undefined) problems.push(`${path}: RateLimit is "${q.headers['ratelimit']}" under a quota, "${s.headers['ratelimit']}" without`);
   }
   for (const path of ['/v1/pets?limit=20', '/v1/pets/7']) {
     const [s, f, h] = await Promise.all([get(server.origin, path), get(floor.origin, path), get(headers.origin, path)]);
@@ -123,7 +133,7 @@ async function mainMode() {
   writeSnapshot(seed, SEED_PETS);
   const kinds = ['server', 'floor'];
   const keys = ['list', 'one', 'sold', 'post1', 'post16'];
-  const rounds = Object.fromEntries(keys.map((k) => [k, { server: [], floor: [], headers: [], metrics: [] }]));
+  const rounds = Object.fromEntries(keys.map((k) => [k, { server: [], floor: [], headers: [], quota: [], metrics: [] }]));
   const idle = { server: [], floor: [] };
   const peak = { server: [], floor: [] };
   const cold = { server: [], floor: [] };
@@ -132,22 +142,25 @@ async function mainMode() {
   for (let r = 0; r < ROUNDS; r++) {
     progress(`round ${r + 1}/${ROUNDS}`);
     const dir = seededDir(seed);
+    const quotaDir = seededDir(seed);
     const meteredDir = seededDir(seed);
     const started = [];
     try {
       const server = await start('server', { dataDir: dir });
       started.push(server);
+      const quota = await start('server', { dataDir: quotaDir, serverArgs: QUOTA_ARGS, as: 'quota' });
+      started.push(quota);
+      const metered = await start('metrics', { dataDir: meteredDir });
+      started.push(metered);
       const floor = await start('floor');
       started.push(floor);
       const headers = await start('headers');
       started.push(headers);
-      const metered = await start('metrics', { dataDir: meteredDir });
-      started.push(metered);
       await sleep(1000);
       idle.server.push(memory(server.pid).rss);
       idle.floor.push(memory(floor.pid).rss);
-      if (r === 0) problems = await sanity(server, floor, headers, metered);
-      const top = { server: 0, floor: 0, headers: 0, metrics: 0 };
+      if (r === 0) problems = await sanity(server, floor, headers, quota, metered);
+      const top = { server: 0, floor: 0, headers: 0, quota: 0, metrics: 0 };
       const record = (key, target, m) => {
         rounds[key][target.kind].push(m);
         top[target.kind] = Math.max(top[target.kind], m.peakRss);
@@ -160,12 +173,12 @@ async function mainMode() {
         targets.forEach((t, i) => record(key, t, results[i]));
       };
       if (WARMUP > 0) {
-        for (const [t, w] of [[server, list], [floor, list], [headers, list], [metered, list], [server, one(SEED_PETS)], [floor, one(SEED_PETS)], [headers, one(SEED_PETS)], [server, sold(100)], [server, create]]) {
+        for (const [t, w] of [[server, list], [floor, list], [headers, list], [quota, list], [metered, list], [server, one(SEED_PETS)], [floor, one(SEED_PETS)], [headers, one(SEED_PETS)], [quota, one(SEED_PETS)], [server, sold(100)], [server, create]]) {
           await measure(t, w, opts(CONNECTIONS, WARMUP));
         }
       }
       // Alternate who goes first, so neither always runs on a warmer (or hotter) machine.
-      const order = r % 2 === 0 ? [server, floor, headers] : [headers, floor, server];
+      const order = r % 2 === 0 ? [server, quota, floor, headers] : [headers, floor, quota, server];
       // The server with metrics on takes its turns among them, for the list only.
       await interleaved('list', r % 2 === 0 ? [...order, metered] : [metered, ...order], list);
       await interleaved('one', order, one(SEED_PETS));
@@ -177,6 +190,7 @@ async function mainMode() {
     } finally {
       for (const t of started) await stop(t);
       removeDir(dir);
+      removeDir(quotaDir);
       removeDir(meteredDir);
     }
   }
@@ -218,12 +232,15 @@ async function mainMode() {
     return `| ${label} | ${fmt.int(h)}${range(key, 'headers')} | ${fmt.ms(stat(key, 'headers', 'p50'))} | ${fmt.ms(stat(key, 'headers', 'p99'))} | ` +
       `${fmt.ratio(pairedRatio(key, 'headers', 'floor'))} | ${fmt.ratio(pairedRatio(key, 'server', 'headers'))} |`;
   };
+  const metricsRow = (label, key) => `| ${label} | ${fmt.int(stat(key, 'metrics', 'rps'))}${range(key, 'metrics')} | ${fmt.ms(stat(key, 'metrics', 'p50'))} | ` +
+    `${fmt.ms(stat(key, 'metrics', 'p99'))} | ${fmt.ratio(pairedRatio(key, 'metrics', 'server'))} | ${fmt.ms(stat(key, 'metrics', 'cpuPerAnswer'))} | ${fmt.ratio(median(rounds[key].server.map((m, i) => m.cpuPerAnswer / rounds[key].metrics[i].cpuPerAnswer)))} |`;
+  const quotaRow = (label, key) => `| ${label} | ${fmt.int(stat(key, 'quota', 'rps'))}${range(key, 'quota')} | ${fmt.ms(stat(key, 'quota', 'p50'))} | ` +
+    `${fmt.ms(stat(key, 'quota', 'p99'))} | ${fmt.ratio(pairedRatio(key, 'quota', 'server'))} | ${fmt.ms(stat(key, 'quota', 'cpuPerAnswer'))} | ` +
+    `${fmt.ratio(median(rounds[key].quota.map((m, i) => rounds[key].server[i].cpuPerAnswer / m.cpuPerAnswer)))} |`;
   // Floor ÷ server, so that it reads as throughput does: the server's answers per CPU second as a share of the floor's.
   const pairedCpuRatio = (key, a) => median(rounds[key][a].map((m, i) => m.cpuPerAnswer / rounds[key].server[i].cpuPerAnswer));
   const cpuRow = (label, key) => `| ${label} | ${['server', 'floor', 'headers'].map((k) => fmt.ms(stat(key, k, 'cpuPerAnswer'))).join(' | ')} | ` +
     `${fmt.ratio(pairedCpuRatio(key, 'floor'))} | ${fmt.ratio(pairedCpuRatio(key, 'headers'))} |`;
-  const metricsRow = (label, key) => `| ${label} | ${fmt.int(stat(key, 'metrics', 'rps'))}${range(key, 'metrics')} | ${fmt.ms(stat(key, 'metrics', 'p50'))} | ` +
-    `${fmt.ms(stat(key, 'metrics', 'p99'))} | ${fmt.ratio(pairedRatio(key, 'metrics', 'server'))} | ${fmt.ms(stat(key, 'metrics', 'cpuPerAnswer'))} | ${fmt.ratio(median(rounds[key].server.map((m, i) => m.cpuPerAnswer / rounds[key].metrics[i].cpuPerAnswer)))} |`;
   const plainRow = (label, server, floor, format) => `| ${label} | ${format(server)} | | | ${format(floor)} | | | ${fmt.ratio(server / floor)} | |`;
   const m = machine();
   const post1 = stat('post1', 'server', 'rps');
@@ -232,8 +249,8 @@ async function mainMode() {
     '## Server vs floor',
     '',
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
-    `${ROUNDS} rounds (fresh server, floor and floor + headers each round, order alternating) × ${SECONDS} s per measurement after ${WARMUP} s warm-up, ` +
-      `the GETs in ${SLICES} turns of ${TURN} s with server and floors taking turns (the machine's slower spells then fall on all three); ` +
+    `${ROUNDS} rounds (fresh server, server under a quota, server with metrics, floor and floor + headers each round, order alternating) × ${SECONDS} s per measurement after ${WARMUP} s warm-up, ` +
+      `the GETs in ${SLICES} turns of ${TURN} s with the servers and floors taking turns (the machine's slower spells then fall on all four); ` +
       `${CONNECTIONS} keep-alive connections unless stated; autocannon in the runner process on the same machine. ` +
       `Figures are medians over rounds, (min–max) of the rounds beside req/s; latency p50/p99 from every response; a ratio is the median of the rounds' own ratios (both sides measured in the same round, the GETs in turns).`,
     '',
@@ -269,6 +286,27 @@ async function mainMode() {
     headersRow('GET /v1/pets?limit=20, req/s', 'list'),
     headersRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, req/s`, 'one'),
     '',
+    '### What a per-key quota costs',
+    '',
+    `The server once more, started with \`${QUOTA_ARGS.join(' ')}\`: a quota the measurements never reach, so every GET is counted `
+      + 'against the key\'s window and carries RateLimit-Policy and RateLimit (issue 24). Measured in the same rounds and turns as the server; '
+      + 'the ratios are the medians of the rounds\' own (CPU: the server\'s µs ÷ these, so that they read as throughput does). Target: at least 0.97× for the GETs.',
+    '',
+    '| Measure | Server under a quota | p50 ms | p99 ms | It ÷ server | CPU µs per answer | Server µs ÷ its µs |',
+    '|---|--:|--:|--:|--:|--:|--:|',
+    quotaRow('GET /v1/pets?limit=20, req/s', 'list'),
+    quotaRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, req/s`, 'one'),
+    '',
+    '### What metrics cost',
+    '',
+    'The server once more with its metrics on (`--metrics-port 0`: every answer observed into its histogram series; not scraped during the turns), ' +
+      'a fresh one on its own copy of the same data each round, taking its turns among the others for the list. ' +
+      'Both ratios are medians of the rounds\' own: req/s with metrics on divided by the server\'s without, and the server\'s CPU µs per answer divided by its own with metrics on.',
+    '',
+    '| Measure | Metrics on | p50 ms | p99 ms | On ÷ off, req/s | CPU µs per answer, on | Off µs ÷ on µs |',
+    '|---|--:|--:|--:|--:|--:|--:|',
+    metricsRow('GET /v1/pets?limit=20, req/s', 'list'),
+    '',
     '### CPU per answer',
     '',
     'The CPU time each process used in the measurements above (user and system, all its threads, from /proc), divided by the answers it gave. ' +
@@ -279,16 +317,6 @@ async function mainMode() {
     '|---|--:|--:|--:|--:|--:|',
     cpuRow('GET /v1/pets?limit=20, CPU µs per answer', 'list'),
     cpuRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, CPU µs per answer`, 'one'),
-    '',
-    '### What metrics cost',
-    '',
-    'The server once more with its metrics on (`--metrics-port 0`: every answer observed into its histogram series; not scraped during the turns), ' +
-      'a fresh one on its own copy of the same data each round, taking its turns among the three above for the list. ' +
-      'Both ratios are medians of the rounds\' own: req/s with metrics on divided by the server\'s without, and the server\'s CPU µs per answer divided by its own with metrics on.',
-    '',
-    '| Measure | Metrics on | p50 ms | p99 ms | On ÷ off, req/s | CPU µs per answer, on | Off µs ÷ on µs |',
-    '|---|--:|--:|--:|--:|--:|--:|',
-    metricsRow('GET /v1/pets?limit=20, req/s', 'list'),
     ...(problems.length === 0 ? [] : ['', `**Sanity check failed:** ${problems.join('; ')}`]),
   ].join('\n');
   writeSection(RESULTS, 'main', markdown);

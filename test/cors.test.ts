@@ -29,7 +29,7 @@ test('without --cors-origin no response carries an Access-Control-* header', asy
   assert.notEqual(responses[3]?.status, 204, 'no preflight is answered when CORS is off');
 });
 
-test('an allowed origin gets Access-Control-Allow-Origin and may read Link, Location, Deprecation and Sunset', async (t) => {
+test('an allowed origin gets Access-Control-Allow-Origin and may read Link, Location, Deprecation, Sunset, the RateLimit fields and a 403\'s challenge', async (t) => {
   const server = await startServer({ corsOrigin: APP });
   t.after(() => server.close());
   const list = await server.request('GET', '/v1/pets', { headers: [['origin', APP]] });
@@ -37,7 +37,7 @@ test('an allowed origin gets Access-Control-Allow-Origin and may read Link, Loca
   assert.equal(list.headers['access-control-allow-origin'], APP);
   const exposed = listOf(list.headers['access-control-expose-headers']);
   // Exactly the response headers a script needs beyond the CORS-safelisted ones, no more and no fewer.
-  assert.deepEqual(exposed.sort(), ['deprecation', 'idempotent-replayed', 'link', 'location', 'retry-after', 'sunset', 'x-request-id']);
+  assert.deepEqual(exposed.sort(), ['deprecation', 'idempotent-replayed', 'link', 'location', 'ratelimit', 'ratelimit-policy', 'retry-after', 'sunset', 'www-authenticate', 'x-request-id']);
   assert.ok(listOf(list.headers['vary']).includes('origin'), 'a per-origin answer says Vary: Origin');
 
   const created = await server.request('POST', '/v1/pets', { headers: [['origin', APP], ['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });

@@ -85,19 +85,41 @@ test('a directory of format 2 is served as it was, rewritten in format 3 at star
 test('keys.json is written with its format, and one of a newer format is refused as written by a newer version', async (t) => {
   const dir = await tempDirFor(t);
   const path = join(dir, 'keys.json');
-  await writeKeyFile(nodeFileSystem, path, [KEY]);
-  assert.equal(await readFile(path, 'utf8'), `${JSON.stringify({ format: 'petstore-keys/1', keys: [KEY] }, null, 2)}\n`);
-  assert.deepEqual(readKeyFile(path), [KEY]);
+  const scoped: StoredKey = { ...KEY, scopes: ['pets:read'], rateLimit: { requests: 60, seconds: 60 } };
+  await writeKeyFile(nodeFileSystem, path, [scoped]);
+  assert.equal(await readFile(path, 'utf8'), `${JSON.stringify({ format: 'petstore-keys/2', keys: [scoped] }, null, 2)}\n`);
+  assert.deepEqual(readKeyFile(path), [scoped]);
 
-  await writeFile(path, JSON.stringify({ format: 'petstore-keys/2', keys: [KEY] }));
-  assert.throws(() => readKeyFile(path), { message: `${path} was written by a newer version of the server (format petstore-keys/2); upgrade the server to use this data` });
+  await writeFile(path, JSON.stringify({ format: 'petstore-keys/3', keys: [KEY] }));
+  assert.throws(() => readKeyFile(path), { message: `${path} was written by a newer version of the server (format petstore-keys/3); upgrade the server to use this data` });
   await writeFile(path, JSON.stringify({ format: 'petstore-keys/0', keys: [KEY] }));
-  assert.throws(() => readKeyFile(path), { message: `${path} is not a key file (expected "format": "petstore-keys/1"); restore it from a backup, or move it away if it is another file` });
+  assert.throws(() => readKeyFile(path), { message: `${path} is not a key file (expected "format": "petstore-keys/2"); restore it from a backup, or move it away if it is another file` });
 
-  await writeFile(path, JSON.stringify({ format: 'petstore-keys/2', keys: [KEY] }));
+  await writeFile(path, JSON.stringify({ format: 'petstore-keys/3', keys: [KEY] }));
   const cli = await runCli(['--port', '0', '--data-dir', dir]);
   assert.equal(cli.code, 1);
-  assert.equal(cli.stderr, `cannot start: ${path} was written by a newer version of the server (format petstore-keys/2); upgrade the server to use this data\n`);
+  assert.equal(cli.stderr, `cannot start: ${path} was written by a newer version of the server (format petstore-keys/3); upgrade the server to use this data\n`);
+});
+
+test('a keys.json of format 1 is read with every key holding both scopes, and the next keys create writes format 2 keeping them', async (t) => {
+  const dir = await tempDirFor(t);
+  const path = join(dir, 'keys.json');
+  await writeFile(path, `${JSON.stringify({ format: 'petstore-keys/1', keys: [KEY] }, null, 2)}\n`, { mode: 0o600 });
+  const server = await spawnServerFor(t, ['--data-dir', dir]);
+  const listed = await request(server.url, 'GET', '/v1/pets');
+  assert.equal(listed.status, 200, 'the format-1 key reads');
+  const created = await request(server.url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });
+  assert.equal(created.status, 201, 'and creates');
+  assert.equal(await stopProcess(server), 0);
+
+  const added = await runCli(['keys', 'create', '--label', 'new', '--scope', 'pets:read', '--data-dir', dir]);
+  assert.equal(added.code, 0, added.stderr);
+  const document = JSON.parse(await readFile(path, 'utf8')) as { format: string; keys: StoredKey[] };
+  assert.equal(document.format, 'petstore-keys/2');
+  assert.deepEqual(document.keys[0], KEY, 'the old key is kept as it was: without scopes, so with every scope');
+  assert.deepEqual(document.keys[1]?.scopes, ['pets:read']);
+  const list = await runCli(['keys', 'list', '--data-dir', dir]);
+  assert.match(list.stdout, /^a1b2c3d4  2024-01-01T00:00:00\.000Z  pets:read,pets:write  default  old$/m);
 });
 
 /** The name the server stores a key's idempotency records under (auth/scope.ts), as the key presented would get. */

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { updateKeyFile } from '#dist/auth/key-file.js';
@@ -133,7 +133,7 @@ test('the key file is replaced durably: temp file written, fdatasync\'ed, closed
   await updateKeyFile(path, () => ({ keys: [record], result: undefined }), fs);
   const steps = fs.done.map((c) => `${c.op} ${c.path === dir ? '<dir>' : c.path.replace(/\.keys\.json\.[0-9a-f]{12}\.tmp$/, '<temp>').replace(dir + '/', '')}`);
   assert.deepEqual(steps, ['open <temp>', 'write <temp>', 'datasync <temp>', 'close <temp>', 'rename <temp>', 'syncDir <dir>']);
-  assert.deepEqual(JSON.parse(await readFile(path, 'utf8')), { format: 'petstore-keys/1', keys: [record] });
+  assert.deepEqual(JSON.parse(await readFile(path, 'utf8')), { format: 'petstore-keys/2', keys: [record] });
   assert.deepEqual((await readdir(dir)).sort(), ['keys.json'], 'no temp file and no lock left');
 });
 
@@ -218,4 +218,59 @@ test('keys from the key file and from PETSTORE_API_KEYS work side by side from t
   assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: fileKey.key })).status, 200);
   assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: envKey })).status, 200);
   assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: sha256(fileKey.key) })).status, 401, 'the stored hash is not a key');
+});
+
+test('keys create --scope takes scopes repeated or comma-separated; keys list shows each key\'s scopes and own rate limit', async (t) => {
+  const dir = await temp(t);
+  for (const [label, args] of [
+    ['reader', ['--scope', 'pets:read']],
+    ['writer', ['--scope', 'pets:write']],
+    ['both repeated', ['--scope', 'pets:write', '--scope', 'pets:read']],
+    ['both listed', ['--scope', 'pets:read,pets:write', '--rate-limit', '60/60']],
+    ['default', []],
+  ] as const) {
+    const created = await runCli(['keys', 'create', '--label', label, ...args, '--data-dir', dir]);
+    assert.equal(created.code, 0, created.stderr);
+  }
+  const { stdout } = await runCli(['keys', 'list', '--data-dir', dir]);
+  const rows = stdout.trim().split('\n').map((row) => row.split('  ').slice(2).join('  '));
+  assert.deepEqual(rows, [
+    'pets:read  default  reader',
+    'pets:write  default  writer',
+    'pets:read,pets:write  default  both repeated',
+    'pets:read,pets:write  60/60  both listed',
+    'pets:read,pets:write  default  default',
+  ]);
+  const stored = (JSON.parse(await readFile(join(dir, 'keys.json'), 'utf8')) as { keys: Array<{ scopes: string[] }> }).keys.map((k) => k.scopes);
+  assert.deepEqual(stored, [['pets:read'], ['pets:write'], ['pets:read', 'pets:write'], ['pets:read', 'pets:write'], ['pets:read', 'pets:write']], 'the scopes are written out, in one order');
+});
+
+test('keys create with an unknown scope exits 2 naming the scopes there are, and makes no key', async (t) => {
+  const dir = await temp(t);
+  for (const scope of ['pets:delete', 'pets:read,', 'PETS:READ', '*']) {
+    const { code, stderr } = await runCli(['keys', 'create', '--scope', scope, '--data-dir', dir]);
+    assert.equal(code, 2, scope);
+    const name = scope === 'pets:read,' ? '' : scope;
+    assert.equal(stderr.split('\n')[0], `keys create failed: --scope: unknown scope ${JSON.stringify(name)}; the scopes are pets:read, pets:write`);
+  }
+  const misplaced = await runCli(['keys', 'list', '--scope', 'pets:read', '--data-dir', dir]);
+  assert.equal(misplaced.code, 2);
+  assert.match(misplaced.stderr, /--scope applies only to "keys create"/);
+  await assert.rejects(readFile(join(dir, 'keys.json')), { code: 'ENOENT' }, 'no key was made');
+});
+
+test('a key file with an unknown scope, no scope or a bad rate limit refuses the start, naming the key', async (t) => {
+  const dir = await temp(t);
+  const path = join(dir, 'keys.json');
+  const base = { id: 'k1', label: 'edited', created: '2026-01-01T00:00:00.000Z', sha256: sha256('some-key-0123456789') };
+  for (const [change, message] of [
+    [{ scopes: ['pets:raed'] }, 'key k1: unknown scope "pets:raed"; the scopes are pets:read, pets:write'],
+    [{ scopes: [] }, 'key k1: an empty list of scopes; name at least one (the scopes are pets:read, pets:write), or none at all for every scope'],
+    [{ rateLimit: { requests: 0, seconds: 60 } }, 'key k1: a rate limit\'s requests must be an integer from 1 to 1000000000, got 0'],
+  ] as const) {
+    await writeFile(path, JSON.stringify({ format: 'petstore-keys/2', keys: [{ ...base, ...change }] }), { mode: 0o600 });
+    const run = await runCli(['--port', '0', '--data-dir', dir]);
+    assert.equal(run.code, 1, run.stderr);
+    assert.equal(run.stderr.split('\n')[0], `cannot start: ${path}: ${message}; correct it by hand, or revoke the key`);
+  }
 });

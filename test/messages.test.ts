@@ -20,7 +20,7 @@ test('--help names the program as it was started: the installed petstore command
   const installed = await runCli(['--help'], {}, 10_000, { serverJs: bin });
   assert.equal(installed.code, 0, installed.stderr);
   assert.match(installed.stdout, /^ {2}petstore \[options\]$/m);
-  assert.match(installed.stdout, /^ {2}petstore keys create \[--label <text>\] \[--data-dir <dir>\]$/m);
+  assert.match(installed.stdout, /^ {2}petstore keys create \[--label <text>\] \[--scope <scope>\]… \[--rate-limit <n>\/<s>\] \[--data-dir <dir>\]$/m);
   assert.doesNotMatch(installed.stdout, /node |server\.js/);
   const fromClone = spawnSync(process.execPath, ['dist/server.js', '--help'], { cwd: ROOT, encoding: 'utf8' }).stdout;
   assert.match(fromClone, /^ {2}node dist\/server\.js \[options\]$/m);

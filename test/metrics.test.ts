@@ -77,8 +77,8 @@ test('after a known mix of requests each request series counts exactly those req
   for (const s of families.get('http_server_request_duration_seconds')?.series ?? []) {
     if (s.name.endsWith('_sum')) assert.ok(s.value > 0 && s.value < 10, `${JSON.stringify(s.labels)}: time spent ${s.value} s`);
   }
-  assert.deepEqual(byLabel(families, 'petstore_auth_failures_total', 'reason'), { missing_key: 3, not_bearer: 1, unknown_key: 1, repeated_header: 1, address_blocked: 0 });
-  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 0, idempotency_key_limit: 0, store_unavailable: 0 });
+  assert.deepEqual(byLabel(families, 'petstore_auth_failures_total', 'reason'), { missing_key: 3, not_bearer: 1, unknown_key: 1, repeated_header: 1, address_blocked: 0, insufficient_scope: 0 });
+  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 0, idempotency_key_limit: 0, rate_limit: 0, store_unavailable: 0 });
   assert.equal(valueOf(families, 'petstore_idempotent_replays_total'), 1);
   // Four pets were stored, each by a commit of its own (they came one after another).
   assert.equal(valueOf(families, 'petstore_store_commits_total'), 4);
@@ -130,20 +130,24 @@ test('label values stay within fixed sets under random ids, paths and methods: n
   assert.equal(series.reduce((sum, s) => sum + s.value, 0), sent, 'every request is counted once');
 });
 
-test('each limit that refuses a request is counted by name: body, failed authentications, idempotency keys, the store', async (t) => {
-  const server = await metricsServer(t, { bodyLimit: 100, authFailureLimit: 2, idempotencyKeyLimit: 1 });
+test('each limit that refuses a request is counted by name: body, failed authentications, idempotency keys, a key\'s quota, the store; and a missing scope', async (t) => {
+  const reader = 'reader-key-0123456789';
+  const server = await metricsServer(t, { bodyLimit: 100, authFailureLimit: 2, idempotencyKeyLimit: 1, rateLimit: { requests: 3, seconds: 3600 }, keys: [TEST_KEY, `${reader}:pets:read`] });
+  await expectStatus(server.request('POST', '/v1/pets', { body: '{"name":"r","categoryId":1}', headers: [JSON_TYPE], auth: reader }), 403);
   const body = (name: string): string => `{"name":"${name}","categoryId":1}`;
   await expectStatus(server.request('POST', '/v1/pets', { body: body('x'.repeat(200)), headers: [JSON_TYPE] }), 413);
   await expectStatus(server.request('POST', '/v1/pets', { body: body('a'), headers: [JSON_TYPE, ['idempotency-key', 'one']] }), 201);
   await expectStatus(server.request('POST', '/v1/pets', { body: body('b'), headers: [JSON_TYPE, ['idempotency-key', 'two']] }), 429);
+  // The key's quota of 3 is used up by the three requests above: the fourth is refused by it.
+  await expectStatus(server.request('GET', '/v1/pets'), 429);
   // Two failed authentications from this address, then it is refused before its key is looked at.
   await expectStatus(server.request('GET', '/v1/pets', { auth: 'wrong-key-0123456789' }), 401);
   await expectStatus(server.request('GET', '/v1/pets', { auth: 'wrong-key-0123456789' }), 401);
   await expectStatus(server.request('GET', '/v1/pets'), 429);
   const { families } = await scrape(server.metricsUrl);
-  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 1, idempotency_key_limit: 1, store_unavailable: 0 });
-  assert.deepEqual(byLabel(families, 'petstore_auth_failures_total', 'reason'), { missing_key: 0, not_bearer: 0, unknown_key: 2, repeated_header: 0, address_blocked: 1 });
-  assert.equal(requestCounts(families)['GET /v1/pets 429'], 1);
+  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 1, idempotency_key_limit: 1, rate_limit: 1, store_unavailable: 0 });
+  assert.deepEqual(byLabel(families, 'petstore_auth_failures_total', 'reason'), { missing_key: 0, not_bearer: 0, unknown_key: 2, repeated_header: 0, address_blocked: 1, insufficient_scope: 1 });
+  assert.equal(requestCounts(families)['GET /v1/pets 429'], 2);
   assert.equal(requestCounts(families)['POST /v1/pets 429'], 1);
 });
 

@@ -292,3 +292,39 @@ test('listPets and getPet declare the 503 with Retry-After that a store unable t
     assert.match(deref(doc, declared['content']['application/json']['schema'] as Json)['required'].join(','), /code/);
   }
 });
+
+test('each pet operation names the scope it needs in its security requirement and declares the 403 with that challenge and the 429 rate_limited', async (t) => {
+  const server = await startServer({ keys: ['reader-key-0123456789:pets:read', 'writer-key-0123456789:pets:write'], rateLimit: { requests: 10, seconds: 60 } });
+  t.after(() => server.close());
+  const doc = (await server.request('GET', '/v1/openapi.json', { auth: false })).json as Json;
+  const scheme = doc['components']['securitySchemes']['bearerAuth'] as Json;
+  assert.match(scheme['description'] as string, /pets:read \(listPets, getPet\) and pets:write \(createPet\)/);
+  const cases = [
+    { operationId: 'listPets', method: 'GET', path: '/v1/pets', scope: 'pets:read', other: 'writer-key-0123456789' },
+    { operationId: 'getPet', method: 'GET', path: '/v1/pets/1', scope: 'pets:read', other: 'writer-key-0123456789' },
+    { operationId: 'createPet', method: 'POST', path: '/v1/pets', scope: 'pets:write', other: 'reader-key-0123456789' },
+  ];
+  for (const { operationId, method, path, scope, other } of cases) {
+    const { op } = byId(doc, operationId);
+    assert.deepEqual(op['security'], [{ bearerAuth: [scope] }], operationId);
+    const forbidden = await server.request(method, path, { auth: other, headers: [JSON_TYPE], body: VALID_PET });
+    assert.equal(forbidden.status, 403, forbidden.text);
+    const declared403 = (op['responses'] as Json)['403'] as Json;
+    const challenge = declared403['headers']['WWW-Authenticate']['schema']['const'];
+    assert.equal(challenge, forbidden.headers['www-authenticate'], `${operationId} declares the challenge it sends`);
+    for (const [status, response] of Object.entries(op['responses'] as Json)) {
+      if (status === '401' || status === 'default') continue;
+      const headers = (response as Json)['headers'] as Json;
+      for (const name of ['RateLimit-Policy', 'RateLimit']) {
+        const value = forbidden.headers[name.toLowerCase()] as string;
+        assert.match(value, new RegExp(deref(doc, headers[name] as Json)['schema']['pattern'] as string), `${operationId} ${status} declares ${name}`);
+      }
+    }
+  }
+  for (const { operationId } of cases) assert.match(((byId(doc, operationId).op['responses'] as Json)['429'] as Json)['description'] as string, /rate_limited/);
+  for (const id of ['getOpenApi', 'getHealth', 'getReadiness']) {
+    const { op } = byId(doc, id);
+    assert.deepEqual(op['security'], [], `${id} needs no key`);
+    assert.equal((op['responses'] as Json)['403'], undefined, `${id} never answers 403`);
+  }
+});

@@ -11,6 +11,7 @@ import { idempotencyTests } from './postgres/idempotency.js';
 import { instanceTests } from './postgres/instances.js';
 import { metricsTests } from './postgres/metrics.js';
 import { nameTests } from './postgres/names.js';
+import { scopeTests } from './postgres/scopes.js';
 import { storeTests } from './postgres/store.js';
 
 const bin = postgresBin();
@@ -32,4 +33,5 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   driverInstallTests(context);
   nameTests(context);
   metricsTests(context);
+  scopeTests(context);
 });

@@ -6,14 +6,19 @@ import { LockFile } from '../lib/lock-file.js';
 import { readPrivateFileSync } from '../lib/private-file.js';
 import { replaceFile } from '../lib/replace-file.js';
 import { reportToStderr } from '../lib/system-error.js';
+import { SCOPES, type Scope } from '../pet/contract.js';
+import { scopeBits } from './key-scopes.js';
+import { checkQuota, type QuotaPolicy } from './quota.js';
 
 /**
  * API keys issued by this service, kept in `keys.json` in the data directory as SHA-256 hashes with
- * a label and creation time: `{"format":"petstore-keys/1","keys":[…]}`. The key itself is shown once,
- * when created, and stored nowhere. A file without "format" (written before it existed) is format 1.
+ * a label, creation time, scopes and own quota: `{"format":"petstore-keys/2","keys":[…]}`. The key
+ * itself is shown once, when created, and stored nowhere. A file without "format" (written before it
+ * existed) is format 1; format 1 had no scopes, and a key without scopes holds every scope.
  */
 const KEY_FILE = 'keys.json';
-const KEY_FORMAT = 'petstore-keys/1';
+const KEY_FORMAT = 'petstore-keys/2';
+const READABLE_FORMATS: readonly unknown[] = [undefined, 'petstore-keys/1', KEY_FORMAT];
 
 /** The key file's content cannot be used (not JSON, not a key file, a newer format). */
 export class KeyFileError extends Error {
@@ -28,6 +33,10 @@ export interface StoredKey {
   label: string;
   created: string;
   sha256: string;
+  /** What the key may do; absent: every scope (all keys of format 1). */
+  scopes?: Scope[];
+  /** Its own quota instead of the server's `--rate-limit`. */
+  rateLimit?: QuotaPolicy;
 }
 
 const hashKey = (key: string): string => hash('sha256', key, 'hex');
@@ -48,21 +57,35 @@ export function readKeyFile(path: string): StoredKey[] | undefined {
     throw new KeyFileError(`${path} is not valid JSON: ${(error as Error).message}; restore it from a backup, or correct it by hand`, { cause: error });
   }
   const format = (document as { format?: unknown } | null)?.format;
-  if (format !== undefined && format !== KEY_FORMAT) {
-    const newer = typeof format === 'string' && /^petstore-keys\/([2-9]|[1-9][0-9]{1,8})$/.test(format);
+  if (!READABLE_FORMATS.includes(format)) {
+    const newer = typeof format === 'string' && /^petstore-keys\/([3-9]|[1-9][0-9]{1,8})$/.test(format);
     throw new KeyFileError(newer
       ? `${path} was written by a newer version of the server (format ${format}); upgrade the server to use this data`
       : `${path} is not a key file (expected "format": "${KEY_FORMAT}"); restore it from a backup, or move it away if it is another file`);
   }
   const keys = (document as { keys?: unknown } | null)?.keys;
   if (!Array.isArray(keys) || !keys.every(isStoredKey)) throw new KeyFileError(`${path} is not a key file (expected {"keys": [{id, label, created, sha256}]}); restore it from a backup, or correct it by hand`);
+  for (const key of keys) checkGrants(path, key);
   return keys;
 }
 
 function isStoredKey(value: unknown): value is StoredKey {
   const key = value as Partial<StoredKey> | null;
   return typeof key?.id === 'string' && typeof key.label === 'string' && typeof key.created === 'string'
-    && typeof key.sha256 === 'string' && /^[0-9a-f]{64}$/.test(key.sha256);
+    && typeof key.sha256 === 'string' && /^[0-9a-f]{64}$/.test(key.sha256)
+    && (key.scopes === undefined || (Array.isArray(key.scopes) && key.scopes.every((s) => typeof s === 'string')))
+    && (key.rateLimit === undefined || (typeof key.rateLimit === 'object' && key.rateLimit !== null));
+}
+
+/** A key's scopes must be known ones and its quota in range: said with the key's id, as a hand edit may be wrong. */
+function checkGrants(path: string, key: StoredKey): void {
+  try {
+    scopeBits(key.scopes);
+    if (key.rateLimit !== undefined) checkQuota(key.rateLimit);
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    throw new KeyFileError(`${path}: key ${key.id}: ${error.message}; correct it by hand, or revoke the key`, { cause: error });
+  }
 }
 
 /**
@@ -100,10 +123,11 @@ export async function writeKeyFile(fs: FileSystem, path: string, keys: readonly 
   await replaceFile(fs, path, [JSON.stringify({ format: KEY_FORMAT, keys }, null, 2) + '\n'], reportToStderr);
 }
 
-/** Creates a key: returns it (to show once) and the record to store. */
-export function newKey(label: string): { key: string; record: StoredKey } {
+/** Creates a key that holds `scopes` (and its own quota, if given): returns it (to show once) and the record to store. */
+export function newKey(label: string, scopes: readonly Scope[] = SCOPES, rateLimit?: QuotaPolicy): { key: string; record: StoredKey } {
   const key = `pet_${randomBytes(32).toString('base64url')}`;
-  const record = { id: randomUUID().slice(0, 8), label, created: new Date().toISOString(), sha256: hashKey(key) };
+  const record: StoredKey = { id: randomUUID().slice(0, 8), label, created: new Date().toISOString(), sha256: hashKey(key), scopes: [...scopes] };
+  if (rateLimit !== undefined) record.rateLimit = rateLimit;
   return { key, record };
 }
 

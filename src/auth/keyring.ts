@@ -1,6 +1,8 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from '../lib/logger.js';
 import { keyFileVersion, readKeyFile } from './key-file.js';
+import { ALL_SCOPES, scopeBits, type ScopeBits } from './key-scopes.js';
+import { checkQuota, type QuotaPolicy } from './quota.js';
 
 /** The form of a bearer token (RFC 6750 b64token); a configured key must have it to be usable. */
 export const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
@@ -9,14 +11,40 @@ export const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 // time, without a restart and without a timer that wakes an idle server.
 const RELOAD_INTERVAL_MS = 1000;
 
-/** A key kept in the key file or the database: its id and its SHA-256 digest in hex. */
+/** A key kept in the key file or the database: its id, its SHA-256 digest in hex, what it may do. */
 export interface KeyRecordDigest {
   id: string;
   sha256: string;
+  /** Scope names; absent (or a database NULL) for a key that holds every scope. */
+  scopes?: readonly string[] | null | undefined;
+  /** Its own quota instead of the server's. */
+  rateLimit?: QuotaPolicy | undefined;
+}
+
+/** An accepted key as a request needs it, resolved when the keys are read, not per request. */
+export interface AcceptedKey {
+  /** Its id in the key file or the database; `env-1`, `env-2`, … for keys given directly, in their order. */
+  readonly id: string;
+  /**
+   * Its SHA-256 digest in base64url, what the key file keeps of it anyway. Things scoped to one API key
+   * are stored under a name derived from it with scrypt (auth/scope.ts), never under the identity itself.
+   */
+  readonly identity: string;
+  readonly scopes: ScopeBits;
+  /** Its own quota, or undefined for the server's. */
+  readonly quota: QuotaPolicy | undefined;
+}
+
+interface Entry {
+  digest: Buffer;
+  key: AcceptedKey;
 }
 
 export interface KeyringOptions {
-  /** Keys given directly (PETSTORE_API_KEYS or an embedder's options); only their hashes are kept. */
+  /**
+   * Keys given directly (PETSTORE_API_KEYS or an embedder's options), each with every scope, or only
+   * those after a ':' (see parseGivenKey); only their hashes are kept.
+   */
   keys?: readonly string[];
   /** A key file to read and to follow as it changes (`keys create`, `keys revoke`). */
   keyFile?: string | undefined;
@@ -27,12 +55,12 @@ export interface KeyringOptions {
 
 /** The accepted API keys, held only as SHA-256 digests and compared in constant time. */
 export class Keyring {
-  readonly #fixed: Buffer[];
+  readonly #fixed: Entry[];
   readonly #keyFile: string | undefined;
   readonly #onReloadError: (error: unknown) => void;
   readonly #onChange: (added: readonly string[], removed: readonly string[]) => void;
-  #fromFile: Buffer[] = [];
-  #shared: Buffer[] = [];
+  #fromFile: Entry[] = [];
+  #shared: Entry[] = [];
   // The ids of the keys last read from the file and from the database; undefined before the first read.
   #fileIds: ReadonlySet<string> | undefined;
   #sharedIds: ReadonlySet<string> | undefined;
@@ -40,10 +68,11 @@ export class Keyring {
   #checkedAt = 0;
 
   constructor(options: KeyringOptions) {
-    for (const key of options.keys ?? []) {
-      if (!BEARER_TOKEN.test(key)) throw new TypeError('an API key must be a bearer token: letters, digits and - . _ ~ + / only, = at the end');
-    }
-    this.#fixed = (options.keys ?? []).map(digest);
+    this.#fixed = (options.keys ?? []).map((text, i) => {
+      const { key, scopes } = parseGivenKey(text);
+      const sha256 = digest(key);
+      return { digest: sha256, key: { id: `env-${i + 1}`, identity: sha256.toString('base64url'), scopes, quota: undefined } };
+    });
     this.#keyFile = options.keyFile;
     this.#onReloadError = options.onReloadError ?? (() => {});
     this.#onChange = options.onChange ?? (() => {});
@@ -59,23 +88,23 @@ export class Keyring {
   }
 
   /**
-   * The accepted key's identity, or undefined: its SHA-256 digest in base64url, what the key file
-   * keeps of it anyway. Things scoped to one API key are stored under a name derived from it with
-   * scrypt (auth/scope.ts), never under the identity itself.
+   * The accepted key `key` is, or undefined. A key given directly is found before the same key in the
+   * file or the database.
    */
-  identify(key: string, now = Date.now()): string | undefined {
+  identify(key: string, now = Date.now()): AcceptedKey | undefined {
     this.#reload(now, false);
     const presented = digest(key);
-    let found = false;
-    for (const stored of this.#fixed) found = timingSafeEqual(stored, presented) || found;
-    for (const stored of this.#fromFile) found = timingSafeEqual(stored, presented) || found;
-    for (const stored of this.#shared) found = timingSafeEqual(stored, presented) || found;
-    return found ? presented.toString('base64url') : undefined;
+    let found = find(this.#fixed, presented, undefined);
+    found = find(this.#fromFile, presented, found);
+    return find(this.#shared, presented, found);
   }
 
-  /** Replaces the keys kept elsewhere (a database); see KeyPoller. */
+  /**
+   * Replaces the keys kept elsewhere (a database); see KeyPoller. A record that cannot be used (an
+   * unknown scope) is thrown, and the keys in force stay.
+   */
   setSharedKeys(keys: readonly KeyRecordDigest[]): void {
-    this.#shared = keys.map((k) => Buffer.from(k.sha256, 'hex'));
+    this.#shared = keys.map(entry);
     this.#sharedIds = this.#report(this.#sharedIds, keys);
   }
 
@@ -86,7 +115,7 @@ export class Keyring {
       const version = keyFileVersion(this.#keyFile);
       if (version === this.#fileVersion) return;
       const keys = readKeyFile(this.#keyFile) ?? [];
-      this.#fromFile = keys.map((k) => Buffer.from(k.sha256, 'hex'));
+      this.#fromFile = keys.map(entry);
       this.#fileVersion = version;
       this.#fileIds = this.#report(this.#fileIds, keys);
     } catch (error) {
@@ -114,6 +143,34 @@ export function logKeyChanges(logger: Logger): NonNullable<KeyringOptions['onCha
     for (const id of added) logger.info('API key added', { keyId: id });
     for (const id of removed) logger.info('API key revoked', { keyId: id });
   };
+}
+
+/**
+ * Compares the presented digest with every entry without stopping early, so the time taken says
+ * nothing about the keys; returns `found`, or else the first entry that matches.
+ */
+function find(entries: readonly Entry[], presented: Buffer, found: AcceptedKey | undefined): AcceptedKey | undefined {
+  for (const stored of entries) if (timingSafeEqual(stored.digest, presented) && found === undefined) found = stored.key;
+  return found;
+}
+
+function entry(record: KeyRecordDigest): Entry {
+  const sha256 = Buffer.from(record.sha256, 'hex');
+  const quota = record.rateLimit === undefined ? undefined : checkQuota(record.rateLimit);
+  return { digest: sha256, key: { id: record.id, identity: sha256.toString('base64url'), scopes: scopeBits(record.scopes), quota } };
+}
+
+/**
+ * A key given directly (PETSTORE_API_KEYS, an embedder's `keys`): the key alone holds every scope;
+ * `key:pets:read` only the scopes after the first ':', joined by '+' when there are several. A bearer
+ * token never contains ':' (RFC 6750 b64token), so the split cannot cut a key in two. Throws a
+ * TypeError saying what is wrong.
+ */
+export function parseGivenKey(text: string): { key: string; scopes: ScopeBits } {
+  const colon = text.indexOf(':');
+  const key = colon === -1 ? text : text.slice(0, colon);
+  if (!BEARER_TOKEN.test(key)) throw new TypeError('an API key must be a bearer token: letters, digits and - . _ ~ + / only, = at the end');
+  return { key, scopes: colon === -1 ? ALL_SCOPES : scopeBits(text.slice(colon + 1).split('+')) };
 }
 
 function digest(key: string): Buffer {

@@ -8,12 +8,13 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
   label: { type: 'string' },
+  scope: { type: 'string', multiple: true },
   ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'string' }])),
 } as const;
 
 export interface CommandLine {
-  /** Flag values by flag name (without `--`); booleans for --help and --version. */
-  values: Record<string, string | boolean | undefined>;
+  /** Flag values by flag name (without `--`); booleans for --help and --version, every value given for --scope. */
+  values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
 }
 

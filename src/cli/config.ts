@@ -1,4 +1,5 @@
-import { BEARER_TOKEN } from '../auth/keyring.js';
+import { parseGivenKey } from '../auth/keyring.js';
+import { parseQuota, type QuotaPolicy } from '../auth/quota.js';
 import { LOG_LEVELS, type LogLevel } from '../lib/logger.js';
 import { SERVER_DEFAULTS } from '../service/listen.js';
 import { createMount, parsePublicUrls } from '../http/mount.js';
@@ -20,6 +21,7 @@ export interface Config {
   publicUrls: string[] | undefined;
   logLevel: LogLevel;
   authFailureLimit: number;
+  rateLimit: QuotaPolicy | undefined;
   maxConnections: number;
   headersTimeout: number;
   requestTimeout: number;
@@ -54,7 +56,7 @@ const text = (raw: string, source: string): string => {
 };
 
 /** The same check an embedder gets as a TypeError, as a usage error naming the flag or variable. */
-const embedderCheck = <T>(check: (raw: string) => T) => (raw: string, source: string): T => {
+export const embedderCheck = <T>(check: (raw: string) => T) => (raw: string, source: string): T => {
   try {
     return check(raw);
   } catch (error) {
@@ -83,6 +85,7 @@ export const SETTINGS = [
     },
   }),
   setting({ key: 'authFailureLimit', flag: 'auth-failure-limit', env: 'PETSTORE_AUTH_FAILURE_LIMIT', default: DEFAULTS.authFailureLimit, help: 'failed authentications per address per minute before 429', parse: integer(1, 1_000_000) }),
+  setting({ key: 'rateLimit', flag: 'rate-limit', env: 'PETSTORE_RATE_LIMIT', default: undefined, help: 'quota of each key without its own, <requests>/<seconds> such as 100/60: RateLimit headers, 429 past it (default: off)', parse: embedderCheck(parseQuota) }),
   setting({ key: 'maxConnections', flag: 'max-connections', env: 'PETSTORE_MAX_CONNECTIONS', default: SERVER_DEFAULTS.maxConnections, help: 'open connections at most; more are refused', parse: integer(1, 1_000_000) }),
   setting({ key: 'headersTimeout', flag: 'headers-timeout', env: 'PETSTORE_HEADERS_TIMEOUT', default: SERVER_DEFAULTS.headersTimeout, help: 'ms to receive the request headers (408 beyond)', parse: integer(1, 3_600_000) }),
   setting({ key: 'requestTimeout', flag: 'request-timeout', env: 'PETSTORE_REQUEST_TIMEOUT', default: SERVER_DEFAULTS.requestTimeout, help: 'ms to receive a whole request (408 beyond)', parse: integer(1, 3_600_000) }),
@@ -114,13 +117,12 @@ export function resolveSetting<K extends keyof Config>(key: K, flags: Readonly<R
   return s.default;
 }
 
-/** PETSTORE_API_KEYS: comma-separated keys; blanks are ignored. */
+/** PETSTORE_API_KEYS: comma-separated keys, each `key` or `key:scope` (scopes joined by '+'); blanks are ignored. */
 export function envKeys(env: NodeJS.ProcessEnv): string[] {
   const keys = (env['PETSTORE_API_KEYS'] ?? '').split(',').map((k) => k.trim()).filter((k) => k !== '');
-  // A key that cannot be sent as a bearer token would leave the server refusing everyone.
-  if (keys.some((k) => !BEARER_TOKEN.test(k))) {
-    throw new UsageError('PETSTORE_API_KEYS holds a key that is not a bearer token (letters, digits and - . _ ~ + / only, = at the end)');
-  }
+  // A key that cannot be sent as a bearer token would leave the server refusing everyone. The key
+  // itself is not repeated in the message, only its place.
+  for (const [i, key] of keys.entries()) embedderCheck(parseGivenKey)(key, `PETSTORE_API_KEYS, key ${i + 1}`);
   return keys;
 }
 
@@ -138,7 +140,9 @@ export function helpText(command: string): string {
     'Usage:',
     `  ${command} [options]`,
     `${under}serve the API`,
-    `  ${command} keys create [--label <text>] [--data-dir <dir>]`,
+    `  ${command} keys create [--label <text>] [--scope <scope>]… [--rate-limit <n>/<s>] [--data-dir <dir>]`,
+    `${under}a key for the scopes given (pets:read, pets:write; repeated or comma-separated;`,
+    `${under}default both), under a quota of its own if --rate-limit is given`,
     `  ${command} keys list [--data-dir <dir>]`,
     `  ${command} keys revoke <id> [--data-dir <dir>]`,
     `${under}(keys commands act on the database instead with --database-url)`,
@@ -161,7 +165,8 @@ export function helpText(command: string): string {
     '',
     'Environment only:',
     '  PETSTORE_API_KEYS               comma-separated API keys accepted besides keys.json',
-    '                                  (with none anywhere, the first start generates one and prints it once)',
+    '                                  (with none anywhere, the first start generates one and prints it once);',
+    '                                  key:pets:read restricts a key to one scope',
     '',
   ].join('\n');
 }

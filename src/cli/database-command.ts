@@ -13,7 +13,7 @@ import { migrate } from '../store/postgres/schema.js';
 import { StoreOpenError } from '../store/store.js';
 import type { Pet } from '../pet/pet.js';
 import { UsageError } from './config.js';
-import { runKeysCommand, type KeyStorage } from './keys-command.js';
+import { runKeysCommand, type KeyStorage, type NewKeyOptions } from './keys-command.js';
 
 /** Runs `use` on the database at `url`, its schema created or brought up to date first; closes the connection afterwards. */
 async function withDatabase<T>(url: string, use: (sql: Sql) => Promise<T>): Promise<T> {
@@ -29,7 +29,7 @@ async function withDatabase<T>(url: string, use: (sql: Sql) => Promise<T>): Prom
 }
 
 /** `keys create | list | revoke` on the keys in the database, which every instance on it follows within about a second. */
-export function runDatabaseKeysCommand(url: string, args: readonly string[], label: string | undefined, out: (line: string) => void): Promise<void> {
+export function runDatabaseKeysCommand(url: string, args: readonly string[], newKey: NewKeyOptions, out: (line: string) => void): Promise<void> {
   return withDatabase(url, (sql) => {
     const storage: KeyStorage = {
       where: `the database ${describeUrl(url)}`,
@@ -37,7 +37,7 @@ export function runDatabaseKeysCommand(url: string, args: readonly string[], lab
       list: () => readKeys(sql),
       remove: (id) => removeKey(sql, id),
     };
-    return runKeysCommand(storage, args, label, out);
+    return runKeysCommand(storage, args, newKey, out);
   });
 }
 

@@ -11,7 +11,7 @@ import { failure } from './failure.js';
 import { commandLine, invocation } from './invocation.js';
 import { runRepairCommand } from './repair-command.js';
 import { runVerifyCommand } from './verify-command.js';
-import { keyFileStorage, runKeysCommand } from './keys-command.js';
+import { keyFileStorage, runKeysCommand, type NewKeyOptions } from './keys-command.js';
 import { FailedStart, serve } from './serve-command.js';
 
 async function main(args: readonly string[]): Promise<void> {
@@ -25,17 +25,20 @@ async function main(args: readonly string[]): Promise<void> {
     return;
   }
   const flags = values as Record<string, string | undefined>;
-  const label = values['label'] as string | undefined;
-  if (label !== undefined && !(positionals[0] === 'keys' && positionals[1] === 'create')) throw new UsageError('--label applies only to "keys create"');
+  const creating = positionals[0] === 'keys' && positionals[1] === 'create';
+  // --rate-limit serves the server too; for keys create it is the new key's own (PETSTORE_RATE_LIMIT is not).
+  const newKey: NewKeyOptions = { label: values['label'] as string | undefined, scopes: values['scope'] as string[] | undefined, rateLimit: creating ? flags['rate-limit'] : undefined };
+  if (newKey.label !== undefined && !creating) throw new UsageError('--label applies only to "keys create"');
+  if (newKey.scopes !== undefined && !creating) throw new UsageError('--scope applies only to "keys create"');
   const print = (line: string): void => void process.stdout.write(line + '\n');
   const databaseUrl = resolveSetting('databaseUrl', flags, process.env);
   if (positionals[0] === 'keys' && databaseUrl !== undefined) {
     const { runDatabaseKeysCommand } = await import('./database-command.js');
-    await runDatabaseKeysCommand(databaseUrl, positionals.slice(1), label, print);
+    await runDatabaseKeysCommand(databaseUrl, positionals.slice(1), newKey, print);
     return;
   }
   if (positionals[0] === 'keys') {
-    await runKeysCommand(keyFileStorage(resolveSetting('dataDir', flags, process.env), commandLine(args)), positionals.slice(1), label, print);
+    await runKeysCommand(keyFileStorage(resolveSetting('dataDir', flags, process.env), commandLine(args)), positionals.slice(1), newKey, print);
     return;
   }
   if (positionals[0] === 'backup') {

@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthLimiter } from '../auth/limiter.js';
 import { authenticate } from './authenticate.js';
+import { authorize, type Quotas } from './authorize.js';
 import { deprecationHeaders } from '../pet/contract.js';
 import { corsHeaders, preflightReply, type CorsPolicy } from './cors.js';
 import { HttpError } from './http-error.js';
-import type { Keyring } from '../auth/keyring.js';
+import type { AcceptedKey, Keyring } from '../auth/keyring.js';
 import type { Logger } from '../lib/logger.js';
 import type { Handler } from './operations.js';
 import { errorReply, send, type Reply } from './respond.js';
@@ -28,14 +29,20 @@ export interface AppOptions {
   mount: Mount;
   /** Where each answered request is measured; undefined: metrics are off, and requests pay nothing for them. */
   metrics?: RequestMetrics | undefined;
+  quotas: Quotas;
+}
+
+/** Who sent a request, once its key is accepted: the log line of an error answer names the key's id. */
+interface Caller {
+  key: AcceptedKey | undefined;
 }
 
 /** A standard request listener; with `next`, requests for paths it does not serve go on to `next`. */
 export type RequestListener = (req: IncomingMessage, res: ServerResponse, next?: () => void) => void;
 
 /**
- * The request pipeline, in one direction: route → (preflight) → authenticate → 404/405 → handler →
- * reply. Every outcome, answer or error, leaves through `finish`, which sends and logs it.
+ * The request pipeline, in one direction: route → (preflight) → authenticate → quota and scope →
+ * 404/405 → handler → reply. Every outcome, answer or error, leaves through `finish`, which sends and logs it.
  */
 export function createApp(options: AppOptions): RequestListener {
   const { mount, metrics } = options;
@@ -59,8 +66,9 @@ export function createApp(options: AppOptions): RequestListener {
     const context: string[] = ['x-request-id', requestId];
     if (match.value?.deprecated === true) context.push(...deprecationPairs);
     if (options.cors !== undefined) context.push(...corsHeaders(options.cors, req));
+    const caller: Caller = { key: undefined };
 
-    const finish = (reply: Reply): void => {
+    const finish = (reply: Reply, code?: string): void => {
       try {
         send(res, reply, context);
       } catch (sendError) {
@@ -73,18 +81,21 @@ export function createApp(options: AppOptions): RequestListener {
       // Read only when sent: a request without one makes no call for it.
       const traceparent = req.headers.traceparent;
       const trace = traceparent === undefined ? undefined : traceContext(traceparent);
-      options.logger.request({ id: requestId, method, path, status: reply.status, ms: Math.round(nanos / 1e4) / 100, traceId: trace?.traceId, spanId: trace?.spanId });
+      options.logger.request({
+        id: requestId, method, path, status: reply.status, ms: Math.round(nanos / 1e4) / 100,
+        code, keyId: code === undefined ? undefined : caller.key?.id, traceId: trace?.traceId, spanId: trace?.spanId,
+      });
       metrics?.observe(match.path, method, reply, nanos);
     };
     const fail = (error: unknown): void => {
       metrics?.failed(error);
       const reply = errorReply(error);
       if (reply.serverFault) options.logger.error('request failed', error, { id: requestId, method, path: match.path ?? path });
-      finish(reply);
+      finish(reply, reply.code);
     };
 
     try {
-      const reply = dispatch(req, res, method, match, search);
+      const reply = dispatch(req, res, method, match, search, context, caller);
       if (reply instanceof Promise) reply.then(finish, fail);
       else finish(reply);
     } catch (error) {
@@ -92,7 +103,9 @@ export function createApp(options: AppOptions): RequestListener {
     }
   };
 
-  function dispatch(req: IncomingMessage, res: ServerResponse, method: string, match: Match<RouteSpec>, search: string): Reply | Promise<Reply> {
+  function dispatch(
+    req: IncomingMessage, res: ServerResponse, method: string, match: Match<RouteSpec>, search: string, context: string[], caller: Caller,
+  ): Reply | Promise<Reply> {
     const { path, value: route, allowed, params } = match;
     checkRequestLine(req);
     if (options.cors !== undefined && path !== undefined && method === 'OPTIONS') {
@@ -102,12 +115,16 @@ export function createApp(options: AppOptions): RequestListener {
     // Authentication comes first, also for unknown paths and wrong methods: nothing is revealed without
     // a key. Paths that are public (the interface description, health) answer a wrong method without one.
     const needsKey = route?.auth ?? (path === undefined || !publicPaths.has(path));
-    const scope = needsKey ? authenticate(req, options.keyring, options.limiter) : undefined;
+    const key = needsKey ? authenticate(req, options.keyring, options.limiter) : undefined;
+    if (key !== undefined) {
+      caller.key = key;
+      authorize(key, route?.scope, options.quotas, context);
+    }
     if (path === undefined) throw new HttpError(404, 'not_found', noSuchPath);
     if (route === undefined) {
       throw new HttpError(405, 'method_not_allowed', `method ${method} is not allowed here; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') });
     }
     const handler: Handler = route.handler;
-    return handler({ req, res, params, search, store: options.store, bodyLimit: options.bodyLimit, mount, scope });
+    return handler({ req, res, params, search, store: options.store, bodyLimit: options.bodyLimit, mount, scope: key?.identity });
   }
 }

@@ -3,7 +3,7 @@ import { AUTH_REALM } from '../pet/contract.js';
 import { clientKey, type AuthLimiter } from '../auth/limiter.js';
 import { headerCount } from './headers.js';
 import { HttpError, type ErrorCode } from './http-error.js';
-import type { Keyring } from '../auth/keyring.js';
+import type { AcceptedKey, Keyring } from '../auth/keyring.js';
 
 const CHALLENGE = { 'www-authenticate': `Bearer realm="${AUTH_REALM}"` };
 
@@ -21,10 +21,10 @@ export class AuthenticationError extends HttpError {
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 
 /**
- * Lets a request through only with an accepted bearer key, and returns that key's identity. An address with too many recent failures
+ * Lets a request through only with an accepted bearer key, and returns that key. An address with too many recent failures
  * is refused (429) before its key is even looked at.
  */
-export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: AuthLimiter): string {
+export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: AuthLimiter): AcceptedKey {
   const address = clientKey(req.socket.remoteAddress ?? 'unknown');
   const now = Date.now();
   const wait = limiter.blockedFor(address, now);
@@ -36,12 +36,12 @@ export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: Au
   if (headerCount(req, 'authorization') > 1) throw new AuthenticationError('repeated_header', 400, 'invalid_request', 'the Authorization header is given more than once');
   const token = BEARER.exec(header)?.[1];
   if (token === undefined) throw new AuthenticationError('not_bearer', 401, 'unauthorized', 'the Authorization header is not a bearer API key', CHALLENGE);
-  const scope = keyring.identify(token, now);
-  if (scope === undefined) {
+  const key = keyring.identify(token, now);
+  if (key === undefined) {
     // Only a presented key that is wrong counts as a guess: a browser's keyless request for
     // /favicon.ico behind the same proxy must not lock out the clients that have a key.
     limiter.recordFailure(address, now);
     throw new AuthenticationError('unknown_key', 401, 'unauthorized', 'invalid API key', CHALLENGE);
   }
-  return scope;
+  return key;
 }

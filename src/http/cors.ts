@@ -12,8 +12,9 @@ export function corsPolicy(setting: string | undefined): CorsPolicy | undefined 
   return { origins: setting.split(',').map((o) => o.trim()).filter((o) => o !== '') };
 }
 
-// Headers a browser script may read: pagination, the created pet, the deprecation notice, a replay.
-const EXPOSED = 'Link, Location, Deprecation, Sunset, Retry-After, X-Request-Id, Idempotent-Replayed';
+// Headers a browser script may read: pagination, the created pet, the deprecation notice, a replay,
+// the key's quota and what a 403 says the key lacks.
+const EXPOSED = 'Link, Location, Deprecation, Sunset, Retry-After, X-Request-Id, Idempotent-Replayed, RateLimit-Policy, RateLimit, WWW-Authenticate';
 
 function allowedOrigin(policy: CorsPolicy, req: IncomingMessage): string | undefined {
   const origin = req.headers.origin;

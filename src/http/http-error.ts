@@ -16,6 +16,8 @@ export const ERROR_CODES = [
   'request_in_progress',
   'idempotency_key_reused',
   'too_many_idempotency_keys',
+  'insufficient_scope',
+  'rate_limited',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -1,4 +1,5 @@
 import { API_VERSION, AUTH_REALM, BASE_PATH, DEPRECATION, deprecationHeaders, LIMIT, NAME_MAX_LENGTH, PET_STATUSES } from '../pet/contract.js';
+import { QUOTA_POLICY_NAME } from './authorize.js';
 import type { Mount } from './mount.js';
 import { ERROR_CODES } from './http-error.js';
 import type { Json, RouteSpec } from './route-spec.js';
@@ -8,12 +9,14 @@ export type { Json } from './route-spec.js';
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request: a parameter, a header or the body is missing or invalid (the message names it)',
   401: 'API key missing or invalid',
+  403: 'The API key does not hold the scope this operation needs (insufficient_scope); WWW-Authenticate names it. Nothing was done',
   404: 'The requested pet does not exist',
   409: 'A create with the same Idempotency-Key is still being processed; retry after Retry-After seconds',
   413: 'Request body larger than the configured limit (default 64 KiB)',
   415: 'Request body is not application/json',
   422: 'The Idempotency-Key was already used, within its window, for a different pet',
-  429: 'Too many failed authentications from this address (too_many_requests), or, on createPet with an Idempotency-Key, as many keys remembered for this API key as the server keeps (too_many_idempotency_keys); retry after Retry-After seconds',
+  429: 'This API key\'s quota is used up (rate_limited; RateLimit says r=0 and when it is whole again), too many failed authentications from this address (too_many_requests), '
+    + 'or, on createPet with an Idempotency-Key, as many keys remembered for this API key as the server keeps (too_many_idempotency_keys); retry after Retry-After seconds',
   500: 'Unexpected server failure; the message reveals nothing',
   503: 'The store cannot be used right now, or the server is stopping',
 };
@@ -60,7 +63,8 @@ function operation(route: RouteSpec, mount: Mount): Json {
     op['deprecated'] = true;
     op['description'] = `Deprecated; removed on ${DEPRECATION.sunset.toUTCString()}. Use ${mount.base}/pets with the status filter.`;
   }
-  if (!route.auth) op['security'] = [];
+  // OpenAPI 3.1 lets a requirement of a non-OAuth scheme list role names: here the scope the key needs.
+  op['security'] = route.auth ? [{ bearerAuth: [route.scope] }] : [];
   const { parameters = [], body } = route.doc;
   if (parameters.length > 0) op['parameters'] = parameters.map((name) => ({ $ref: `#/components/parameters/${name}` }));
   if (body !== undefined) op['requestBody'] = { required: true, content: { 'application/json': { schema: ref(body) } } };
@@ -89,7 +93,13 @@ function response(route: RouteSpec, status: number): Json {
     responseHeaders['Link'] = header('SuccessorLink');
   }
   if (status === 401) responseHeaders['WWW-Authenticate'] = header('WWW-Authenticate');
+  if (status === 403) responseHeaders['WWW-Authenticate'] = { description: 'RFC 6750 §3.1: the scope this operation needs', schema: { type: 'string', const: challenge(route) } };
   if (status === 429) responseHeaders['Retry-After'] = header('Retry-After');
+  // An answer to a request whose key was accepted, when a quota applies to the key.
+  if (route.auth && status !== 401) {
+    responseHeaders['RateLimit-Policy'] = header('RateLimit-Policy');
+    responseHeaders['RateLimit'] = header('RateLimit');
+  }
   for (const name of route.doc.responseHeaders?.[status] ?? []) responseHeaders[name] = header(name);
   const success = status < 400;
   const schema = success ? route.doc.success.schema : ref('Error');
@@ -97,10 +107,17 @@ function response(route: RouteSpec, status: number): Json {
   return { description, headers: responseHeaders, content: { 'application/json': { schema } } };
 }
 
+const challenge = (route: RouteSpec): string => `Bearer realm="${AUTH_REALM}", error="insufficient_scope", scope="${route.scope}"`;
+
 const int64 = { type: 'integer', format: 'int64' };
 
 const securitySchemes = {
-  bearerAuth: { type: 'http', scheme: 'bearer', description: `API key as a bearer token (realm "${AUTH_REALM}")` },
+  bearerAuth: {
+    type: 'http', scheme: 'bearer',
+    description: `API key as a bearer token (realm "${AUTH_REALM}"). A key holds scopes: pets:read (listPets, getPet) and pets:write (createPet); `
+      + 'each operation\'s security requirement names the one it needs, and a key without it gets 403 insufficient_scope. '
+      + 'A key may be under a quota: its answers then carry RateLimit-Policy and RateLimit, and past the quota 429 rate_limited with Retry-After.',
+  },
 };
 
 const schemas = {
@@ -171,5 +188,13 @@ const headers = (mount: Mount): Json => ({
   Location: { description: `The new pet: ${mount.base}/pets/{id}`, schema: { type: 'string' } },
   'WWW-Authenticate': { schema: { type: 'string', const: `Bearer realm="${AUTH_REALM}"` } },
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
+  'RateLimit-Policy': {
+    description: `draft-ietf-httpapi-ratelimit-headers-11, present when a quota applies to the API key: "${QUOTA_POLICY_NAME}";q=<requests>;w=<seconds>, counted per key`,
+    schema: { type: 'string', pattern: `^"${QUOTA_POLICY_NAME}";q=[1-9][0-9]*;w=[1-9][0-9]*$` },
+  },
+  RateLimit: {
+    description: `draft-ietf-httpapi-ratelimit-headers-11, present when a quota applies to the API key: "${QUOTA_POLICY_NAME}";r=<requests left>;t=<seconds until the quota is whole again, rounded up>`,
+    schema: { type: 'string', pattern: `^"${QUOTA_POLICY_NAME}";r=(0|[1-9][0-9]*);t=[1-9][0-9]*$` },
+  },
   'Idempotent-Replayed': { description: 'Present on a replayed create: the answer of the first request with this Idempotency-Key', schema: { type: 'string', const: 'true' } },
 });

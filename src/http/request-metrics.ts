@@ -2,7 +2,7 @@ import { Counter, type CounterSeries } from '../lib/metrics/counter.js';
 import { Histogram, type HistogramSeries } from '../lib/metrics/histogram.js';
 import type { MetricsRegistry } from '../lib/metrics/registry.js';
 import { IdempotencyKeyLimitError, StoreUnavailableError } from '../store/store.js';
-import { AUTH_FAILURES, AuthenticationError, type AuthFailure } from './authenticate.js';
+import { AUTH_FAILURES, AuthenticationError } from './authenticate.js';
 import { HttpError } from './http-error.js';
 import type { Mount } from './mount.js';
 import type { Reply } from './respond.js';
@@ -14,8 +14,11 @@ export const REQUEST_DURATION_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001
 /** The label values that stand for every unknown path and every method the router does not know. */
 export const UNMATCHED_ROUTE = 'unmatched';
 export const OTHER_METHOD = '_OTHER';
-/** Why an answer was a refusal by a limit, named after the limit: --body-limit, --auth-failure-limit, --idempotency-key-limit, the store's. */
-export const REFUSALS = ['body_limit', 'auth_failure_limit', 'idempotency_key_limit', 'store_unavailable'] as const;
+/** Why an answer was a refusal by a limit, named after the limit: --body-limit, --auth-failure-limit, --idempotency-key-limit, --rate-limit, the store's. */
+export const REFUSALS = ['body_limit', 'auth_failure_limit', 'idempotency_key_limit', 'rate_limit', 'store_unavailable'] as const;
+/** Why a request was refused at authentication or authorisation: AUTH_FAILURES, or a key without the scope its operation needs (403). */
+const REFUSED_KEYS = [...AUTH_FAILURES, 'insufficient_scope'] as const;
+type RefusedKey = (typeof REFUSED_KEYS)[number];
 type Refusal = (typeof REFUSALS)[number];
 
 const METHOD_LABELS: readonly string[] = [...METHODS, OTHER_METHOD];
@@ -34,7 +37,7 @@ export class RequestMetrics {
   readonly #routes = new Map<string, number>();
   readonly #routeLabels: string[] = [];
   readonly #replays: CounterSeries;
-  readonly #authFailures: Readonly<Record<AuthFailure, CounterSeries>>;
+  readonly #authFailures: Readonly<Record<RefusedKey, CounterSeries>>;
   readonly #refused: Readonly<Record<Refusal, CounterSeries>>;
 
   constructor(registry: MetricsRegistry, mount: Mount) {
@@ -50,8 +53,8 @@ export class RequestMetrics {
       ['http_request_method', 'http_route', 'http_response_status_code'], REQUEST_DURATION_BUCKETS));
     this.#replays = registry.add(new Counter('petstore_idempotent_replays_total',
       'Creates answered with the pet of an earlier create with the same Idempotency-Key (Idempotent-Replayed: true), storing nothing')).labels();
-    const auth = registry.add(new Counter('petstore_auth_failures_total', 'Requests refused at authentication, by reason', ['reason']));
-    this.#authFailures = Object.fromEntries(AUTH_FAILURES.map((reason) => [reason, auth.labels(reason)])) as Record<AuthFailure, CounterSeries>;
+    const auth = registry.add(new Counter('petstore_auth_failures_total', 'Requests refused at authentication or for a missing scope, by reason', ['reason']));
+    this.#authFailures = Object.fromEntries(REFUSED_KEYS.map((reason) => [reason, auth.labels(reason)])) as Record<RefusedKey, CounterSeries>;
     const refused = registry.add(new Counter('petstore_http_refused_total', 'Requests refused by a limit (413, 429, 503), by the limit', ['reason']));
     this.#refused = Object.fromEntries(REFUSALS.map((reason) => [reason, refused.labels(reason)])) as Record<Refusal, CounterSeries>;
   }
@@ -78,6 +81,8 @@ export class RequestMetrics {
       if (error.reason === 'address_blocked') this.#refused.auth_failure_limit.inc();
     } else if (error instanceof HttpError) {
       if (error.status === 413) this.#refused.body_limit.inc();
+      else if (error.code === 'rate_limited') this.#refused.rate_limit.inc();
+      else if (error.code === 'insufficient_scope') this.#authFailures.insufficient_scope.inc();
     } else if (error instanceof IdempotencyKeyLimitError) {
       this.#refused.idempotency_key_limit.inc();
     } else if (error instanceof StoreUnavailableError) {

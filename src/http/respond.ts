@@ -1,5 +1,5 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
-import { HttpError } from './http-error.js';
+import { HttpError, type ErrorCode } from './http-error.js';
 import { JsonSyntaxError } from '../lib/json.js';
 import { IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError } from '../store/store.js';
 import { ValidationError } from '../pet/validate.js';
@@ -55,11 +55,11 @@ export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly
  * wrong; anything else is a 500 whose message reveals nothing. `serverFault` tells the caller to log
  * the real error: the client did not cause it.
  */
-export function errorReply(error: unknown): Reply & { body: string; serverFault: boolean } {
+export function errorReply(error: unknown): Reply & { body: string; code: ErrorCode; serverFault: boolean } {
   const http = toHttpError(error);
   const body = JSON.stringify({ code: http.code, message: http.message, status: http.status });
   // An HttpError is an answer the code chose (a 503 from /readyz on a full disk): not a fault to log.
-  return { status: http.status, body, headers: http.headers, serverFault: http.status >= 500 && !(error instanceof HttpError) };
+  return { status: http.status, body, headers: http.headers, code: http.code, serverFault: http.status >= 500 && !(error instanceof HttpError) };
 }
 
 function toHttpError(error: unknown): HttpError {

@@ -1,3 +1,4 @@
+import type { Scope } from '../pet/contract.js';
 import type { Handler } from './operations.js';
 import type { Method } from './router.js';
 
@@ -6,16 +7,21 @@ export type Json = Record<string, unknown>;
 
 /**
  * One route of the service, as data. The router is built from the table in `routes.ts` and so is the
- * OpenAPI document (`openapi.ts`), so a route cannot exist in one and not the other.
+ * OpenAPI document (`openapi.ts`), so a route cannot exist in one and not the other. A route that
+ * needs a key names the scope the key must hold: none can be open to every key by omission.
  */
-export interface RouteSpec {
+export type RouteSpec = RouteData & (
+  /** Bearer authentication required (all of `/v1` but the interface description), and the scope (403 without it). */
+  | { auth: true; scope: Scope }
+  | { auth: false; scope?: undefined }
+);
+
+interface RouteData {
   method: Method;
   /** Router pattern: `:name` is a path parameter. */
   path: string;
   operationId: string;
   summary: string;
-  /** Bearer authentication required (all of `/v1` but the interface description). */
-  auth: boolean;
   deprecated?: boolean;
   /** Every status this route answers with, documented in OpenAPI. */
   statuses: readonly number[];

@@ -21,8 +21,8 @@ const serveOpenApi: Handler = (ctx) => {
 
 export const ROUTES: readonly RouteSpec[] = [
   {
-    method: 'GET', path: `${BASE_PATH}/pets`, operationId: 'listPets', summary: 'List pets', auth: true,
-    statuses: [200, 400, 401, 429, 500, 503], handler: listPets,
+    method: 'GET', path: `${BASE_PATH}/pets`, operationId: 'listPets', summary: 'List pets', auth: true, scope: 'pets:read',
+    statuses: [200, 400, 401, 403, 429, 500, 503], handler: listPets,
     doc: {
       parameters: ['limit', 'status', 'after'],
       success: { description: 'Pets in ascending id order; a Link rel="next" header is present when more match', schema: ref('Pets') },
@@ -31,8 +31,8 @@ export const ROUTES: readonly RouteSpec[] = [
     },
   },
   {
-    method: 'POST', path: `${BASE_PATH}/pets`, operationId: 'createPet', summary: 'Add a pet', auth: true,
-    statuses: [201, 400, 401, 409, 413, 415, 422, 429, 500, 503], handler: createPet,
+    method: 'POST', path: `${BASE_PATH}/pets`, operationId: 'createPet', summary: 'Add a pet', auth: true, scope: 'pets:write',
+    statuses: [201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503], handler: createPet,
     doc: {
       parameters: ['idempotencyKey'],
       body: 'NewPet',
@@ -42,8 +42,8 @@ export const ROUTES: readonly RouteSpec[] = [
     },
   },
   {
-    method: 'GET', path: `${BASE_PATH}/pets/:petId`, operationId: 'getPet', summary: 'Get a pet (deprecated)', auth: true,
-    deprecated: true, statuses: [200, 400, 401, 404, 429, 500, 503], handler: getPet,
+    method: 'GET', path: `${BASE_PATH}/pets/:petId`, operationId: 'getPet', summary: 'Get a pet (deprecated)', auth: true, scope: 'pets:read',
+    deprecated: true, statuses: [200, 400, 401, 403, 404, 429, 500, 503], handler: getPet,
     doc: {
       parameters: ['petId'],
       success: { description: 'The pet', schema: ref('Pet') },

@@ -15,6 +15,10 @@ export interface RequestLogEntry {
   /** From a valid W3C `traceparent`: its trace id and parent span id, logged as `trace_id` and `span_id`. */
   traceId?: string | undefined;
   spanId?: string | undefined;
+  /** An error answer's Error code (`insufficient_scope`, `rate_limited`, …). */
+  code?: string | undefined;
+  /** On an error answer to a request whose key was accepted: that key's id (never the key). */
+  keyId?: string | undefined;
 }
 
 /** Where the service reports. An embedder may pass its own; the default writes JSON lines. */
@@ -136,8 +140,9 @@ function timestamp(): string {
 }
 
 function requestLine(time: string, entry: RequestLogEntry): string {
+  const failure = entry.code === undefined ? '' : `,"code":${jsonString(entry.code)}${entry.keyId === undefined ? '' : `,"keyId":${jsonString(entry.keyId)}`}`;
   return `{"time":"${time}","level":"info","msg":"request","id":${jsonString(entry.id)},"method":${jsonString(entry.method)},` +
-    `"path":${jsonString(entry.path)},"status":${entry.status},"ms":${entry.ms}` +
+    `"path":${jsonString(entry.path)},"status":${entry.status},"ms":${entry.ms}${failure}` +
     (entry.traceId === undefined ? '' : `,"trace_id":${jsonString(entry.traceId)}`) + (entry.spanId === undefined ? '' : `,"span_id":${jsonString(entry.spanId)}`) + '}\n';
 }
 

@@ -36,3 +36,10 @@ export const AUTH_REALM = 'petstore';
 export const IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60;
 /** Idempotency keys remembered per API key at most, within the window (file store: they are in memory). */
 export const IDEMPOTENCY_KEY_LIMIT = 100_000;
+
+/**
+ * What a key may do (decisions.md, "scopes"): `pets:read` lists and gets pets, `pets:write` creates
+ * them. A key stored without scopes, or given without any, holds them all.
+ */
+export const SCOPES = ['pets:read', 'pets:write'] as const;
+export type Scope = (typeof SCOPES)[number];

@@ -1,4 +1,5 @@
 import { AuthLimiter } from '../auth/limiter.js';
+import { checkQuota, QuotaCounter, type QuotaPolicy } from '../auth/quota.js';
 import { IDEMPOTENCY_KEY_LIMIT, IDEMPOTENCY_WINDOW_SECONDS } from '../pet/contract.js';
 import { createApp, type RequestListener } from '../http/app.js';
 import { corsPolicy } from '../http/cors.js';
@@ -22,8 +23,16 @@ export interface PetstoreOptions {
   databaseUrl?: string | undefined;
   /** Database connections at most (default 10). */
   databasePool?: number | undefined;
-  /** API keys accepted besides those in `<dataDir>/keys.json`; only their SHA-256 hashes are kept. */
+  /**
+   * API keys accepted besides those in `<dataDir>/keys.json`; only their SHA-256 hashes are kept. A key
+   * holds every scope, or only those after a ':' (`key:pets:read`; several joined by '+').
+   */
   keys?: readonly string[];
+  /**
+   * A quota for every key without one of its own: at most `requests` per `seconds`, counted per key
+   * (RateLimit headers, 429 past it). Off when absent.
+   */
+  rateLimit?: QuotaPolicy | undefined;
   /** Largest accepted request body in bytes (default 65536). */
   bodyLimit?: number;
   /** Failed authentications per address per minute before it gets 429 (default 30). */
@@ -96,6 +105,7 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
   const logger = options.logger ?? jsonLogger();
   const mount = createMount(options.basePath, options.publicUrls);
   if (options.store !== undefined) checkStore(options.store);
+  if (options.rateLimit !== undefined) checkQuota(options.rateLimit);
   if (options.databaseUrl !== undefined && options.store === undefined) {
     const { openDatabase } = await import('./database.js');
     const database = await openDatabase({
@@ -149,6 +159,7 @@ function service(
     cors: corsPolicy(options.corsOrigin),
     mount,
     metrics: metrics?.attach(store, mount),
+    quotas: { counter: new QuotaCounter(), policy: options.rateLimit },
   });
   const close = async (): Promise<void> => {
     try {

@@ -32,7 +32,7 @@ export function cliTests(cluster: () => Cluster): void {
     const key = printedKey(created.stdout);
     const id = /created key (\S+) \(shared\)/.exec(created.stdout)?.[1] as string;
     const listed = await runCli(['keys', 'list'], { PETSTORE_DATABASE_URL: url });
-    assert.match(listed.stdout, new RegExp(`^${id}  \\S+  shared$`, 'm'));
+    assert.match(listed.stdout, new RegExp(`^${id}  \\S+  pets:read,pets:write  default  shared$`, 'm'));
     const stored = await sql`SELECT sha256 FROM petstore.api_keys`;
     assert.equal(stored.length, 1);
     assert.ok(!JSON.stringify(stored).includes(key), 'only the hash is stored');

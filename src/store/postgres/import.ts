@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
 import type { Pet } from '../../pet/pet.js';
-import type { KeyRecord } from './keys.js';
+import { insertKey, type KeyRecord } from './keys.js';
 import { StoreOpenError } from '../store.js';
 
 export interface ImportResult {
@@ -34,10 +34,7 @@ export function importPets(sql: Sql, pets: readonly Pet[], keys: readonly KeyRec
     }
     await tx`UPDATE petstore.pet_ids SET last_id = ${lastId}`;
     let added = 0;
-    for (const key of keys) {
-      const inserted = await tx`INSERT INTO petstore.api_keys ${tx(key, 'id', 'label', 'created', 'sha256')} ON CONFLICT (id) DO NOTHING`;
-      added += inserted.count;
-    }
+    for (const key of keys) if (await insertKey(tx, key)) added++;
     if (keys.length > 0) await tx`INSERT INTO petstore.api_keys_initialised DEFAULT VALUES ON CONFLICT DO NOTHING`;
     const [check] = await tx<[{ count: string; last: string }]>`SELECT count(*)::text AS count, coalesce(max(id), 0)::text AS last FROM petstore.pets`;
     if (check?.count !== String(pets.length) || check.last !== String(lastId)) {

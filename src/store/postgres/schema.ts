@@ -41,6 +41,15 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     )`,
     'CREATE INDEX idempotency_keys_created_at ON petstore.idempotency_keys (created_at)',
   ],
+  [
+    // What a key may do: NULL scopes is every scope (the keys made before scopes existed); NULL
+    // rate limit is the server's own. Adding nullable columns rewrites no row.
+    `ALTER TABLE petstore.api_keys
+      ADD COLUMN scopes text[] CHECK (cardinality(scopes) > 0 AND scopes <@ ARRAY['pets:read', 'pets:write']),
+      ADD COLUMN rate_limit_requests integer CHECK (rate_limit_requests BETWEEN 1 AND 1000000000),
+      ADD COLUMN rate_limit_seconds integer CHECK (rate_limit_seconds BETWEEN 1 AND 31622400),
+      ADD CHECK ((rate_limit_requests IS NULL) = (rate_limit_seconds IS NULL))`,
+  ],
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
