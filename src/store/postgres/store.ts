@@ -2,6 +2,7 @@ import type { Sql } from 'postgres';
 import type { NewPet, Pet } from '../../pet/pet.js';
 import { Availability } from './availability.js';
 import { insertBatch, type BatchEntry } from './batch.js';
+import { CommitWatch } from './commit-watch.js';
 import { isUnavailable, openError, openPool } from './driver.js';
 import { keyedPet, replayOf } from './idempotency.js';
 import { addFirstKey, readKeys, type KeyRecord } from './keys.js';
@@ -11,7 +12,7 @@ import { migrate } from './schema.js';
 import { countByStatus } from './status-counts.js';
 import { poolStats, secondsSince, type StatusCounts, type StoreObserver, type StoreStats } from '../observer.js';
 import {
-  RequestInProgressError, StoreOpenError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type PetStore,
+  RequestInProgressError, StoreOpenError, StoreUnavailableError, type CommitListener, type IdempotencyKey, type ListPage, type ListQuery, type PetStore,
 } from '../store.js';
 
 interface PendingCreate extends BatchEntry {
@@ -39,6 +40,7 @@ export class PostgresStore implements PetStore {
   readonly #maxReads: number;
   readonly #windowSeconds: number;
   readonly #availability: Availability;
+  readonly #watch: CommitWatch;
   // Keys of this instance's creates still committing: a repeat here is a 409 (one on another instance waits on the id row).
   readonly #pendingKeys = new Set<string>();
   #queue: PendingCreate[] = [];
@@ -47,15 +49,18 @@ export class PostgresStore implements PetStore {
   #observer: StoreObserver | undefined;
   #closed = false;
 
-  private constructor(sql: Sql, options: PostgresStoreOptions) {
+  private constructor(sql: Sql, url: string, options: PostgresStoreOptions) {
     this.#sql = sql;
-    this.#deadline = 2 * (options.statementTimeout ?? POSTGRES_DEFAULTS.statementTimeout);
+    const statementTimeout = options.statementTimeout ?? POSTGRES_DEFAULTS.statementTimeout;
+    this.#deadline = 2 * statementTimeout;
     this.#maxWaiting = options.maxWaitingCreates ?? POSTGRES_DEFAULTS.maxWaitingCreates;
     this.#maxReads = options.maxReads ?? POSTGRES_DEFAULTS.maxReads;
     this.#windowSeconds = options.idempotencyWindow ?? POSTGRES_DEFAULTS.idempotencyWindow;
     // The probe is a write that changes nothing: its success means creates can be taken again.
     const probe = (): Promise<unknown> => this.#guard(sql`UPDATE petstore.pet_ids SET last_id = last_id`.execute(), 'write');
     this.#availability = new Availability(options.onAvailability ?? (() => {}), probe, (error) => error instanceof StoreUnavailableError);
+    const highestId = async (): Promise<number> => Number((await sql<[{ id: string }]>`SELECT last_id::text AS id FROM petstore.pet_ids`)[0]?.id ?? 0);
+    this.#watch = new CommitWatch({ url, statementTimeout, highestId, onError: options.onBackgroundError ?? (() => {}) });
   }
 
   /** Connects, creates or migrates the schema; refuses with a StoreOpenError when the database cannot be used. */
@@ -67,7 +72,7 @@ export class PostgresStore implements PetStore {
       await sql.end({ timeout: 1 });
       throw error instanceof StoreOpenError ? error : openError(url, error);
     }
-    return new PostgresStore(sql, options);
+    return new PostgresStore(sql, url, options);
   }
 
   /** Open, and the last statement that reached the database succeeded (or a write probe since did). */
@@ -92,6 +97,11 @@ export class PostgresStore implements PetStore {
       const [row] = await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE id = ${id}`;
       return row === undefined ? undefined : toPet(row);
     });
+  }
+
+  /** See PetStore.watchCommits: this instance's commits at once, other instances' by LISTEN (commit-watch.ts). */
+  watchCommits(listener: CommitListener): () => void {
+    return this.#watch.add(listener);
   }
 
   create(pet: NewPet): Promise<Pet> {
@@ -176,6 +186,7 @@ export class PostgresStore implements PetStore {
         const id = result.base + i + 1;
         p.resolve(p.key === undefined || result.keyedIds.has(id) ? plainPet(id, p.pet.name, p.pet.categoryId, p.pet.status) : undefined);
       }
+      this.#watch.committed(result.base + batch.length);
     } catch (error) {
       this.#observer?.failed();
       for (const p of batch) p.reject(error as Error);
@@ -219,6 +230,7 @@ export class PostgresStore implements PetStore {
     this.#closed = true;
     this.#availability.close();
     while (this.#committing !== undefined) await this.#committing;
+    await this.#watch.close();
     await this.#sql.end({ timeout: 5 });
   }
 }
