@@ -37,7 +37,7 @@ test('an allowed origin gets Access-Control-Allow-Origin and may read Link, Loca
   assert.equal(list.headers['access-control-allow-origin'], APP);
   const exposed = listOf(list.headers['access-control-expose-headers']);
   // Exactly the response headers a script needs beyond the CORS-safelisted ones, no more and no fewer.
-  assert.deepEqual(exposed.sort(), ['deprecation', 'idempotent-replayed', 'link', 'location', 'ratelimit', 'ratelimit-policy', 'retry-after', 'sunset', 'www-authenticate', 'x-request-id']);
+  assert.deepEqual(exposed.sort(), ['deprecation', 'etag', 'idempotent-replayed', 'link', 'location', 'ratelimit', 'ratelimit-policy', 'retry-after', 'sunset', 'www-authenticate', 'x-request-id']);
   assert.ok(listOf(list.headers['vary']).includes('origin'), 'a per-origin answer says Vary: Origin');
 
   const created = await server.request('POST', '/v1/pets', { headers: [['origin', APP], ['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });
@@ -65,7 +65,7 @@ test('a preflight without Authorization gets 204 with the allowed methods and he
   const methods = listOf(res.headers['access-control-allow-methods']);
   assert.ok(methods.includes('get') && methods.includes('post'), `methods: ${methods.join(', ')}`);
   const headers = listOf(res.headers['access-control-allow-headers']);
-  assert.deepEqual(headers.sort(), ['authorization', 'content-type', 'idempotency-key', 'x-request-id']);
+  assert.deepEqual(headers.sort(), ['authorization', 'content-type', 'idempotency-key', 'if-none-match', 'last-event-id', 'x-request-id']);
 
   const item = await server.request('OPTIONS', '/v1/pets/1', { headers: [['origin', APP], ['access-control-request-method', 'GET']], auth: false });
   assert.equal(item.status, 204);
