@@ -29,6 +29,8 @@ export class CommitWatch {
   #connection: Promise<Sql> | undefined;
   #listening = false;
   #attempting = false;
+  /** An unexpected failure was reported since LISTEN last succeeded: the next ones, every 250 ms, are not. */
+  #reported = false;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -73,6 +75,7 @@ export class CommitWatch {
       const connection = await (this.#connection as Promise<Sql>);
       await connection.unsafe(`LISTEN ${COMMIT_CHANNEL}`);
       this.#listening = true;
+      this.#reported = false;
     } catch (error) {
       this.#failed(error);
       this.#down();
@@ -102,6 +105,8 @@ export class CommitWatch {
   }
 
   #failed(error: unknown): void {
-    if (!this.#closed && !isUnavailable(error)) this.#options.onError(error);
+    if (this.#closed || this.#reported || isUnavailable(error)) return;
+    this.#reported = true;
+    this.#options.onError(error);
   }
 }
