@@ -4,7 +4,7 @@
  * the limit of open streams; a reader that stops reading; a stop with streams open.
  */
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse } from './fuzz-corpus.js';
@@ -163,7 +163,15 @@ test('a reader that stops reading is cut off after two heartbeats without taking
   const { port } = new URL(server.url);
   const socket = connect(Number(port), '127.0.0.1');
   t.after(() => socket.destroy());
-  socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`);
+  await new Promise((r) => socket.once('connect', r));
+  // The server's end of this connection, to see how much it holds that the client has not taken.
+  const [serverSide] = await Promise.all([
+    new Promise<Socket>((r) => server.running.server.once('request', (req) => r(req.socket))),
+    socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`),
+  ]);
+  let held = 0;
+  const watch = setInterval(() => (held = Math.max(held, serverSide.writableLength)), 5);
+  t.after(() => clearInterval(watch));
   // Not reading: the socket takes what fits in its buffer and the kernel's, then nothing more.
   const started = Date.now();
   for (;;) {
@@ -174,7 +182,9 @@ test('a reader that stops reading is cut off after two heartbeats without taking
     assert.ok(Date.now() - started < 20_000, 'the stalled stream is ended');
     await sleep(200);
   }
-  t.diagnostic(`the stalled stream was ended ${Date.now() - started} ms after it began`);
+  clearInterval(watch);
+  t.diagnostic(`the stalled stream was ended ${Date.now() - started} ms after it began; the server held at most ${held} bytes it had not sent`);
+  assert.ok(held <= 64 * 1024, `the server held at most its high-water mark and one page unsent, not the backlog: ${held} bytes`);
 
   const chunks: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
