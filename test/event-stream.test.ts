@@ -94,7 +94,7 @@ test('Last-Event-ID resumes after that id, overriding after: every pet once, non
   assert.deepEqual(ids, [1, 2, 3, 4, 5, 6], 'no gap, no duplicate');
 });
 
-test('a Last-Event-ID that is not a pet id is a 400; HEAD, or an Accept that refuses the stream, answer the page', async (t) => {
+test('a Last-Event-ID that is not a pet id is a 400; HEAD, or an Accept that refuses the stream, answer the page', { timeout: 15_000 }, async (t) => {
   const server = await startServer();
   t.after(() => server.close());
   await create(server, { name: 'Rex', categoryId: 1 });
@@ -125,7 +125,7 @@ test('a quiet stream sends a heartbeat comment every heartbeat interval', async 
   assert.deepEqual(stream.events(), []);
 });
 
-test('streams beyond --max-streams get 503 with Retry-After, waiting requests count too, and a closed stream frees its place', async (t) => {
+test('streams beyond --max-streams get 503 with Retry-After, waiting requests count too, and a closed stream frees its place', { timeout: 15_000 }, async (t) => {
   const server = await startServer({ maxStreams: 2 });
   t.after(() => server.close());
   const streams = [await openStream(server.url), await openStream(server.url)];
