@@ -59,7 +59,7 @@ export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly
   if (length >= COMPRESS_MIN_BYTES) headers.push('vary', 'Accept-Encoding');
   if (reply.status === 304) return sendNotModified(res, headers);
   if (acceptEncoding !== undefined && acceptsGzip(acceptEncoding, length)) {
-    body = gzip(body);
+    body = gzip(body, length);
     headers.push('content-encoding', 'gzip');
     if (length < COMPRESS_MIN_BYTES) headers.push('vary', 'Accept-Encoding');
   }
