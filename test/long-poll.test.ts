@@ -126,3 +126,29 @@ test('a client that leaves while it waits frees its place; an embedder\'s close(
   assert.equal(answer.text, '[]');
   assert.equal((await request(url, 'GET', '/v1/pets?wait=30')).status, 503, 'no new wait once closed');
 });
+
+test('with a store of the embedder\'s own that tells no commits, a waiting request learns of the pets created through the service', async (t) => {
+  const pets: Array<{ id: number; name: string; categoryId: bigint }> = [];
+  const store = {
+    ready: true,
+    list: ({ after, limit }: { after: number; limit: number }) => {
+      const matching = pets.filter((p) => p.id > after);
+      return { pets: matching.slice(0, limit), more: matching.length > limit };
+    },
+    get: (id: number) => pets.find((p) => p.id === id),
+    create: async (pet: { name: string; categoryId: bigint }) => {
+      const stored = { id: pets.length + 1, name: pet.name, categoryId: pet.categoryId };
+      pets.push(stored);
+      return stored;
+    },
+    close: async () => {},
+  };
+  const petstore = await createPetstore({ store, keys: [TEST_KEY], logger: silentLoggerForTests });
+  const url = await embedServer(t, petstore);
+  const waiting = request(url, 'GET', '/v1/pets?wait=20');
+  await sleep(100);
+  const created = await request(url, 'POST', '/v1/pets', { headers: JSON_HEADERS, body: '{"name":"Own","categoryId":1}' });
+  assert.equal(created.status, 201);
+  const answer = await within(waiting, 5000, 'the answer');
+  assert.equal(answer.text, `[${created.text}]`);
+});
