@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { test } from 'node:test';
 import { startServer } from './helpers.js';
+import { openStream } from './stream-support.js';
 
 const APP = 'https://app.example';
 const EVIL = 'https://evil.example';
@@ -47,6 +48,16 @@ test('an allowed origin gets Access-Control-Allow-Origin and may read Link, Loca
   const denied = await server.request('GET', '/v1/pets', { headers: [['origin', APP]], auth: false });
   assert.equal(denied.status, 401);
   assert.equal(denied.headers['access-control-allow-origin'], APP, 'a browser script can read the 401 too');
+});
+
+test('an event stream to an allowed origin carries the CORS headers of every answer', async (t) => {
+  const server = await startServer({ corsOrigin: APP });
+  t.after(() => server.close());
+  const stream = await openStream(server.url, '/v1/pets', [['origin', APP]]);
+  t.after(() => stream.close());
+  assert.equal(stream.headers['content-type'], 'text/event-stream');
+  assert.equal(stream.headers['access-control-allow-origin'], APP);
+  assert.ok(listOf(stream.headers['access-control-expose-headers']).includes('etag'));
 });
 
 test('a preflight without Authorization gets 204 with the allowed methods and headers', async (t) => {

@@ -57,10 +57,6 @@ export class Feed {
     return this.#latest;
   }
 
-  get heartbeatMs(): number {
-    return this.#options.heartbeatMs;
-  }
-
   get logger(): Logger {
     return this.#options.logger;
   }
