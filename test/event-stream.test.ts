@@ -157,7 +157,9 @@ test('a reader that stops reading is cut off after two heartbeats without taking
   const count = 30_000;
   await Promise.all(Array.from({ length: count }, (_, i) => store.create({ name: `${i}`.padEnd(256, 'x'), categoryId: BigInt(i) })));
   await store.close();
-  const server = await startServer({ dataDir: dir, streamHeartbeat: 1, maxStreams: 1 });
+  const said: string[] = [];
+  const logger = { request() {}, error() {}, info: (msg: string, fields?: object) => void said.push(`${msg} ${JSON.stringify(fields)}`) };
+  const server = await startServer({ dataDir: dir, streamHeartbeat: 1, maxStreams: 1, logger });
   t.after(() => server.close());
 
   const { port } = new URL(server.url);
@@ -185,6 +187,7 @@ test('a reader that stops reading is cut off after two heartbeats without taking
   clearInterval(watch);
   t.diagnostic(`the stalled stream was ended ${Date.now() - started} ms after it began; the server held at most ${held} bytes it had not sent`);
   assert.ok(held <= 64 * 1024, `the server held at most its high-water mark and one page unsent, not the backlog: ${held} bytes`);
+  assert.ok(said.some((line) => /^event stream ended: its client took none of what it was sent for two heartbeat intervals \{"after":\d+\}$/.test(line)), said.join('\n'));
 
   const chunks: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
