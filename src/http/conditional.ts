@@ -17,7 +17,7 @@ export function pageTag(limit: number, after: number, status: PetStatus | undefi
 }
 
 /** The tag of one pet (getPet): its id says it all. */
-export function petTag(id: number | bigint): string {
+export function petTag(id: number): string {
   return `W/"pet.${id}"`;
 }
 

@@ -104,9 +104,10 @@ export const getPet: Handler = (ctx) => {
   const raw = decodeComponent(ctx.params['petId'] ?? '', 'path parameter "petId"');
   const id = parseInt64(raw, 'path parameter "petId"');
   if (id < 1n || id > MAX_SAFE) throw notFound(raw);
-  const text = ctx.store.getText !== undefined ? ctx.store.getText(Number(id)) : textOf(ctx.store.get(Number(id)));
-  if (text instanceof Promise) return text.then((t) => petReply(ctx.req, t, raw, id));
-  return petReply(ctx.req, text, raw, id);
+  const petId = Number(id);
+  const text = ctx.store.getText !== undefined ? ctx.store.getText(petId) : textOf(ctx.store.get(petId));
+  if (text instanceof Promise) return text.then((t) => petReply(ctx.req, t, raw, petId));
+  return petReply(ctx.req, text, raw, petId);
 };
 
 function textOf(pet: Pet | undefined | Promise<Pet | undefined>): PetText | undefined | Promise<PetText | undefined> {
@@ -114,7 +115,7 @@ function textOf(pet: Pet | undefined | Promise<Pet | undefined>): PetText | unde
   return pet === undefined ? undefined : petJson(pet);
 }
 
-function petReply(req: IncomingMessage, text: PetText | undefined, raw: string, id: bigint): Reply {
+function petReply(req: IncomingMessage, text: PetText | undefined, raw: string, id: number): Reply {
   if (text === undefined) throw notFound(raw);
   const etag = petTag(id);
   return conditional(req, json(200, text, { etag }), etag);
