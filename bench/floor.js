@@ -6,7 +6,8 @@
  * With --contract-headers it also sends the response headers the service must send: Cache-Control
  * and X-Content-Type-Options (issue 6), a new X-Request-Id made as the server makes it (issue 5),
  * Link rel="next" on a page with more, and Deprecation, Sunset and Link on a single pet
- * (decisions.md). It shows what those headers alone cost a bare server, measured beside the floor.
+ * (decisions.md), an ETag on both and Vary: Accept-Encoding on the page, over 1 KiB (issue 23). It
+ * shows what those headers alone cost a bare server, measured beside the floor.
  */
 import { hash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -25,7 +26,7 @@ const pets = Array.from({ length: 1000 }, (_, i) => makePet(i + 1));
 const contractHeaders = process.argv.includes('--contract-headers');
 // Loaded only then, so the plain floor's cold start stays two files of its own.
 const { newRequestId } = contractHeaders ? await import('../dist/http/request-id.js') : {};
-const NEXT_PAGE = ['link', '</v1/pets?limit=20&after=20>; rel="next"'];
+const NEXT_PAGE = ['link', '</v1/pets?limit=20&after=20>; rel="next"', 'etag', 'W/"20.0.all.20+"', 'vary', 'Accept-Encoding'];
 const DEPRECATED = ['deprecation', '@1795564800', 'sunset', 'Thu, 05 Dec 2030 00:00:00 GMT', 'link', '</v1/pets>; rel="successor-version"'];
 
 function send(res, status, body, extra = []) {
@@ -46,7 +47,7 @@ const server = createServer((req, res) => {
   if (req.method === 'GET' && path === '/v1/pets') return send(res, 200, JSON.stringify(pets.slice(0, 20)), NEXT_PAGE);
   const id = /^\/v1\/pets\/([0-9]{1,10})$/.exec(path)?.[1];
   const pet = req.method === 'GET' && id !== undefined ? pets[Number(id) - 1] : undefined;
-  if (pet !== undefined) return send(res, 200, JSON.stringify(pet), DEPRECATED);
+  if (pet !== undefined) return send(res, 200, JSON.stringify(pet), [...DEPRECATED, 'etag', `W/"pet.${pet.id}"`]);
   send(res, 404, '{"code":"not_found"}');
 });
 server.listen(port, '127.0.0.1', () => {

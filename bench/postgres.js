@@ -29,7 +29,7 @@ let keys = 0;
 const createKeyed = { ...create, headers: () => ({ 'idempotency-key': `"bench-key-${++keys}"` }) };
 const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 
-function postgresBin() {
+export function postgresBin() {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
   const versions = readdirSync(root).filter((v) => /^[0-9]+$/.test(v)).sort((a, b) => b - a);
@@ -53,7 +53,7 @@ const freePort = () => new Promise((resolve, reject) => {
 });
 
 /** A throwaway cluster: { url(name), createDatabase(name), destroy() }. */
-async function startCluster(bin) {
+export async function startCluster(bin) {
   const dir = tempDir('petstore-bench-pg-');
   const owner = postgresUser();
   if (owner.uid !== undefined) chownSync(dir, owner.uid, owner.gid);

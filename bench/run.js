@@ -2,7 +2,8 @@
  * The benchmark. `npm run bench` builds, then runs this; `node bench/run.js --scale` (or BENCH_SCALE=1)
  * measures the store at 1,000 / 100,000 / 1,000,000 pets instead; `node bench/run.js --postgres` the
  * PostgreSQL store beside the file store (see bench/postgres.js); `--keys` what remembered
- * Idempotency-Keys cost in memory (see bench/keys.js). Results are printed and written to
+ * Idempotency-Keys cost in memory (see bench/keys.js); `--feed` the latency of waiting requests and
+ * streams, and what gzip costs (see bench/feed.js). Results are printed and written to
  * bench/results.md (each mode replaces only its own section).
  *
  * Main mode: the built server on a temp data dir seeded with 1,000 pets (half "sold"), and the floor
@@ -30,6 +31,7 @@ import { seedDirectory, writeSnapshot } from './pets.js';
 const SCALE = process.argv.includes('--scale') || process.env.BENCH_SCALE === '1';
 const POSTGRES = process.argv.includes('--postgres');
 const KEYS = process.argv.includes('--keys');
+const FEED = process.argv.includes('--feed');
 const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is noisy: more rounds, steadier medians
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
@@ -279,7 +281,7 @@ async function mainMode() {
     '',
     'The floor once more, with the headers the service must send: on every answer Cache-Control and X-Content-Type-Options (issue 6) ' +
       'and a new X-Request-Id made as the server makes it (issue 5); on a page with more after it Link rel="next", and on getPet ' +
-      'Deprecation, Sunset and Link (decisions.md). Measured in the same rounds.',
+      'Deprecation, Sunset and Link (decisions.md); an ETag on both, and Vary: Accept-Encoding on the page, which is over 1 KiB (issue 23). Measured in the same rounds.',
     '',
     '| Measure | Floor + headers | p50 ms | p99 ms | It ÷ floor | Server ÷ it |',
     '|---|--:|--:|--:|--:|--:|',
@@ -467,6 +469,7 @@ if (!existsSync(join(ROOT, 'dist/server.js'))) {
 try {
   if (POSTGRES) await (await import('./postgres.js')).postgresMode();
   else if (KEYS) await (await import('./keys.js')).keysMode();
+  else if (FEED) await (await import('./feed.js')).feedMode();
   else await (SCALE ? scaleMode() : mainMode());
 } catch (error) {
   console.error(error);

@@ -2,7 +2,7 @@
 export { createPetstore, type PetstoreService, type Petstore, type PetstoreOptions } from './service/petstore.js';
 export { listen, type ListenOptions, type RunningServer } from './service/listen.js';
 export type { RequestListener } from './http/app.js';
-export type { PetStore, ListQuery, ListPage, ListText, PetText, StatusCounts, StoreStats, PoolStats, StoreObserver } from './store/store.js';
+export type { PetStore, ListQuery, ListPage, ListText, PetText, StatusCounts, StoreStats, PoolStats, StoreObserver, CommitListener } from './store/store.js';
 export {
   StoreUnavailableError, StoreOpenError, IdempotencyKeyReusedError, IdempotencyKeyLimitError, RequestInProgressError, type IdempotencyKey,
 } from './store/store.js';

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { test } from 'node:test';
 import { startServer } from './helpers.js';
+import { openStream } from './stream-support.js';
 
 const APP = 'https://app.example';
 const EVIL = 'https://evil.example';
@@ -37,7 +38,7 @@ test('an allowed origin gets Access-Control-Allow-Origin and may read Link, Loca
   assert.equal(list.headers['access-control-allow-origin'], APP);
   const exposed = listOf(list.headers['access-control-expose-headers']);
   // Exactly the response headers a script needs beyond the CORS-safelisted ones, no more and no fewer.
-  assert.deepEqual(exposed.sort(), ['deprecation', 'idempotent-replayed', 'link', 'location', 'ratelimit', 'ratelimit-policy', 'retry-after', 'sunset', 'www-authenticate', 'x-request-id']);
+  assert.deepEqual(exposed.sort(), ['deprecation', 'etag', 'idempotent-replayed', 'link', 'location', 'ratelimit', 'ratelimit-policy', 'retry-after', 'sunset', 'www-authenticate', 'x-request-id']);
   assert.ok(listOf(list.headers['vary']).includes('origin'), 'a per-origin answer says Vary: Origin');
 
   const created = await server.request('POST', '/v1/pets', { headers: [['origin', APP], ['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });
@@ -47,6 +48,16 @@ test('an allowed origin gets Access-Control-Allow-Origin and may read Link, Loca
   const denied = await server.request('GET', '/v1/pets', { headers: [['origin', APP]], auth: false });
   assert.equal(denied.status, 401);
   assert.equal(denied.headers['access-control-allow-origin'], APP, 'a browser script can read the 401 too');
+});
+
+test('an event stream to an allowed origin carries the CORS headers of every answer', async (t) => {
+  const server = await startServer({ corsOrigin: APP });
+  t.after(() => server.close());
+  const stream = await openStream(server.url, '/v1/pets', [['origin', APP]]);
+  t.after(() => stream.close());
+  assert.equal(stream.headers['content-type'], 'text/event-stream');
+  assert.equal(stream.headers['access-control-allow-origin'], APP);
+  assert.ok(listOf(stream.headers['access-control-expose-headers']).includes('etag'));
 });
 
 test('a preflight without Authorization gets 204 with the allowed methods and headers', async (t) => {
@@ -65,7 +76,7 @@ test('a preflight without Authorization gets 204 with the allowed methods and he
   const methods = listOf(res.headers['access-control-allow-methods']);
   assert.ok(methods.includes('get') && methods.includes('post'), `methods: ${methods.join(', ')}`);
   const headers = listOf(res.headers['access-control-allow-headers']);
-  assert.deepEqual(headers.sort(), ['authorization', 'content-type', 'idempotency-key', 'x-request-id']);
+  assert.deepEqual(headers.sort(), ['authorization', 'content-type', 'idempotency-key', 'if-none-match', 'last-event-id', 'x-request-id']);
 
   const item = await server.request('OPTIONS', '/v1/pets/1', { headers: [['origin', APP], ['access-control-request-method', 'GET']], auth: false });
   assert.equal(item.status, 204);

@@ -166,6 +166,28 @@ describe('GET /v1/openapi.json', () => {
     assert.deepEqual([...(schema['enum'] as string[])].sort(), ['available', 'pending', 'sold']);
   });
 
+  test('wait is an integer query parameter from 0 to 60, default 0; Last-Event-ID and If-None-Match are header parameters', () => {
+    const list = byId(doc, 'listPets');
+    const wait = parameter(doc, list, 'wait');
+    assert.equal(wait['in'], 'query');
+    assert.deepEqual([deref(doc, wait['schema'] as Json)['type'], wait['schema']['minimum'], wait['schema']['maximum'], wait['schema']['default']], ['integer', 0, 60, 0]);
+    assert.equal(parameter(doc, list, 'Last-Event-ID')['in'], 'header');
+    assert.equal(parameter(doc, list, 'If-None-Match')['in'], 'header');
+    assert.equal(parameter(doc, byId(doc, 'getPet'), 'If-None-Match')['in'], 'header');
+  });
+
+  test('listPets answers JSON or an event stream; its 200 and getPet\'s carry ETag and Vary, and both declare a 304 without a body', () => {
+    const list = byId(doc, 'listPets').op['responses'] as Json;
+    assert.deepEqual(Object.keys(list['200']['content'] as Json), ['application/json', 'text/event-stream']);
+    assert.match(list['200']['content']['text/event-stream']['example'] as string, /^retry: 1000\n\nid: 1\nevent: pet\ndata: \{"id":1,/);
+    for (const id of ['listPets', 'getPet']) {
+      const responses = byId(doc, id).op['responses'] as Json;
+      for (const name of ['ETag', 'Vary', 'Content-Encoding']) assert.ok(Object.hasOwn(responses['200']['headers'] as Json, name), `${id} 200 declares ${name}`);
+      assert.equal(responses['304']['content'], undefined, `${id}'s 304 has no body`);
+      assert.ok(Object.hasOwn(responses['304']['headers'] as Json, 'ETag') && Object.hasOwn(responses['304']['headers'] as Json, 'Vary'));
+    }
+  });
+
   test('petId is a required int64 path parameter', () => {
     const petId = parameter(doc, byId(doc, 'getPet'), 'petId');
     assert.equal(petId['in'], 'path');
@@ -217,6 +239,8 @@ describe('the document matches the server', () => {
     ['listPets', 'GET', '/v1/pets?limit=0', {}, 400],
     ['listPets', 'GET', '/v1/pets?status=lost', {}, 400],
     ['listPets', 'GET', '/v1/pets', { auth: false }, 401],
+    ['listPets', 'GET', '/v1/pets?wait=61', {}, 400],
+    ['listPets', 'GET', '/v1/pets', { headers: [['if-none-match', '*']] }, 304],
     ['createPet', 'POST', '/v1/pets', { ...json, body: VALID_PET }, 201],
     ['createPet', 'POST', '/v1/pets', { ...json, body: '{"name":""}' }, 400],
     ['createPet', 'POST', '/v1/pets', { ...json, body: '{' }, 400],
@@ -227,6 +251,7 @@ describe('the document matches the server', () => {
     ['getPet', 'GET', '/v1/pets/abc', {}, 400],
     ['getPet', 'GET', '/v1/pets/1', { auth: false }, 401],
     ['getPet', 'GET', '/v1/pets/999', {}, 404],
+    ['getPet', 'GET', '/v1/pets/1', { headers: [['if-none-match', 'W/"pet.1"']] }, 304],
   ];
 
   for (const [operationId, method, path, options, status] of observations) {

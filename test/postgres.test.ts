@@ -7,10 +7,12 @@ import { after, before, describe } from 'node:test';
 import { postgresBin, SKIP_REASON, startCluster, type Cluster } from './postgres-support.js';
 import { cliTests } from './postgres/cli.js';
 import { driverInstallTests } from './postgres/driver-install.js';
+import { feedTests } from './postgres/feed.js';
 import { idempotencyTests } from './postgres/idempotency.js';
 import { instanceTests } from './postgres/instances.js';
 import { metricsTests } from './postgres/metrics.js';
 import { nameTests } from './postgres/names.js';
+import { orderingTests } from './postgres/ordering.js';
 import { scopeTests } from './postgres/scopes.js';
 import { storeTests } from './postgres/store.js';
 
@@ -34,4 +36,6 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   nameTests(context);
   metricsTests(context);
   scopeTests(context);
+  orderingTests(context);
+  feedTests(context);
 });

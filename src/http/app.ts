@@ -4,6 +4,7 @@ import { authenticate } from './authenticate.js';
 import { authorize, type Quotas } from './authorize.js';
 import { deprecationHeaders } from '../pet/contract.js';
 import { corsHeaders, preflightReply, type CorsPolicy } from './cors.js';
+import type { Feed } from './feed.js';
 import { HttpError } from './http-error.js';
 import type { AcceptedKey, Keyring } from '../auth/keyring.js';
 import type { Logger } from '../lib/logger.js';
@@ -30,6 +31,8 @@ export interface AppOptions {
   /** Where each answered request is measured; undefined: metrics are off, and requests pay nothing for them. */
   metrics?: RequestMetrics | undefined;
   quotas: Quotas;
+  /** Waiting requests and event streams (feed.ts). */
+  feed: Feed;
 }
 
 /** Who sent a request, once its key is accepted: the log line of an error answer names the key's id. */
@@ -70,7 +73,7 @@ export function createApp(options: AppOptions): RequestListener {
 
     const finish = (reply: Reply, code?: string): void => {
       try {
-        send(res, reply, context);
+        send(res, reply, context, req.headers['accept-encoding']);
       } catch (sendError) {
         // Nothing more can be told to this client (its connection is gone or already answered);
         // a throw here would otherwise become an unhandled rejection that ends the process.
@@ -125,6 +128,6 @@ export function createApp(options: AppOptions): RequestListener {
       throw new HttpError(405, 'method_not_allowed', `method ${method} is not allowed here; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') });
     }
     const handler: Handler = route.handler;
-    return handler({ req, res, params, search, store: options.store, bodyLimit: options.bodyLimit, mount, scope: key?.identity });
+    return handler({ req, res, params, search, store: options.store, feed: options.feed, bodyLimit: options.bodyLimit, mount, scope: key?.identity });
   }
 }

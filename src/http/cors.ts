@@ -13,8 +13,8 @@ export function corsPolicy(setting: string | undefined): CorsPolicy | undefined 
 }
 
 // Headers a browser script may read: pagination, the created pet, the deprecation notice, a replay,
-// the key's quota and what a 403 says the key lacks.
-const EXPOSED = 'Link, Location, Deprecation, Sunset, Retry-After, X-Request-Id, Idempotent-Replayed, RateLimit-Policy, RateLimit, WWW-Authenticate';
+// the key's quota, what a 403 says the key lacks, and the page's tag.
+const EXPOSED = 'Link, Location, Deprecation, Sunset, Retry-After, X-Request-Id, Idempotent-Replayed, RateLimit-Policy, RateLimit, WWW-Authenticate, ETag';
 
 function allowedOrigin(policy: CorsPolicy, req: IncomingMessage): string | undefined {
   const origin = req.headers.origin;
@@ -39,7 +39,8 @@ export function preflightReply(policy: CorsPolicy, req: IncomingMessage, allowed
     body: '',
     headers: {
       'access-control-allow-methods': allowed.join(', '),
-      'access-control-allow-headers': 'Authorization, Content-Type, X-Request-Id, Idempotency-Key',
+      // If-None-Match and Last-Event-ID: a script's conditional GET, and the resume of a stream read with fetch().
+      'access-control-allow-headers': 'Authorization, Content-Type, X-Request-Id, Idempotency-Key, If-None-Match, Last-Event-ID',
       'access-control-max-age': '600',
     },
   };

@@ -1,4 +1,4 @@
-import { API_VERSION, AUTH_REALM, BASE_PATH, DEPRECATION, deprecationHeaders, LIMIT, NAME_MAX_LENGTH, PET_STATUSES } from '../pet/contract.js';
+import { API_VERSION, AUTH_REALM, BASE_PATH, DEPRECATION, deprecationHeaders, LIMIT, NAME_MAX_LENGTH, PET_STATUSES, WAIT_SECONDS } from '../pet/contract.js';
 import { QUOTA_POLICY_NAME } from './authorize.js';
 import type { Mount } from './mount.js';
 import { ERROR_CODES } from './http-error.js';
@@ -101,13 +101,18 @@ function response(route: RouteSpec, status: number): Json {
     responseHeaders['RateLimit'] = header('RateLimit');
   }
   for (const name of route.doc.responseHeaders?.[status] ?? []) responseHeaders[name] = header(name);
+  if (status === 304) return { description: NOT_MODIFIED, headers: responseHeaders };
   const success = status < 400;
   const schema = success ? route.doc.success.schema : ref('Error');
   const description = success ? route.doc.success.description : (route.doc.errors?.[status] ?? ERROR_DESCRIPTIONS[status] ?? 'Error');
-  return { description, headers: responseHeaders, content: { 'application/json': { schema } } };
+  const content: Json = { 'application/json': { schema } };
+  if (success && route.doc.success.eventStream !== undefined) content['text/event-stream'] = route.doc.success.eventStream;
+  return { description, headers: responseHeaders, content };
 }
 
 const challenge = (route: RouteSpec): string => `Bearer realm="${AUTH_REALM}", error="insufficient_scope", scope="${route.scope}"`;
+
+const NOT_MODIFIED = 'Not modified: If-None-Match holds this answer\'s ETag, so the client has it already. No body; ETag, Vary and Cache-Control as the 200 would have them';
 
 const int64 = { type: 'integer', format: 'int64' };
 
@@ -165,6 +170,21 @@ const parameters = {
     name: 'after', in: 'query', required: false,
     description: 'Cursor: only pets with an id greater than this (from the Link rel="next" header)', schema: int64,
   },
+  wait: {
+    name: 'wait', in: 'query', required: false,
+    description: `Whole seconds an empty page waits for a matching pet (long polling): answered as soon as one is committed, or empty once the time is up. ${WAIT_SECONDS.min} waits not at all`,
+    schema: { type: 'integer', minimum: WAIT_SECONDS.min, maximum: WAIT_SECONDS.max, default: WAIT_SECONDS.min },
+  },
+  lastEventId: {
+    name: 'Last-Event-ID', in: 'header', required: false,
+    description: 'With Accept: text/event-stream: the id of the last event received; the stream resumes after it (it overrides after). EventSource sends it when it reconnects',
+    schema: { ...int64, minimum: 0 },
+  },
+  ifNoneMatch: {
+    name: 'If-None-Match', in: 'header', required: false,
+    description: 'ETags the client has (weak comparison; * for any): when the answer\'s ETag is among them, 304 without a body',
+    schema: { type: 'string' },
+  },
   petId: { name: 'petId', in: 'path', required: true, schema: int64 },
   idempotencyKey: {
     name: 'Idempotency-Key', in: 'header', required: false,
@@ -197,4 +217,10 @@ const headers = (mount: Mount): Json => ({
     schema: { type: 'string', pattern: `^"${QUOTA_POLICY_NAME}";r=(0|[1-9][0-9]*);t=[1-9][0-9]*$` },
   },
   'Idempotent-Replayed': { description: 'Present on a replayed create: the answer of the first request with this Idempotency-Key', schema: { type: 'string', const: 'true' } },
+  ETag: {
+    description: 'Weak entity tag of this answer: of a page, from its query, its last id and whether more follow (a full page\'s never changes); of a pet, from its id. The same for its gzip and plain bytes',
+    schema: { type: 'string', pattern: '^W/"[!#-~]+"$' },
+  },
+  Vary: { description: 'Accept-Encoding, on an answer of 1 KiB or more (or one gzip-coded): it could go out compressed', schema: { type: 'string', const: 'Accept-Encoding' } },
+  'Content-Encoding': { description: 'gzip, when Accept-Encoding allows it and the answer is 1 KiB or more (or identity is refused)', schema: { type: 'string', const: 'gzip' } },
 });

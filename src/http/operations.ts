@@ -1,14 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { storedScope } from '../auth/scope.js';
 import { readJsonBody } from './body.js';
+import { conditional, pageTag, petTag } from './conditional.js';
+import { EventStream, resumeAfter, wantsEventStream } from './event-stream.js';
+import type { Feed } from './feed.js';
 import { HttpError } from './http-error.js';
 import { idempotencyKey } from './idempotency-key.js';
-import { petJson, petsJson, type Pet } from '../pet/pet.js';
+import { waitForPets } from './long-poll.js';
+import { petJson, type Pet } from '../pet/pet.js';
 import type { Mount } from './mount.js';
+import { pageText } from './page-text.js';
 import { json, type Reply } from './respond.js';
-import type { ListPage, ListQuery, ListText, PetStore, PetText } from '../store/store.js';
+import type { ListQuery, ListText, PetStore, PetText } from '../store/store.js';
 import { parseQuery, decodeComponent, singleParam } from './url.js';
-import { parseInt64, parseLimit, validateNewPet, validateStatus } from '../pet/validate.js';
+import { parseInt64, parseLimit, parseWait, validateNewPet, validateStatus } from '../pet/validate.js';
 
 /** What a handler may use of its request; it answers with a Reply and never writes to `res` itself. */
 export interface RequestContext {
@@ -17,6 +22,8 @@ export interface RequestContext {
   params: Readonly<Record<string, string>>;
   search: string;
   store: PetStore;
+  /** Where waiting requests and event streams are held, and learn of new pets. */
+  feed: Feed;
   bodyLimit: number;
   mount: Mount;
   /** The identity of the request's API key; undefined on public routes. */
@@ -27,7 +34,11 @@ export type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
-/** listPets: ascending ids, `limit`, `status`, and the `after` cursor with a `Link: rel="next"`. */
+/**
+ * listPets: ascending ids, `limit`, `status`, and the `after` cursor with a `Link: rel="next"`; an
+ * ETag, and a 304 for a page the client has. With `wait`, an empty page waits for a matching pet;
+ * with `Accept: text/event-stream`, the pets come as a stream instead (event-stream.ts).
+ */
 export const listPets: Handler = (ctx) => {
   const query = parseQuery(ctx.search);
   const limit = parseLimit(singleParam(query, 'limit'));
@@ -35,26 +46,35 @@ export const listPets: Handler = (ctx) => {
   const status = rawStatus === undefined ? undefined : validateStatus(rawStatus, 'query parameter "status"');
   const rawAfter = singleParam(query, 'after');
   const after = rawAfter === undefined ? 0n : parseInt64(rawAfter, 'query parameter "after"');
+  const wait = parseWait(singleParam(query, 'wait'));
   // Store ids are safe integers: a cursor below 1 starts at the beginning, one above the range is past the end.
   const cursor = after < 0n ? 0 : after > MAX_SAFE ? Number.MAX_SAFE_INTEGER : Number(after);
-  const page = pageText(ctx.store, { after: cursor, limit, status });
-  const base = ctx.mount.base;
-  if (page instanceof Promise) return page.then((p) => listReply(p, limit, status, base));
-  return listReply(page, limit, status, base);
+  if (wantsEventStream(ctx.req)) return openStream(ctx, status, resumeAfter(ctx.req, cursor));
+  const list = { after: cursor, limit, status };
+  const seen = ctx.feed.latest;
+  const page = pageText(ctx.store, list);
+  if (page instanceof Promise) return page.then((p) => listAnswer(ctx, p, list, wait, seen));
+  return listAnswer(ctx, page, list, wait, seen);
 };
 
-/** The page as JSON text: from the store's own text when it keeps pets so, else formatted here. */
-function pageText(store: PetStore, query: ListQuery): ListText | Promise<ListText> {
-  if (store.listText !== undefined) return store.listText(query);
-  const page = store.list(query);
-  const asText = (p: ListPage): ListText => ({ json: petsJson(p.pets), lastId: p.pets.at(-1)?.id, more: p.more });
-  return page instanceof Promise ? page.then(asText) : asText(page);
+/** The page, or with `wait` and nothing to show, the first page that has something (long-poll.ts). */
+function listAnswer(ctx: RequestContext, page: ListText, list: ListQuery, wait: number, seen: number): Reply | Promise<Reply> {
+  if (wait === 0 || page.lastId !== undefined) return listReply(ctx, page, list);
+  return waitForPets(ctx.feed, list, seen, wait * 1000, ctx.res, page).then((found) => listReply(ctx, found, list));
 }
 
-function listReply(page: ListText, limit: number, status: string | undefined, base: string): Reply {
-  if (!page.more || page.lastId === undefined) return json(200, page.json);
+function listReply(ctx: RequestContext, page: ListText, { after, limit, status }: ListQuery): Reply {
+  const etag = pageTag(limit, after, status, page.lastId, page.more);
+  if (!page.more || page.lastId === undefined) return conditional(ctx.req, json(200, page.json, { etag }), etag);
   const filter = status === undefined ? '' : `&status=${status}`;
-  return json(200, page.json, { link: `<${base}/pets?limit=${limit}${filter}&after=${page.lastId}>; rel="next"` });
+  return conditional(ctx.req, json(200, page.json, { link: `<${ctx.mount.base}/pets?limit=${limit}${filter}&after=${page.lastId}>; rel="next"`, etag }), etag);
+}
+
+/** The event stream: held at once, its first page read before the answer begins, so that a 503 is still an answer. */
+function openStream(ctx: RequestContext, status: ListQuery['status'], after: number): Promise<Reply> {
+  const stream = new EventStream(ctx.feed, ctx.res, status, after);
+  const at = ctx.feed.latest;
+  return stream.first().then((page) => ({ status: 200, body: '', stream: () => stream.start(page, at) }));
 }
 
 /**
@@ -65,15 +85,16 @@ export const createPet: Handler = async (ctx) => {
   const key = idempotencyKey(ctx.req);
   const body = await readJsonBody(ctx.req, ctx.res, ctx.bodyLimit);
   const pet = validateNewPet(body);
-  if (key === undefined) return created(await ctx.store.create(pet), ctx.mount);
+  if (key === undefined) return created(await ctx.store.create(pet), ctx.feed, ctx.mount);
   if (ctx.store.createOnce === undefined || ctx.scope === undefined) {
     throw new HttpError(400, 'invalid_request', 'the Idempotency-Key header is not supported by this server\'s store');
   }
   const result = await ctx.store.createOnce(pet, { scope: await storedScope(ctx.scope), key });
-  return created(result.pet, ctx.mount, result.replayed);
+  return created(result.pet, ctx.feed, ctx.mount, result.replayed);
 };
 
-function created(pet: Pet, mount: Mount, replayed = false): Reply {
+function created(pet: Pet, feed: Feed, mount: Mount, replayed = false): Reply {
+  feed.created(pet.id);
   const location = `${mount.base}/pets/${pet.id}`;
   return json(201, petJson(pet), replayed ? { location, 'idempotent-replayed': 'true' } : { location });
 }
@@ -83,9 +104,10 @@ export const getPet: Handler = (ctx) => {
   const raw = decodeComponent(ctx.params['petId'] ?? '', 'path parameter "petId"');
   const id = parseInt64(raw, 'path parameter "petId"');
   if (id < 1n || id > MAX_SAFE) throw notFound(raw);
-  const text = ctx.store.getText !== undefined ? ctx.store.getText(Number(id)) : textOf(ctx.store.get(Number(id)));
-  if (text instanceof Promise) return text.then((t) => petReply(t, raw));
-  return petReply(text, raw);
+  const petId = Number(id);
+  const text = ctx.store.getText !== undefined ? ctx.store.getText(petId) : textOf(ctx.store.get(petId));
+  if (text instanceof Promise) return text.then((t) => petReply(ctx.req, t, raw, petId));
+  return petReply(ctx.req, text, raw, petId);
 };
 
 function textOf(pet: Pet | undefined | Promise<Pet | undefined>): PetText | undefined | Promise<PetText | undefined> {
@@ -93,9 +115,10 @@ function textOf(pet: Pet | undefined | Promise<Pet | undefined>): PetText | unde
   return pet === undefined ? undefined : petJson(pet);
 }
 
-function petReply(text: PetText | undefined, raw: string): Reply {
+function petReply(req: IncomingMessage, text: PetText | undefined, raw: string, id: number): Reply {
   if (text === undefined) throw notFound(raw);
-  return json(200, text);
+  const etag = petTag(id);
+  return conditional(req, json(200, text, { etag }), etag);
 }
 
 const notFound = (raw: string): HttpError => new HttpError(404, 'not_found', `no pet with id ${raw}`);

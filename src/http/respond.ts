@@ -1,4 +1,5 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { acceptsGzip, COMPRESS_MIN_BYTES, gzip } from './compression.js';
 import { HttpError, type ErrorCode } from './http-error.js';
 import { JsonSyntaxError } from '../lib/json.js';
 import { IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError } from '../store/store.js';
@@ -13,6 +14,11 @@ export interface Reply {
   status: number;
   body: string | Uint8Array;
   headers?: Readonly<Record<string, string>> | undefined;
+  /**
+   * An event stream instead of a body (a 200 of `text/event-stream`): sent with the headers, then
+   * handed the response, which it writes to and ends itself.
+   */
+  stream?: ((res: ServerResponse) => void) | undefined;
 }
 
 /** Headers on every response: JSON, never cached, never sniffed as something else. */
@@ -29,15 +35,18 @@ export function json(status: number, body: string | Uint8Array, headers?: Readon
 /**
  * Writes a reply with its length, the base headers, the request's own headers (`contextHeaders`,
  * name/value pairs such as the request id) and the reply's. Headers go to Node as one flat array,
- * which its header code handles much faster than an object merged from several.
+ * which its header code handles much faster than an object merged from several. With the request's
+ * `acceptEncoding`, a body may go out gzip-coded (compression.ts); one that could be says
+ * `Vary: Accept-Encoding`.
  */
-export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly string[]): void {
+export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly string[], acceptEncoding?: string): void {
   if (reply.status === 204) {
     // No content, so neither Content-Type nor Content-Length (RFC 9110 §8.6): a CORS preflight.
     res.writeHead(204, [...contextHeaders, ...Object.entries(reply.headers ?? {}).flat()]);
     res.end();
     return;
   }
+  if (reply.stream !== undefined) return sendStream(res, reply, contextHeaders, reply.stream);
   const headers: Array<string | number> = [
     'content-type', BASE_HEADERS['content-type'],
     'cache-control', BASE_HEADERS['cache-control'],
@@ -45,9 +54,36 @@ export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly
     ...contextHeaders,
   ];
   if (reply.headers !== undefined) for (const name in reply.headers) headers.push(name, reply.headers[name] as string);
-  headers.push('content-length', Buffer.byteLength(reply.body)); // a string's UTF-8 length, or the bytes' count
+  let body = reply.body;
+  const length = Buffer.byteLength(body); // a string's UTF-8 length, or the bytes' count
+  if (length >= COMPRESS_MIN_BYTES) headers.push('vary', 'Accept-Encoding');
+  if (reply.status === 304) return sendNotModified(res, headers);
+  if (acceptEncoding !== undefined && acceptsGzip(acceptEncoding, length)) {
+    body = gzip(body, length);
+    headers.push('content-encoding', 'gzip');
+    if (length < COMPRESS_MIN_BYTES) headers.push('vary', 'Accept-Encoding');
+  }
+  headers.push('content-length', body === reply.body ? length : body.length);
   res.writeHead(reply.status, headers);
-  res.end(reply.body);
+  res.end(body);
+}
+
+/** A 304: the headers of the 200 it stands for but those that describe a body (RFC 9110 §15.4.5), and none. */
+function sendNotModified(res: ServerResponse, headers: Array<string | number>): void {
+  res.writeHead(304, headers.slice(2));
+  res.end();
+}
+
+/**
+ * An event stream's head: never stored, never transformed (a compressing proxy would hold events
+ * back), never buffered by nginx (`X-Accel-Buffering`); then the stream writes the rest.
+ */
+function sendStream(res: ServerResponse, reply: Reply, contextHeaders: readonly string[], stream: (res: ServerResponse) => void): void {
+  const headers = ['content-type', 'text/event-stream', 'cache-control', 'no-store, no-transform', 'x-content-type-options', 'nosniff', ...contextHeaders];
+  if (reply.headers !== undefined) for (const name in reply.headers) headers.push(name, reply.headers[name] as string);
+  headers.push('x-accel-buffering', 'no');
+  res.writeHead(200, headers);
+  stream(res);
 }
 
 /**

@@ -29,7 +29,8 @@ interface RouteData {
   doc: {
     parameters?: readonly string[];
     body?: string;
-    success: { description: string; schema: Json };
+    /** The success response; `eventStream`: also answered as `text/event-stream` (its schema and example). */
+    success: { description: string; schema: Json; eventStream?: { schema: Json; example: string } };
     /** Headers beyond the common ones, by status (component names under `components/headers`). */
     responseHeaders?: Readonly<Record<number, readonly string[]>>;
     /** What an error status means for this route, where the common description does not say it. */

@@ -8,6 +8,19 @@ import type { RouteSpec } from './route-spec.js';
 export type { RouteSpec } from './route-spec.js';
 
 const READ_UNAVAILABLE = 'The pets cannot be read right now (the database is away), or the server is stopping; retry after Retry-After seconds';
+const LIST_UNAVAILABLE = 'The pets cannot be read right now (the database is away), the server is stopping, or it holds as many event streams '
+  + 'and waiting requests (wait) as it keeps open (--max-streams); retry after Retry-After seconds';
+
+// What a stream sends: `retry:` once, then an event per pet, heartbeat comments when quiet.
+const EVENT_STREAM = {
+  schema: {
+    type: 'string',
+    description: 'With Accept: text/event-stream: the pets after the cursor (Last-Event-ID, else after) that match status, then each new one as it is '
+      + 'committed, as long as the connection lasts. First "retry: 1000", then one event per pet: "id: <pet id>", "event: pet", "data: <the pet\'s JSON '
+      + 'exactly as getPet answers it>", a blank line. Comments (": heartbeat") keep a quiet stream open. limit and wait do not apply. Never compressed.',
+  },
+  example: 'retry: 1000\n\nid: 1\nevent: pet\ndata: {"id":1,"name":"Rex","categoryId":7,"status":"available"}\n\n: heartbeat\n\n',
+};
 
 const statusSchema = (value: string): Json => ({ type: 'object', required: ['status'], properties: { status: { const: value } } });
 
@@ -21,13 +34,17 @@ const serveOpenApi: Handler = (ctx) => {
 
 export const ROUTES: readonly RouteSpec[] = [
   {
-    method: 'GET', path: `${BASE_PATH}/pets`, operationId: 'listPets', summary: 'List pets', auth: true, scope: 'pets:read',
-    statuses: [200, 400, 401, 403, 429, 500, 503], handler: listPets,
+    method: 'GET', path: `${BASE_PATH}/pets`, operationId: 'listPets', summary: 'List pets, wait for new ones, or stream them', auth: true, scope: 'pets:read',
+    statuses: [200, 304, 400, 401, 403, 429, 500, 503], handler: listPets,
     doc: {
-      parameters: ['limit', 'status', 'after'],
-      success: { description: 'Pets in ascending id order; a Link rel="next" header is present when more match', schema: ref('Pets') },
-      responseHeaders: { 200: ['Link'], 503: ['Retry-After'] },
-      errors: { 503: READ_UNAVAILABLE },
+      parameters: ['limit', 'status', 'after', 'wait', 'lastEventId', 'ifNoneMatch'],
+      success: {
+        description: 'Pets in ascending id order; a Link rel="next" header is present when more match. With wait, an empty page is answered once a matching pet is committed, or empty when the time is up',
+        schema: ref('Pets'),
+        eventStream: EVENT_STREAM,
+      },
+      responseHeaders: { 200: ['Link', 'ETag', 'Vary', 'Content-Encoding'], 304: ['ETag', 'Vary'], 503: ['Retry-After'] },
+      errors: { 503: LIST_UNAVAILABLE },
     },
   },
   {
@@ -43,18 +60,21 @@ export const ROUTES: readonly RouteSpec[] = [
   },
   {
     method: 'GET', path: `${BASE_PATH}/pets/:petId`, operationId: 'getPet', summary: 'Get a pet (deprecated)', auth: true, scope: 'pets:read',
-    deprecated: true, statuses: [200, 400, 401, 403, 404, 429, 500, 503], handler: getPet,
+    deprecated: true, statuses: [200, 304, 400, 401, 403, 404, 429, 500, 503], handler: getPet,
     doc: {
-      parameters: ['petId'],
+      parameters: ['petId', 'ifNoneMatch'],
       success: { description: 'The pet', schema: ref('Pet') },
-      responseHeaders: { 503: ['Retry-After'] },
+      responseHeaders: { 200: ['ETag', 'Vary', 'Content-Encoding'], 304: ['ETag', 'Vary'], 503: ['Retry-After'] },
       errors: { 503: READ_UNAVAILABLE },
     },
   },
   {
     method: 'GET', path: `${BASE_PATH}/openapi.json`, operationId: 'getOpenApi', summary: 'This interface description',
     auth: false, statuses: [200, 400], handler: serveOpenApi,
-    doc: { success: { description: 'The interface description', schema: { type: 'object', description: 'This OpenAPI 3.1 document' } } },
+    doc: {
+      success: { description: 'The interface description', schema: { type: 'object', description: 'This OpenAPI 3.1 document' } },
+      responseHeaders: { 200: ['Vary', 'Content-Encoding'] },
+    },
   },
   {
     method: 'GET', path: '/healthz', operationId: 'getHealth', summary: 'Liveness', auth: false,

@@ -9,6 +9,8 @@ export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
 export type PetStatus = (typeof PET_STATUSES)[number];
 
 export const LIMIT = { min: 1, max: 100, default: 20 } as const;
+/** `wait` of listPets, whole seconds an empty page waits for a matching pet; 0, the default, waits not at all. */
+export const WAIT_SECONDS = { min: 0, max: 60 } as const;
 export const NAME_MAX_LENGTH = 256;
 
 export const INT64_MIN = -(2n ** 63n);

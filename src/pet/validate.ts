@@ -1,4 +1,4 @@
-import { INT64_MAX, INT64_MIN, LIMIT, NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from './contract.js';
+import { INT64_MAX, INT64_MIN, LIMIT, NAME_MAX_LENGTH, PET_STATUSES, WAIT_SECONDS, type PetStatus } from './contract.js';
 import type { JsonValue } from '../lib/json.js';
 import type { NewPet } from './pet.js';
 
@@ -67,11 +67,23 @@ export function validateStatus(value: unknown, field: string): PetStatus {
 /** `limit`: a plain decimal integer 1–100; `1e1`, `2.5`, `-3` and the empty string are refused. */
 export function parseLimit(raw: string | undefined): number {
   if (raw === undefined) return LIMIT.default;
-  const value = raw.length <= 10 && /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
-  if (!(value >= LIMIT.min && value <= LIMIT.max)) {
-    throw new ValidationError(`query parameter "limit" must be an integer from ${LIMIT.min} to ${LIMIT.max}`);
-  }
+  const value = integerIn(raw, LIMIT.min, LIMIT.max);
+  if (value === undefined) throw new ValidationError(`query parameter "limit" must be an integer from ${LIMIT.min} to ${LIMIT.max}`);
   return value;
+}
+
+/** `wait`: whole seconds 0–60 as a plain decimal integer, 0 without it; `1.5`, `-1`, `61` and the empty string are refused. */
+export function parseWait(raw: string | undefined): number {
+  if (raw === undefined) return WAIT_SECONDS.min;
+  const value = integerIn(raw, WAIT_SECONDS.min, WAIT_SECONDS.max);
+  if (value === undefined) throw new ValidationError(`query parameter "wait" must be whole seconds from ${WAIT_SECONDS.min} to ${WAIT_SECONDS.max}`);
+  return value;
+}
+
+/** The value of plain decimal digits when it lies in [min, max]; undefined for anything else. */
+function integerIn(raw: string, min: number, max: number): number | undefined {
+  const value = raw.length <= 10 && /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
+  return value >= min && value <= max ? value : undefined;
 }
 
 /** A decimal int64 (path `petId`, query `after`), exact: refused when it is not one. */

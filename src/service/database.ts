@@ -35,6 +35,9 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
       if (available) logger.info('the database is reachable again', { database: where });
       else logger.error('the database cannot be used; pets are answered 503 until it is back', error, { database: where });
     },
+    onBackgroundError: (error) => {
+      logger.error('cannot learn of the pets other instances commit (LISTEN, or the read of the highest id that stands in for it); trying again every 250 ms', error, { database: where });
+    },
   });
   try {
     // As with the key file: only when no key is configured and this database never had one.

@@ -128,7 +128,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => (closed ??= (async () => {
     stopping = true;
-    await drain(server, connections, sockets, options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout);
+    await drain(server, connections, sockets, options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout, () => petstore.closeStreams());
     await metricsListener?.close();
     await petstore.close();
   })());
@@ -138,11 +138,13 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
 
 /**
  * The graceful close: stop accepting; responses still to be sent say `Connection: close`, and Node
- * closes their connections after them; a connection that owes nothing is closed once it has been
- * quiet for the grace; whatever is still open after `timeoutMs` is cut, whatever its client does.
+ * closes their connections after them; event streams, which never end by themselves, end now and
+ * waiting requests are answered (`closeStreams`); a connection that owes nothing is closed once it
+ * has been quiet for the grace; whatever is still open after `timeoutMs` is cut, whatever its client does.
  */
-async function drain(server: Server | HttpsServer, connections: Connections, sockets: AcceptedSockets, timeoutMs: number): Promise<void> {
+async function drain(server: Server | HttpsServer, connections: Connections, sockets: AcceptedSockets, timeoutMs: number, closeStreams: () => void): Promise<void> {
   for (const res of connections.unsent()) res.setHeader('connection', 'close');
+  closeStreams();
   const stopped = new Promise<void>((resolve) => {
     // Node's close() also destroys the connections its parser sees as idle, which cuts a keep-alive
     // request already on the wire; the quiet sweep below closes them instead.

@@ -3,6 +3,7 @@ import { checkQuota, QuotaCounter, type QuotaPolicy } from '../auth/quota.js';
 import { IDEMPOTENCY_KEY_LIMIT, IDEMPOTENCY_WINDOW_SECONDS } from '../pet/contract.js';
 import { createApp, type RequestListener } from '../http/app.js';
 import { corsPolicy } from '../http/cors.js';
+import { Feed } from '../http/feed.js';
 import { createMount, type Mount } from '../http/mount.js';
 import { generateFirstKey, keyFilePath } from '../auth/key-file.js';
 import { Keyring, logKeyChanges } from '../auth/keyring.js';
@@ -52,6 +53,10 @@ export interface PetstoreOptions {
    * the pets' lines; memory holds about 30 bytes a key besides.
    */
   idempotencyKeyLimit?: number | undefined;
+  /** Open event streams and waiting requests (`wait`) at most; more get 503 with Retry-After (default 500). */
+  maxStreams?: number | undefined;
+  /** Seconds between the heartbeat comments of an event stream that has nothing else to send (default 15). */
+  streamHeartbeat?: number | undefined;
   /** Absolute base URLs ending in /v1 (production, staging) for the OpenAPI `servers` list. */
   publicUrls?: readonly string[] | undefined;
   logger?: Logger;
@@ -76,7 +81,12 @@ export interface PetstoreService {
    * service was made without `metrics: true`.
    */
   metrics(): Promise<string>;
-  /** Closes the store (pending writes finish, the data is left compacted). */
+  /**
+   * Ends every event stream and answers every waiting request (an empty page) now, and refuses new
+   * ones: the first step of a stop, as `listen` takes it (an open stream never ends by itself).
+   */
+  closeStreams(): void;
+  /** Closes the streams, then the store (pending writes finish, the data is left compacted). */
   close(): Promise<void>;
 }
 
@@ -85,6 +95,7 @@ export type Petstore = PetstoreService;
 
 export const DEFAULTS = {
   bodyLimit: 64 * 1024, authFailureLimit: 30, idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS, idempotencyKeyLimit: IDEMPOTENCY_KEY_LIMIT, databasePool: 10,
+  maxStreams: 500, streamHeartbeat: 15,
 } as const;
 
 /**
@@ -150,8 +161,14 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
 function service(
   store: PetStore, keyring: Keyring, options: PetstoreOptions, logger: Logger, closeStore: () => Promise<void>, mount: Mount, metrics: ServiceMetrics | undefined,
 ): PetstoreService {
+  const feed = new Feed(store, {
+    maxHeld: options.maxStreams ?? DEFAULTS.maxStreams,
+    heartbeatMs: (options.streamHeartbeat ?? DEFAULTS.streamHeartbeat) * 1000,
+    logger,
+  });
   const handler = createApp({
     store,
+    feed,
     keyring,
     limiter: new AuthLimiter(options.authFailureLimit ?? DEFAULTS.authFailureLimit),
     bodyLimit: options.bodyLimit ?? DEFAULTS.bodyLimit,
@@ -162,6 +179,7 @@ function service(
     quotas: { counter: new QuotaCounter(), policy: options.rateLimit },
   });
   const close = async (): Promise<void> => {
+    feed.close();
     try {
       metrics?.close();
       await closeStore();
@@ -170,7 +188,7 @@ function service(
     }
   };
   const exposition = (): Promise<string> => metrics?.expose() ?? Promise.reject(new TypeError('metrics are off: create the service with metrics: true'));
-  return { handler, store, metrics: exposition, close };
+  return { handler, store, metrics: exposition, closeStreams: () => feed.close(), close };
 }
 
 /** An embedder's store must have the whole interface; a plain object would fail on the first request. */

@@ -59,6 +59,16 @@ export interface PetStore {
    * method a request with an Idempotency-Key is refused (400).
    */
   createOnce?(pet: NewPet, key: IdempotencyKey): Promise<{ pet: Pet; replayed: boolean }>;
+  /**
+   * Optional: calls `listener` when pets were committed (by this store, or by any instance sharing its
+   * database) with the highest id committed so far, once those pets can be read and, for this store's
+   * own creates, after their promises resolved. Never called for reads. The id only grows from call to
+   * call; pets must become readable in id order (a lower id may be missing for good, never arrive
+   * later), so that a reader of `after` skips none. The listener must not throw. Returns the function
+   * that stops the calls. Without this method, waiting requests and event streams learn only of the
+   * pets created through the service's own handler.
+   */
+  watchCommits?(listener: CommitListener): () => void;
   /** Open and able to accept writes (for `/readyz`). */
   readonly ready: boolean;
   /**
@@ -72,6 +82,9 @@ export interface PetStore {
   /** Finishes pending writes, leaves the data durable and releases it. */
   close(): Promise<void>;
 }
+
+/** Told the highest id committed so far (PetStore.watchCommits). */
+export type CommitListener = (lastId: number) => void;
 
 /** An idempotency key as a create presents it: the API key's identity (`scope`) and the key. */
 export interface IdempotencyKey {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request, spawnServer, spawnServerFor, TEST_KEY, type ServerProcess } from '../helpers.js';
 import type { Cluster } from '../postgres-support.js';
+import { eventsOf, openStream } from '../stream-support.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];
 const ENV = { PETSTORE_API_KEYS: TEST_KEY };
@@ -127,12 +128,15 @@ export function instanceTests(cluster: () => Cluster): void {
     t.diagnostic(`${acknowledged.size} acknowledged, ${unanswered.size} unanswered at the kill, ${pets.length} stored`);
   });
 
-  test('when the database goes away: /readyz 503, creates 503 with Retry-After, reads 503, no crash; it resumes by itself', { timeout: 60_000 }, async (t) => {
+  test('when the database goes away: /readyz 503, creates 503 with Retry-After, reads 503, no crash, an open stream stays open; it resumes by itself', { timeout: 60_000 }, async (t) => {
     const url = await cluster().createDatabase();
     const server = await spawnServerFor(t, ['--database-url', url], ENV);
     const post = (name: string): ReturnType<typeof request> => request(server.url, 'POST', '/v1/pets', { headers: JSON_HEADERS, body: `{"name":"${name}","categoryId":1}` });
     const before = await post('before');
     assert.equal(before.status, 201);
+    const stream = await openStream(server.url);
+    t.after(() => stream.close());
+    await stream.until((text) => text === `retry: 1000\n\n${eventsOf([before.text])}`, 5000, 'the stream has the first pet');
 
     await cluster().stop();
     try {
@@ -164,6 +168,7 @@ export function instanceTests(cluster: () => Cluster): void {
     }
     const after = await post('after');
     assert.equal(after.status, 201, after.text);
+    await stream.until((text) => text === `retry: 1000\n\n${eventsOf([before.text, after.text])}`, 10_000, 'the stream stayed open through the outage and has the new pet');
     assert.deepEqual(((await request(server.url, 'GET', '/v1/pets')).json as Listed[]).map((p) => p.name), ['before', 'after']);
     assert.equal(server.child.exitCode, null, 'the server never stopped');
     assert.doesNotMatch(server.stderr(), /internal_error|"status":500/);

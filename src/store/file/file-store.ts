@@ -1,4 +1,5 @@
 import type { LockFile } from '../../lib/lock-file.js';
+import { CommitListeners } from '../commit-listeners.js';
 import { petJson, petWithId, type NewPet, type Pet } from '../../pet/pet.js';
 import type { Compaction, IdCounter } from './compaction.js';
 import type { IdempotencyIndex, IdempotencyRecord } from './idempotency.js';
@@ -8,8 +9,8 @@ import type { PetIndex } from './pet-index.js';
 import { buildLine } from './record-line.js';
 import { secondsSince } from '../observer.js';
 import {
-  IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type ListText, type PetStore,
-  type StatusCounts, type StoreObserver, type StoreStats,
+  IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type CommitListener, type IdempotencyKey, type ListPage, type ListQuery, type ListText,
+  type PetStore, type StatusCounts, type StoreObserver, type StoreStats,
 } from '../store.js';
 
 interface PendingCreate {
@@ -43,6 +44,7 @@ export class FileStore implements PetStore {
   readonly #report: (error: unknown) => void;
   readonly #idempotency: IdempotencyIndex;
   readonly #ids: IdCounter;
+  readonly #commits = new CommitListeners();
   #queue: PendingCreate[] = [];
   #committing: Promise<void> | undefined;
   #recoveryTimer: NodeJS.Timeout | undefined;
@@ -108,6 +110,11 @@ export class FileStore implements PetStore {
   /** The pet's JSON text as bytes: a read-only view of the pets this store keeps and writes; copy it before changing it. */
   getText(id: number): Buffer | undefined {
     return this.#index.getText(id);
+  }
+
+  /** See PetStore.watchCommits: called after each batch of creates, once their promises are resolved. */
+  watchCommits(listener: CommitListener): () => void {
+    return this.#commits.add(listener);
   }
 
   create(pet: NewPet): Promise<Pet> {
@@ -186,6 +193,7 @@ export class FileStore implements PetStore {
       if (pending.record !== undefined) this.#idempotency.end(pending.record, pet.id);
       pending.resolve(pet);
     }
+    this.#commits.committed((pets.at(-1) as Pet).id);
     await this.#compaction.afterCommit();
   }
 

@@ -18,6 +18,9 @@ export interface BatchResult {
 // Expired idempotency keys deleted by one batch at most, so that a batch never pays for a long backlog.
 const EXPIRED_PER_BATCH = 100;
 
+/** The channel every batch NOTIFYs with the highest id it took; delivered to listeners at its COMMIT. */
+export const COMMIT_CHANNEL = 'petstore_pets';
+
 /**
  * Stores a batch in one statement, so one implicit transaction. The ids are taken first, under the
  * row lock of `pet_ids`, held until the COMMIT that makes the pets visible: creates of all instances
@@ -28,7 +31,8 @@ const EXPIRED_PER_BATCH = 100;
  * under the same lock, against every COMMIT before it, so two instances never store one key twice:
  * the later one stores nothing and its id is skipped. Up to EXPIRED_PER_BATCH expired keys are
  * deleted on the way, but never one of this batch (a row is changed at most once per statement).
- * Resolves to undefined when the ids are exhausted.
+ * The statement NOTIFYs COMMIT_CHANNEL with its highest id: every instance listening learns of the
+ * pets at their COMMIT, in commit order, which is id order. Resolves to undefined when the ids are exhausted.
  */
 export async function insertBatch(sql: Sql, batch: readonly BatchEntry[], windowSeconds: number): Promise<BatchResult | undefined> {
   const count = batch.length;
@@ -64,7 +68,9 @@ export async function insertBatch(sql: Sql, batch: readonly BatchEntry[], window
       WHERE k.scope = old.scope AND k.key = old.key AND k.created_at <= now() - make_interval(secs => ${windowSeconds})
         AND NOT EXISTS (SELECT 1 FROM batch WHERE batch.scope = k.scope AND batch.key = k.key)
     )
-    SELECT base::text, (SELECT string_agg(pet_id::text, ',') FROM keyed) AS keyed FROM ids`;
+    SELECT base::text, (SELECT string_agg(pet_id::text, ',') FROM keyed) AS keyed,
+      pg_notify(${COMMIT_CHANNEL}, (base + ${count})::text) AS notified
+    FROM ids`;
   if (row === undefined) return undefined;
   return { base: Number(row.base), keyedIds: new Set(row.keyed === null ? [] : row.keyed.split(',').map(Number)) };
 }

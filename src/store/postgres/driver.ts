@@ -14,7 +14,8 @@ export interface PoolOptions {
   statementTimeout: number;
 }
 
-type Driver = (url: string, options: Partial<Options<Record<string, never>>>) => Sql;
+// `onnotify` is an option of the driver its types leave out (its own `listen` uses it).
+type Driver = (url: string, options: Partial<Options<Record<string, never>>> & { onnotify?: (channel: string, payload: string) => void }) => Sql;
 
 async function loadDriver(): Promise<Driver> {
   try {
@@ -55,6 +56,31 @@ export async function openPool(url: string, options: PoolOptions): Promise<Sql> 
     await probe.end({ timeout: 1 });
   }
   return driver(url, { ...settings, connection: synchronousCommit === 'off' ? { ...connection, synchronous_commit: 'on' } : connection });
+}
+
+/** What the one connection of a listener tells: each NOTIFY, and each close (a failed connect too). */
+export interface ListenerEvents {
+  onNotify(channel: string, payload: string): void;
+  onClose(): void;
+}
+
+/**
+ * One connection on `url` of its own, for LISTEN: never closed for being idle or old, connecting
+ * again when a statement is sent after a close. (The driver's own `listen` gives no sign while it is
+ * down, and gives up for good when the database is away at its one attempt to listen again.)
+ */
+export async function openListener(url: string, statementTimeout: number, events: ListenerEvents): Promise<Sql> {
+  const driver = await loadDriver();
+  return driver(url, {
+    max: 1,
+    connect_timeout: Math.max(1, Math.ceil(statementTimeout / 1000)),
+    max_lifetime: null,
+    fetch_types: false,
+    onnotice: () => {},
+    onnotify: (channel, payload) => events.onNotify(channel, payload),
+    onclose: () => events.onClose(),
+    connection: { application_name: 'petstore-listen', statement_timeout: statementTimeout },
+  });
 }
 
 /** A StoreOpenError for a failure to reach or set up the database, naming it without its password. */

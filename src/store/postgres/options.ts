@@ -13,6 +13,8 @@ export interface PostgresStoreOptions {
   idempotencyWindow?: number;
   /** Told when the database goes away and when it is back; default: silent. */
   onAvailability?: (available: boolean, error?: unknown) => void;
+  /** Told of a failure to learn of other instances' commits that is not the database being away; default: silent. */
+  onBackgroundError?: (error: unknown) => void;
 }
 
 export const POSTGRES_DEFAULTS = { pool: 10, statementTimeout: 5000, maxWaitingCreates: 1000, maxReads: 256, idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS } as const;

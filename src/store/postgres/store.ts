@@ -1,6 +1,8 @@
 import type { Sql } from 'postgres';
 import type { NewPet, Pet } from '../../pet/pet.js';
+import { Availability } from './availability.js';
 import { insertBatch, type BatchEntry } from './batch.js';
+import { CommitWatch } from './commit-watch.js';
 import { isUnavailable, openError, openPool } from './driver.js';
 import { keyedPet, replayOf } from './idempotency.js';
 import { addFirstKey, readKeys, type KeyRecord } from './keys.js';
@@ -10,7 +12,7 @@ import { migrate } from './schema.js';
 import { countByStatus } from './status-counts.js';
 import { poolStats, secondsSince, type StatusCounts, type StoreObserver, type StoreStats } from '../observer.js';
 import {
-  RequestInProgressError, StoreOpenError, StoreUnavailableError, type IdempotencyKey, type ListPage, type ListQuery, type PetStore,
+  RequestInProgressError, StoreOpenError, StoreUnavailableError, type CommitListener, type IdempotencyKey, type ListPage, type ListQuery, type PetStore,
 } from '../store.js';
 
 interface PendingCreate extends BatchEntry {
@@ -21,8 +23,6 @@ interface PendingCreate extends BatchEntry {
 
 // Creates committed in one statement at most; more wait for the next one.
 const MAX_BATCH = 500;
-// While the database is away, a write is tried this often, so that readiness comes back by itself.
-const PROBE_INTERVAL_MS = 1000;
 
 /**
  * Pets in PostgreSQL, shared by every instance on the same database.
@@ -39,24 +39,28 @@ export class PostgresStore implements PetStore {
   readonly #maxWaiting: number;
   readonly #maxReads: number;
   readonly #windowSeconds: number;
-  readonly #onAvailability: (available: boolean, error?: unknown) => void;
+  readonly #availability: Availability;
+  readonly #watch: CommitWatch;
   // Keys of this instance's creates still committing: a repeat here is a 409 (one on another instance waits on the id row).
   readonly #pendingKeys = new Set<string>();
   #queue: PendingCreate[] = [];
   #committing: Promise<void> | undefined;
   #reads = 0;
-  #available = true;
-  #probeTimer: NodeJS.Timeout | undefined;
   #observer: StoreObserver | undefined;
   #closed = false;
 
-  private constructor(sql: Sql, options: PostgresStoreOptions) {
+  private constructor(sql: Sql, url: string, options: PostgresStoreOptions) {
     this.#sql = sql;
-    this.#deadline = 2 * (options.statementTimeout ?? POSTGRES_DEFAULTS.statementTimeout);
+    const statementTimeout = options.statementTimeout ?? POSTGRES_DEFAULTS.statementTimeout;
+    this.#deadline = 2 * statementTimeout;
     this.#maxWaiting = options.maxWaitingCreates ?? POSTGRES_DEFAULTS.maxWaitingCreates;
     this.#maxReads = options.maxReads ?? POSTGRES_DEFAULTS.maxReads;
     this.#windowSeconds = options.idempotencyWindow ?? POSTGRES_DEFAULTS.idempotencyWindow;
-    this.#onAvailability = options.onAvailability ?? (() => {});
+    // The probe is a write that changes nothing: its success means creates can be taken again.
+    const probe = (): Promise<unknown> => this.#guard(sql`UPDATE petstore.pet_ids SET last_id = last_id`.execute(), 'write');
+    this.#availability = new Availability(options.onAvailability ?? (() => {}), probe, (error) => error instanceof StoreUnavailableError);
+    const highestId = async (): Promise<number> => Number((await sql<[{ id: string }]>`SELECT last_id::text AS id FROM petstore.pet_ids`)[0]?.id ?? 0);
+    this.#watch = new CommitWatch({ url, statementTimeout, highestId, onError: options.onBackgroundError ?? (() => {}) });
   }
 
   /** Connects, creates or migrates the schema; refuses with a StoreOpenError when the database cannot be used. */
@@ -68,12 +72,12 @@ export class PostgresStore implements PetStore {
       await sql.end({ timeout: 1 });
       throw error instanceof StoreOpenError ? error : openError(url, error);
     }
-    return new PostgresStore(sql, options);
+    return new PostgresStore(sql, url, options);
   }
 
   /** Open, and the last statement that reached the database succeeded (or a write probe since did). */
   get ready(): boolean {
-    return !this.#closed && this.#available;
+    return !this.#closed && this.#availability.available;
   }
 
   list(query: ListQuery): Promise<ListPage> {
@@ -93,6 +97,11 @@ export class PostgresStore implements PetStore {
       const [row] = await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE id = ${id}`;
       return row === undefined ? undefined : toPet(row);
     });
+  }
+
+  /** See PetStore.watchCommits: this instance's commits at once, other instances' by LISTEN (commit-watch.ts). */
+  watchCommits(listener: CommitListener): () => void {
+    return this.#watch.add(listener);
   }
 
   create(pet: NewPet): Promise<Pet> {
@@ -171,12 +180,13 @@ export class PostgresStore implements PetStore {
     try {
       const result = await this.#guard(statement, 'write');
       if (result === undefined) throw new Error('pet ids are exhausted: the next id would not be a safe integer');
-      this.#setAvailable(true);
+      this.#availability.set(true);
       this.#observer?.committed(secondsSince(began), batch.length);
       for (const [i, p] of batch.entries()) {
         const id = result.base + i + 1;
         p.resolve(p.key === undefined || result.keyedIds.has(id) ? plainPet(id, p.pet.name, p.pet.categoryId, p.pet.status) : undefined);
       }
+      this.#watch.committed(result.base + batch.length);
     } catch (error) {
       this.#observer?.failed();
       for (const p of batch) p.reject(error as Error);
@@ -207,44 +217,20 @@ export class PostgresStore implements PetStore {
       return await Promise.race([work, deadline]);
     } catch (error) {
       if (error !== late && !isUnavailable(error)) throw error;
-      this.#setAvailable(false, error);
+      this.#availability.set(false, error);
       throw new StoreUnavailableError(`the database cannot be used right now: ${(error as Error).message}`, { cause: error, operation });
     } finally {
       clearTimeout(timer);
     }
   }
 
-  #setAvailable(available: boolean, error?: unknown): void {
-    if (available === this.#available) return;
-    this.#available = available;
-    this.#onAvailability(available, error);
-    if (!available) this.#scheduleProbe();
-  }
-
-  /** While unavailable, a write that changes nothing is tried every second; its success makes the store ready again. */
-  #scheduleProbe(): void {
-    if (this.#probeTimer !== undefined || this.#closed) return;
-    this.#probeTimer = setTimeout(() => {
-      this.#probeTimer = undefined;
-      if (this.#closed || this.#available) return;
-      this.#guard(this.#sql`UPDATE petstore.pet_ids SET last_id = last_id`.execute(), 'write').then(
-        () => this.#setAvailable(true),
-        (error: unknown) => {
-          // An unexpected failure is reported like a lost connection: the probe goes on either way.
-          if (!(error instanceof StoreUnavailableError)) this.#onAvailability(false, error);
-          this.#scheduleProbe();
-        },
-      );
-    }, PROBE_INTERVAL_MS);
-    this.#probeTimer.unref();
-  }
-
   /** Waits for the creates already accepted, then closes the pool. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearTimeout(this.#probeTimer);
+    this.#availability.close();
     while (this.#committing !== undefined) await this.#committing;
+    await this.#watch.close();
     await this.#sql.end({ timeout: 5 });
   }
 }
