@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { valueOf } from './exposition-parser.js';
 import { rawRequest, request, TEST_KEY, waitFor, type RequestOptions, type Response } from './helpers.js';
 import { byLabel, EXPOSITION_TYPE, metricsServer, requestCounts, scrape } from './metrics-support.js';
+import { openStream } from './stream-support.js';
 
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
 const ROUTE_TEMPLATES = ['/v1/pets', '/v1/pets/{petId}', '/v1/openapi.json', '/healthz', '/readyz'];
@@ -78,7 +79,7 @@ test('after a known mix of requests each request series counts exactly those req
     if (s.name.endsWith('_sum')) assert.ok(s.value > 0 && s.value < 10, `${JSON.stringify(s.labels)}: time spent ${s.value} s`);
   }
   assert.deepEqual(byLabel(families, 'petstore_auth_failures_total', 'reason'), { missing_key: 3, not_bearer: 1, unknown_key: 1, repeated_header: 1, address_blocked: 0, insufficient_scope: 0 });
-  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 0, idempotency_key_limit: 0, rate_limit: 0, store_unavailable: 0 });
+  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 0, idempotency_key_limit: 0, rate_limit: 0, max_streams: 0, store_unavailable: 0 });
   assert.equal(valueOf(families, 'petstore_idempotent_replays_total'), 1);
   // Four pets were stored, each by a commit of its own (they came one after another).
   assert.equal(valueOf(families, 'petstore_store_commits_total'), 4);
@@ -145,7 +146,7 @@ test('each limit that refuses a request is counted by name: body, failed authent
   await expectStatus(server.request('GET', '/v1/pets', { auth: 'wrong-key-0123456789' }), 401);
   await expectStatus(server.request('GET', '/v1/pets'), 429);
   const { families } = await scrape(server.metricsUrl);
-  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 1, idempotency_key_limit: 1, rate_limit: 1, store_unavailable: 0 });
+  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 1, idempotency_key_limit: 1, rate_limit: 1, max_streams: 0, store_unavailable: 0 });
   assert.deepEqual(byLabel(families, 'petstore_auth_failures_total', 'reason'), { missing_key: 0, not_bearer: 0, unknown_key: 2, repeated_header: 0, address_blocked: 1, insufficient_scope: 1 });
   assert.equal(requestCounts(families)['GET /v1/pets 429'], 2);
   assert.equal(requestCounts(families)['POST /v1/pets 429'], 1);
@@ -210,4 +211,35 @@ test('open connections are counted when scraped, and connections past --max-conn
   families = (await scrape(server.metricsUrl)).families;
   assert.equal(valueOf(families, 'petstore_http_refused_connections_total'), 1);
   assert.equal(valueOf(families, 'petstore_http_open_connections'), 2);
+});
+
+test('event streams and waiting requests are counted when scraped, and those refused at --max-streams by name', { timeout: 15_000 }, async (t) => {
+  const server = await metricsServer(t, { maxStreams: 3 });
+  const held = async (): Promise<Record<string, number>> => byLabel((await scrape(server.metricsUrl)).families, 'petstore_http_held_requests', 'kind');
+  /** Scrapes until the gauge reads `expected` (a request is held a moment after it is sent), at most 5 s. */
+  const heldBecomes = async (expected: Record<string, number>): Promise<void> => {
+    const deadline = Date.now() + 5000;
+    let seen = await held();
+    while (JSON.stringify(seen) !== JSON.stringify(expected) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      seen = await held();
+    }
+    assert.deepEqual(seen, expected);
+  };
+  const streams = [await openStream(server.url), await openStream(server.url)];
+  t.after(() => streams.forEach((s) => s.close()));
+  assert.deepEqual(streams.map((s) => s.status), [200, 200]);
+  const waiting = server.request('GET', '/v1/pets?wait=10');
+  await heldBecomes({ stream: 2, wait: 1 });
+  assert.equal(valueOf((await scrape(server.metricsUrl)).families, 'petstore_http_max_held_requests'), 3);
+  await expectStatus(server.request('GET', '/v1/pets', { headers: [['accept', 'text/event-stream']] }), 503);
+  await expectStatus(server.request('GET', '/v1/pets?wait=1'), 503);
+  // A pet ends the wait; closing the streams frees their places: all leave the gauge.
+  await expectStatus(server.request('POST', '/v1/pets', { body: '{"name":"w","categoryId":1}', headers: [JSON_TYPE] }), 201);
+  assert.equal((await waiting).status, 200);
+  streams.forEach((s) => s.close());
+  await heldBecomes({ stream: 0, wait: 0 });
+  const { families } = await scrape(server.metricsUrl);
+  assert.equal(byLabel(families, 'petstore_http_refused_total', 'reason')['max_streams'], 2);
+  assert.equal(requestCounts(families)['GET /v1/pets 503'], 2);
 });

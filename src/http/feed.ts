@@ -25,6 +25,13 @@ export interface FeedOptions {
 
 const STOPPING = (): HttpError => new HttpError(503, 'unavailable', 'the server is stopping; try again shortly', { 'retry-after': '1' });
 
+/** The 503 of a request refused because the feed holds `--max-streams` already: a limit, which metrics count by name. */
+export class HeldLimitError extends HttpError {
+  constructor(maxHeld: number) {
+    super(503, 'unavailable', `this server holds ${maxHeld} event streams and waiting requests, the most it keeps open; retry after Retry-After seconds`, { 'retry-after': '5' });
+  }
+}
+
 /**
  * The one place per service where waiting requests (`wait`) and event streams are held. The store
  * tells it the highest id committed (PetStore.watchCommits); it wakes, once per turn of the event
@@ -57,6 +64,18 @@ export class Feed {
     return this.#latest;
   }
 
+  /** The most it holds (--max-streams). */
+  get maxHeld(): number {
+    return this.#options.maxHeld;
+  }
+
+  /** Open event streams and waiting requests now: read when metrics are scraped, never kept on the way. */
+  held(): { streams: number; waiting: number } {
+    let streams = 0;
+    for (const watcher of this.#watchers) if (watcher.tick !== undefined) streams++;
+    return { streams, waiting: this.#watchers.size - streams };
+  }
+
   get logger(): Logger {
     return this.#options.logger;
   }
@@ -69,9 +88,7 @@ export class Feed {
   /** Holds `watcher` until `release`; refused with a 503 beyond the limit, or once the service stops. */
   hold(watcher: Watcher): void {
     if (this.#closed) throw STOPPING();
-    if (this.#watchers.size >= this.#options.maxHeld) {
-      throw new HttpError(503, 'unavailable', `this server holds ${this.#options.maxHeld} event streams and waiting requests, the most it keeps open; retry after Retry-After seconds`, { 'retry-after': '5' });
-    }
+    if (this.#watchers.size >= this.#options.maxHeld) throw new HeldLimitError(this.#options.maxHeld);
     this.#watchers.add(watcher);
     if (watcher.tick !== undefined && this.#heartbeat === undefined) {
       this.#heartbeat = setInterval(() => this.#tick(), this.#options.heartbeatMs);

@@ -4,6 +4,7 @@
  */
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
+import type { Feed } from '../http/feed.js';
 import type { Mount } from '../http/mount.js';
 import { RequestMetrics } from '../http/request-metrics.js';
 import { CollectedMetric, single } from '../lib/metrics/collected.js';
@@ -23,10 +24,15 @@ export class ServiceMetrics {
   readonly #registry = new MetricsRegistry();
   #process: ProcessMetrics | undefined;
 
-  /** Adds the service's families (its requests on `mount`'s routes, its store, the process) and returns what the app measures with. */
-  attach(store: PetStore, mount: Mount): RequestMetrics {
+  /** Adds the service's families (its requests on `mount`'s routes, its store, its feed, the process) and returns what the app measures with. */
+  attach(store: PetStore, mount: Mount, feed: Feed): RequestMetrics {
     const requests = new RequestMetrics(this.#registry, mount);
     addStoreMetrics(this.#registry, store);
+    this.#registry.add(new CollectedMetric('gauge', 'petstore_http_held_requests', 'Event streams and requests waiting for new pets (wait) open now, by kind', ['kind'], () => {
+      const { streams, waiting } = feed.held();
+      return [[['stream'], streams], [['wait'], waiting]];
+    }));
+    this.#registry.add(new CollectedMetric('gauge', 'petstore_http_max_held_requests', 'Event streams and waiting requests held at most (--max-streams)', [], () => single(feed.maxHeld)));
     this.#process = new ProcessMetrics(this.#registry);
     return requests;
   }

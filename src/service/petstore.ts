@@ -175,7 +175,7 @@ function service(
     logger,
     cors: corsPolicy(options.corsOrigin),
     mount,
-    metrics: metrics?.attach(store, mount),
+    metrics: metrics?.attach(store, mount, feed),
     quotas: { counter: new QuotaCounter(), policy: options.rateLimit },
   });
   const close = async (): Promise<void> => {
