@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { openStream } from './stream-support.js';
 import type { RequestLogEntry } from './support.js';
 import { request, runCli, spawnServerFor, startServer, stopProcess, tempDirFor, waitFor, type Response } from './helpers.js';
 
@@ -48,6 +49,20 @@ test('each scope against each operation: pets:read lists and gets, pets:write cr
   // Only the two keys that may create did: the refused create stored nothing.
   const names = ((await server.request('GET', '/v1/pets', { auth: READ })).json as Array<{ name: string }>).map((p) => p.name);
   assert.deepEqual(names, ['first', `by ${FULL.slice(0, 4)}`, `by ${WRITE.slice(0, 4)}`]);
+});
+
+test('the pet stream and a waiting list are reads: pets:read opens them, a create-only key gets the 403 and holds no place', { timeout: 15_000 }, async (t) => {
+  const server = await startServer({ keys: KEYS, maxStreams: 1 });
+  t.after(() => server.close());
+  const stream: Array<[string, string]> = [['accept', 'text/event-stream']];
+  assertForbidden(await server.request('GET', '/v1/pets', { auth: WRITE, headers: stream }), 'pets:read', 'a stream with a create-only key');
+  assertForbidden(await server.request('GET', '/v1/pets?wait=5', { auth: WRITE }), 'pets:read', 'a wait with a create-only key');
+  // Refused before the feed was asked: the one place --max-streams gives is still free for a reader.
+  const opened = await openStream(server.url, '/v1/pets', [], READ);
+  t.after(() => opened.close());
+  assert.equal(opened.status, 200);
+  assert.equal(opened.headers['content-type'], 'text/event-stream');
+  await opened.until((text) => text.startsWith('retry:'), 5000, 'the stream begins');
 });
 
 test('the interface description, /healthz and /readyz need no scope: every key, and none, gets them', async (t) => {
