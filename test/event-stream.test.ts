@@ -4,6 +4,7 @@
  * the limit of open streams; a reader that stops reading; a stop with streams open.
  */
 import assert from 'node:assert/strict';
+import { get as httpGet, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -114,6 +115,15 @@ test('a Last-Event-ID that is not a pet id is a 400; HEAD, or an Accept that ref
   const stream = await openStream(server.url, '/v1/pets', [['accept', 'application/json;q=0.5, text/event-stream;q=0.9']]);
   t.after(() => stream.close());
   assert.equal(stream.headers['content-type'], 'text/event-stream');
+  // Media types are case-insensitive (RFC 9110 §8.3.1): the only Accept, in capitals, still asks for the stream.
+  for (const accept of ['Text/Event-Stream', 'TEXT/EVENT-STREAM;q=1']) {
+    const head = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = httpGet(`${server.url}/v1/pets`, { headers: { accept, authorization: `Bearer ${TEST_KEY}` } }, resolve);
+      req.once('error', reject);
+    });
+    head.destroy();
+    assert.equal(head.headers['content-type'], 'text/event-stream', accept);
+  }
 });
 
 test('a quiet stream sends a heartbeat comment every heartbeat interval', async (t) => {

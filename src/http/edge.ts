@@ -7,12 +7,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Connections } from './connections.js';
-import { HttpError } from './http-error.js';
+import { HttpError, stoppingError } from './http-error.js';
 import { versionNotSupported } from './request-line.js';
 import { clientErrorResponse, errorReply, rawErrorResponse, send } from './respond.js';
 import { errorCode } from '../lib/system-error.js';
 
-const STOPPING = new HttpError(503, 'unavailable', 'the server is stopping; try again shortly', { 'retry-after': '1' });
 
 /**
  * How long a connection the server closes after an answer waits for its client to close too: long
@@ -85,7 +84,7 @@ function closeAfter(socket: Duplex, answer: string): void {
  * closing does not reset a connection with unread bytes; with `Expect: 100-continue` none is coming.
  */
 export function refuseWhileStopping(req: IncomingMessage, res: ServerResponse): void {
-  const answer = (): void => send(res, errorReply(STOPPING), ['connection', 'close']);
+  const answer = (): void => send(res, errorReply(stoppingError()), ['connection', 'close']);
   if (req.complete || req.headers.expect !== undefined) answer();
   else req.on('end', answer).resume();
 }

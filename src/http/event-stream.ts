@@ -3,6 +3,7 @@ import type { PetStatus } from '../pet/contract.js';
 import { petJson, type Pet } from '../pet/pet.js';
 import { parseInt64, ValidationError } from '../pet/validate.js';
 import type { Feed, Watcher } from './feed.js';
+import { stoppingError } from './http-error.js';
 import { StoreUnavailableError, type ListPage } from '../store/store.js';
 
 /** Pets read at a time while a stream catches up. */
@@ -11,11 +12,13 @@ export const STREAM_PAGE = 100;
 const RETRY_MS = 1000;
 /** Heartbeat intervals a stream may wait for its client to take a byte of what it was sent. */
 const STALL_TICKS = 2;
+/** Media types are case-insensitive (RFC 9110 §8.3.1); a test that allocates nothing for the many requests without it. */
+const EVENT_STREAM = /text\/event-stream/i;
 
 /** A GET whose Accept names `text/event-stream` (with a q above 0): the stream rather than a page. */
 export function wantsEventStream(req: IncomingMessage): boolean {
   const accept = req.headers.accept;
-  if (accept === undefined || req.method !== 'GET' || !accept.includes('text/event-stream')) return false;
+  if (accept === undefined || req.method !== 'GET' || !EVENT_STREAM.test(accept)) return false;
   return accept.split(',').some((range) => {
     const [type, ...parameters] = range.split(';');
     if (type?.trim().toLowerCase() !== 'text/event-stream') return false;
@@ -47,8 +50,9 @@ function eventText(pets: readonly Pet[]): string {
  * It reads from the store only as the client takes what it was sent: once the socket holds more than
  * its high-water mark unsent, it reads on only after 'drain', so a slow client costs the server that
  * much and one page, never a backlog of its own (the store is the log it reads from). A client that
- * takes none of it for STALL_TICKS heartbeat intervals is cut off; it resumes from the last event it
- * received in full (Last-Event-ID). Heartbeat comments keep proxies from closing a quiet stream.
+ * takes not one of the chunks it was sent for STALL_TICKS heartbeat intervals is cut off; one that is
+ * slow but reading is not. It resumes from the last event it received in full (Last-Event-ID).
+ * Heartbeat comments keep proxies from closing a quiet stream.
  */
 export class EventStream implements Watcher {
   readonly #feed: Feed;
@@ -63,6 +67,12 @@ export class EventStream implements Watcher {
   #draining = false;
   #wrote = false;
   #stalledTicks = 0;
+  /** Chunks the socket has handed to the kernel, and how many had been at the last heartbeat: the client's progress. */
+  #flushed = 0;
+  #flushedAtTick = 0;
+  readonly #onFlushed = (): void => {
+    this.#flushed++;
+  };
   #ended = false;
 
   /** Held by `feed` at once (a 503 beyond its limit), so that a stream being opened counts too. */
@@ -80,12 +90,21 @@ export class EventStream implements Watcher {
     return this.#checked;
   }
 
-  /** The first page, read before the answer began (a 503 then is still an ordinary answer). */
+  /**
+   * The first page, read before the answer began (a 503 then is still an ordinary answer). A stream
+   * ended while it was read (the service stops, or its client went) begins no answer: the stop's 503.
+   */
   first(): Promise<ListPage> {
-    return this.#read().catch((error: unknown) => {
-      this.#end();
-      throw error;
-    });
+    return this.#read().then(
+      (page) => {
+        if (this.#ended) throw stoppingError();
+        return page;
+      },
+      (error: unknown) => {
+        this.#end();
+        throw error;
+      },
+    );
   }
 
   /** Once the head is sent: `retry:`, the first page's events, then on by itself. */
@@ -100,10 +119,16 @@ export class EventStream implements Watcher {
     void this.#pump();
   }
 
-  /** A heartbeat when nothing else was sent since the last; a client that took nothing for too long is cut off. */
+  /**
+   * A heartbeat when nothing else was sent since the last; a client that took nothing for too long is
+   * cut off. A full buffer alone is not a stall: a slow client catching up keeps it full while it
+   * reads, and what tells them apart is whether any chunk reached the kernel since the last tick.
+   */
   tick(): void {
     if (!this.#started || this.#ended) return;
-    if (this.#res.writableNeedDrain) {
+    const moved = this.#flushed !== this.#flushedAtTick;
+    this.#flushedAtTick = this.#flushed;
+    if (this.#res.writableNeedDrain && !moved) {
       if (++this.#stalledTicks >= STALL_TICKS) {
         this.#feed.logger.info('event stream ended: its client took none of what it was sent for two heartbeat intervals', { after: this.#cursor });
         this.#res.destroy();
@@ -115,9 +140,15 @@ export class EventStream implements Watcher {
     this.#wrote = false;
   }
 
-  /** The service stops: the stream ends cleanly, and the client reconnects elsewhere or later. */
+  /**
+   * The service stops: the stream ends cleanly, and the client reconnects elsewhere or later. One whose
+   * client has not taken all it was sent is cut instead: its end would wait behind bytes that may
+   * never leave, and hold up the stop. One not begun yet is only released (`first` answers the 503).
+   */
   close(): void {
-    if (this.#end()) this.#res.end();
+    if (!this.#end() || !this.#started) return;
+    if (this.#res.writableLength > 0) this.#res.destroy();
+    else this.#res.end();
   }
 
   async #pump(): Promise<void> {
@@ -170,7 +201,7 @@ export class EventStream implements Watcher {
 
   #write(text: string): void {
     this.#wrote = true;
-    this.#res.write(text);
+    this.#res.write(text, this.#onFlushed);
   }
 
   #end(): boolean {

@@ -1,6 +1,6 @@
 import type { Logger } from '../lib/logger.js';
 import type { ListPage, ListQuery, ListText, PetStore } from '../store/store.js';
-import { HttpError } from './http-error.js';
+import { HttpError, stoppingError } from './http-error.js';
 import { pageText } from './page-text.js';
 
 /** A waiting request or an open event stream: woken when pets it has not seen were committed. */
@@ -23,7 +23,6 @@ export interface FeedOptions {
   logger: Logger;
 }
 
-const STOPPING = (): HttpError => new HttpError(503, 'unavailable', 'the server is stopping; try again shortly', { 'retry-after': '1' });
 
 /** The 503 of a request refused because the feed holds `--max-streams` already: a limit, which metrics count by name. */
 export class HeldLimitError extends HttpError {
@@ -87,7 +86,7 @@ export class Feed {
 
   /** Holds `watcher` until `release`; refused with a 503 beyond the limit, or once the service stops. */
   hold(watcher: Watcher): void {
-    if (this.#closed) throw STOPPING();
+    if (this.#closed) throw stoppingError();
     if (this.#watchers.size >= this.#options.maxHeld) throw new HeldLimitError(this.#options.maxHeld);
     this.#watchers.add(watcher);
     if (watcher.tick !== undefined && this.#heartbeat === undefined) {

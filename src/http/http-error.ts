@@ -39,3 +39,6 @@ export class HttpError extends Error {
     this.headers = headers;
   }
 }
+
+/** The 503 of a request that arrives, or a stream or wait still being opened, while the service stops. */
+export const stoppingError = (): HttpError => new HttpError(503, 'unavailable', 'the server is stopping; try again shortly', { 'retry-after': '1' });

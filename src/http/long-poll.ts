@@ -43,6 +43,9 @@ class Waiter implements Watcher {
   }
 
   start(ms: number, res: ServerResponse): void {
+    // A client that went while the first page was read (a database read takes a while) has closed
+    // already, and 'close' will not come again: it must not keep its place for the whole wait.
+    if (res.destroyed) return this.#answer(this.#empty);
     this.#timer = setTimeout(() => this.#answer(this.#empty), ms);
     res.once('close', () => this.#answer(this.#empty));
     // A commit told between the first read and now is already behind: look again.

@@ -1,0 +1,152 @@
+/**
+ * The feed at its edges, found by a review from outside: a client slow but reading is never taken for
+ * a stalled one; a stop is not held up by a client that takes nothing; a stream still being opened
+ * when the stop comes gets the stop's 503, not a bare 200; a waiting request whose client went while
+ * its first page was read (an async store, as PostgreSQL is) gives its place back at once.
+ */
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { test, type TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseResponse } from './fuzz-corpus.js';
+import { request, startServer, tempDirFor, TEST_KEY, within, type TestServer } from './helpers.js';
+import { openStream, parseEvents } from './stream-support.js';
+import { FileStore, type ListQuery, type ListText, type PetStore } from './support.js';
+
+/** A store of `count` pets with 256-character names: 30,000 make 9.6 MB of events, far more than the sockets' buffers hold (about 4 MB here). */
+async function backlog(t: TestContext, count: number): Promise<string> {
+  const dir = await tempDirFor(t);
+  const store = await FileStore.open(dir);
+  await Promise.all(Array.from({ length: count }, (_, i) => store.create({ name: `${i}`.padEnd(256, 'x'), categoryId: BigInt(i) })));
+  await store.close();
+  return dir;
+}
+
+/** A raw connection asking for the stream, and the server's end of it (to see what it holds unsent). */
+async function rawStream(t: TestContext, server: TestServer): Promise<{ socket: Socket; serverSide: Socket }> {
+  const socket = connect(Number(new URL(server.url).port), '127.0.0.1');
+  t.after(() => socket.destroy());
+  await new Promise((r) => socket.once('connect', r));
+  const [serverSide] = await Promise.all([
+    new Promise<Socket>((r) => server.running.server.once('request', (req) => r(req.socket))),
+    socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`),
+  ]);
+  return { socket, serverSide };
+}
+
+/** `store` with every page read taking `ms` more, as a database's does: an embedder's store, wrapped. */
+function slowReads(store: PetStore, ms: number): PetStore {
+  return new Proxy(store, {
+    get(target, name, receiver) {
+      if (name === 'listText') return async (query: ListQuery): Promise<ListText> => {
+        await sleep(ms);
+        return (target.listText as (q: ListQuery) => ListText | Promise<ListText>)(query);
+      };
+      if (name === 'list') return async (query: ListQuery) => {
+        await sleep(ms);
+        return target.list(query);
+      };
+      const value: unknown = Reflect.get(target, name, receiver);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+test('a reader that is slow but reading is never cut off, however long it takes to catch up', { timeout: 90_000 }, async (t) => {
+  const count = 30_000;
+  const dir = await backlog(t, count);
+  const said: string[] = [];
+  const logger = { request() {}, error() {}, info: (msg: string) => void said.push(msg) };
+  const server = await startServer({ dataDir: dir, streamHeartbeat: 1, logger });
+  t.after(() => server.close());
+  const { socket, serverSide } = await rawStream(t, server);
+  // About 1.3 MB/s: a chunk, then 50 ms of nothing. The buffers fill within seconds and stay full
+  // while the server reads on from the store at each 'drain'; the catch-up takes several heartbeats.
+  const chunks: Buffer[] = [];
+  let full = 0;
+  const watch = setInterval(() => (full += serverSide.writableNeedDrain ? 1 : 0), 100);
+  t.after(() => clearInterval(watch));
+  socket.on('data', (chunk: Buffer) => {
+    chunks.push(chunk);
+    socket.pause();
+    setTimeout(() => socket.resume(), 50);
+  });
+  const started = Date.now();
+  await within((async () => {
+    for (;;) {
+      const text = Buffer.concat(chunks).toString('utf8');
+      if (text.includes(`id: ${count}\n`)) return;
+      if (socket.destroyed || socket.readableEnded) throw new Error(`the stream ended after ${parseEvents(text).length} events`);
+      await sleep(100);
+    }
+  })(), 60_000, 'every event of the backlog');
+  clearInterval(watch);
+  t.diagnostic(`caught up with ${count} events in ${Date.now() - started} ms; the server's buffer was full at ${full} of the 100 ms samples`);
+  assert.ok(full >= 20, `the buffers were full for at least two heartbeats: ${full} samples`);
+  assert.equal(said.filter((msg) => msg.startsWith('event stream ended')).length, 0, said.join('\n'));
+  const answer = parseResponse(Buffer.concat(chunks), true, false)?.answer;
+  const ids = parseEvents(answer?.body.toString('utf8') ?? '').map((e) => Number(e.id));
+  assert.deepEqual(ids, Array.from({ length: count }, (_, i) => i + 1));
+});
+
+test('a client that takes nothing does not hold up the stop: its stream is cut, and the stop takes what it takes without it', { timeout: 60_000 }, async (t) => {
+  const dir = await backlog(t, 30_000);
+  const server = await startServer({ dataDir: dir, streamHeartbeat: 60, shutdownTimeout: 10_000 });
+  t.after(() => server.close());
+  const { socket, serverSide } = await rawStream(t, server);
+  socket.pause(); // reads nothing: what was sent stays in the buffers
+  const deadline = Date.now() + 10_000;
+  while (!serverSide.writableNeedDrain) {
+    assert.ok(Date.now() < deadline, 'the server\'s buffer fills');
+    await sleep(20);
+  }
+  const quiet = await openStream(server.url, '/v1/pets?after=30000');
+  t.after(() => quiet.close());
+  const started = performance.now();
+  await within(server.running.close(), 5000, 'the stop');
+  const ms = Math.round(performance.now() - started);
+  t.diagnostic(`stopped ${ms} ms after close() (--shutdown-timeout 10000)`);
+  assert.ok(ms < 2000, `the stop took ${ms} ms`);
+  assert.equal(await within(quiet.ended, 1000, 'the quiet stream ends'), 'end', 'a stream whose client has taken everything still ends cleanly');
+});
+
+test('a stream still being opened when the stop comes gets the stop\'s 503, with its headers; nothing is logged as an error', { timeout: 20_000 }, async (t) => {
+  const dir = await tempDirFor(t);
+  const errors: string[] = [];
+  const logger = { request() {}, info() {}, error: (msg: string) => void errors.push(msg) };
+  const store = slowReads(await FileStore.open(dir), 500);
+  const server = await startServer({ dataDir: dir, store, logger });
+  t.after(() => server.close());
+  const opening = openStream(server.url);
+  await sleep(150); // its first page is being read
+  const stop = server.running.close();
+  const answer = await within(opening, 5000, 'the answer');
+  await within(stop, 5000, 'the stop');
+  assert.equal(answer.status, 503);
+  assert.equal(answer.headers['content-type'], 'application/json');
+  assert.equal(answer.headers['retry-after'], '1');
+  assert.equal(answer.headers.connection, 'close');
+  assert.match(String(answer.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+  await answer.ended;
+  assert.deepEqual(JSON.parse(answer.text()), { code: 'unavailable', message: 'the server is stopping; try again shortly', status: 503 });
+  assert.deepEqual(errors, []);
+});
+
+test('a waiting request whose client went while its first page was read gives its place back at once', { timeout: 20_000 }, async (t) => {
+  const dir = await tempDirFor(t);
+  const store = slowReads(await FileStore.open(dir), 300);
+  const server = await startServer({ dataDir: dir, store, maxStreams: 1 });
+  t.after(() => server.close());
+  // Asked for, and gone before its empty first page is read: 'close' comes before the wait begins.
+  for (let i = 0; i < 3; i++) {
+    const socket = connect(Number(new URL(server.url).port), '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    socket.write(`GET /v1/pets?wait=30 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`);
+    await sleep(50);
+    socket.destroy();
+  }
+  await sleep(600); // every first page read, and each wait begun or given up
+  const next = await within(request(server.url, 'GET', '/v1/pets?wait=1'), 5000, 'a wait of one second');
+  assert.equal(next.status, 200, `the one place under --max-streams 1 is free: ${next.text}`);
+  assert.equal(next.text, '[]');
+});
