@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startServer, type RequestOptions, type TestServer } from './helpers.js';
+import { openStream } from './stream-support.js';
 
 // A parsed document, walked by key: its shape is what the tests check.
 type Json = Record<string, any>;
@@ -289,6 +290,42 @@ describe('the document matches the server', () => {
       assert.ok(res.status !== 404 && res.status !== 405, `${op['operationId']}: ${method} ${path} gave ${res.status}`);
       assert.ok(declares(method, path, res.status).declared, `${op['operationId']} does not declare ${res.status}`);
     }
+  });
+
+  /** Each header of an answer the API chose (not HTTP's own framing) is declared on its response, and its value fits the schema there. */
+  function assertHeadersDeclared(what: string, method: string, path: string, status: number, headers: Record<string, string | string[] | undefined>): void {
+    const pathOnly = path.split('?')[0] as string;
+    const operation = operations(doc).find((o) => o.method === method && o.pattern.test(pathOnly));
+    const declared = (operation?.op['responses'] as Json)[String(status)]?.['headers'] as Json | undefined;
+    assert.ok(declared !== undefined, `${what}: no headers declared for ${status}`);
+    const byName = new Map(Object.entries(declared).map(([name, value]) => {
+      const ref = (value as Json)['$ref'] as string | undefined;
+      return [name.toLowerCase(), ref === undefined ? value : doc['components']['headers'][ref.split('/').at(-1) as string]] as const;
+    }));
+    for (const [name, raw] of Object.entries(headers)) {
+      if (['date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-type'].includes(name)) continue;
+      const schema = byName.get(name)?.['schema'] as Json | undefined;
+      assert.ok(schema !== undefined, `${what}: ${name} is sent but not declared`);
+      const value = String(raw);
+      if (schema['const'] !== undefined) assert.equal(value, schema['const'], `${what}: ${name}`);
+      if (schema['enum'] !== undefined) assert.ok((schema['enum'] as string[]).includes(value), `${what}: ${name} ${value} is not one of ${schema['enum']}`);
+      if (schema['pattern'] !== undefined) assert.match(value, new RegExp(schema['pattern'] as string), `${what}: ${name}`);
+    }
+  }
+
+  test('every header of listPets\' 200, as JSON and as an event stream, of getPet\'s 200 and of their 304s is declared, its value as declared', async () => {
+    for (const [path, headers, status] of [
+      ['/v1/pets?limit=1', [], 200], ['/v1/pets/1', [], 200], ['/v1/pets', [['if-none-match', '*']], 304], ['/v1/pets/1', [['if-none-match', '*']], 304],
+      ['/v1/pets', [['accept-encoding', 'gzip'], ['if-none-match', 'W/"other"']], 200],
+    ] as const) {
+      const res = await server.request('GET', path, { headers: headers as unknown as Array<[string, string]> });
+      assert.equal(res.status, status, res.text);
+      assertHeadersDeclared(`GET ${path}`, 'GET', path, status, res.headers);
+    }
+    const stream = await openStream(server.url);
+    stream.close();
+    assert.equal(stream.status, 200);
+    assertHeadersDeclared('the event stream', 'GET', '/v1/pets', 200, stream.headers);
   });
 
   test('the openapi.json operation is documented and declares its 200', async () => {

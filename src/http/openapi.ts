@@ -106,7 +106,11 @@ function response(route: RouteSpec, status: number): Json {
   const schema = success ? route.doc.success.schema : ref('Error');
   const description = success ? route.doc.success.description : (route.doc.errors?.[status] ?? ERROR_DESCRIPTIONS[status] ?? 'Error');
   const content: Json = { 'application/json': { schema } };
-  if (success && route.doc.success.eventStream !== undefined) content['text/event-stream'] = route.doc.success.eventStream;
+  if (success && route.doc.success.eventStream !== undefined) {
+    content['text/event-stream'] = route.doc.success.eventStream;
+    responseHeaders['Cache-Control'] = header('StreamCacheControl');
+    responseHeaders['X-Accel-Buffering'] = header('X-Accel-Buffering');
+  }
   return { description, headers: responseHeaders, content };
 }
 
@@ -200,6 +204,11 @@ const parameters = {
 const headers = (mount: Mount): Json => ({
   'X-Request-Id': { description: 'The request id: the client\'s X-Request-Id when valid, otherwise generated', schema: { type: 'string' } },
   'Cache-Control': { schema: { type: 'string', const: 'no-store' } },
+  StreamCacheControl: {
+    description: 'no-store; on the event stream no-store, no-transform (a compressing proxy would hold events back)',
+    schema: { type: 'string', enum: ['no-store', 'no-store, no-transform'] },
+  },
+  'X-Accel-Buffering': { description: 'On the event stream only: no, so that nginx passes each event on at once', schema: { type: 'string', const: 'no' } },
   'X-Content-Type-Options': { schema: { type: 'string', const: 'nosniff' } },
   Deprecation: { description: 'RFC 9745: when getPet was deprecated', schema: { type: 'string', const: deprecationHeaders()['deprecation'] } },
   Sunset: { description: 'RFC 8594: when getPet will be removed', schema: { type: 'string', const: deprecationHeaders()['sunset'] } },
