@@ -3,7 +3,8 @@
  * measures the store at 1,000 / 100,000 / 1,000,000 pets instead; `node bench/run.js --postgres` the
  * PostgreSQL store beside the file store (see bench/postgres.js); `--keys` what remembered
  * Idempotency-Keys cost in memory (see bench/keys.js); `--feed` the latency of waiting requests and
- * streams, and what gzip costs (see bench/feed.js). Results are printed and written to
+ * streams, and what gzip costs (see bench/feed.js); `--instructions` what a quota and metrics cost in
+ * instructions per request, under callgrind (see bench/instructions.js). Results are printed and written to
  * bench/results.md (each mode replaces only its own section).
  *
  * Main mode: the built server on a temp data dir seeded with 1,000 pets (half "sold"), and the floor
@@ -32,6 +33,7 @@ const SCALE = process.argv.includes('--scale') || process.env.BENCH_SCALE === '1
 const POSTGRES = process.argv.includes('--postgres');
 const KEYS = process.argv.includes('--keys');
 const FEED = process.argv.includes('--feed');
+const INSTRUCTIONS = process.argv.includes('--instructions');
 const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is noisy: more rounds, steadier medians
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
@@ -470,6 +472,7 @@ try {
   if (POSTGRES) await (await import('./postgres.js')).postgresMode();
   else if (KEYS) await (await import('./keys.js')).keysMode();
   else if (FEED) await (await import('./feed.js')).feedMode();
+  else if (INSTRUCTIONS) await (await import('./instructions.js')).instructionsMode();
   else await (SCALE ? scaleMode() : mainMode());
 } catch (error) {
   console.error(error);
