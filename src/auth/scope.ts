@@ -8,6 +8,9 @@ const SALT = 'petstore idempotency scope v1';
 const scopes = new Map<string, Promise<string>>();
 
 /**
+ * (A "scope" here is where an API key's idempotency records live, not a permission: those are
+ * key-scopes.ts. The word stays, as it is in the stored records and their format.)
+ *
  * The name under which things scoped to one API key (idempotency keys) are stored: derived from the
  * key's identity with scrypt, so that the data files and their backups hold nothing a weak key could
  * be checked against quickly. Computed once per identity (the accepted keys are few) and cached.
