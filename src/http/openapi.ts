@@ -208,7 +208,7 @@ const headers = (mount: Mount): Json => ({
     description: 'no-store; on the event stream no-store, no-transform (a compressing proxy would hold events back)',
     schema: { type: 'string', enum: ['no-store', 'no-store, no-transform'] },
   },
-  'X-Accel-Buffering': { description: 'On the event stream only: no, so that nginx passes each event on at once', schema: { type: 'string', const: 'no' } },
+  'X-Accel-Buffering': { description: 'On the event stream only: no, so that nginx passes each event on without buffering it', schema: { type: 'string', const: 'no' } },
   'X-Content-Type-Options': { schema: { type: 'string', const: 'nosniff' } },
   Deprecation: { description: 'RFC 9745: when getPet was deprecated', schema: { type: 'string', const: deprecationHeaders()['deprecation'] } },
   Sunset: { description: 'RFC 8594: when getPet will be removed', schema: { type: 'string', const: deprecationHeaders()['sunset'] } },
