@@ -7,10 +7,11 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { request, runCli, startServer, TEST_KEY, tempDir, within, type Response } from './helpers.js';
+import { embedServer, request, runCli, startServer, TEST_KEY, tempDir, tempDirFor, waitFor, within, type Response } from './helpers.js';
+import { GatedStore } from './gated-store.js';
 import { byLabel, metricsServer, requestCounts, scrape } from './metrics-support.js';
 import { openStream } from './stream-support.js';
-import type { LogFields } from './support.js';
+import { createPetstore, silentLoggerForTests, type LogFields } from './support.js';
 
 const OTHER_KEY = 'other-key-0123456789abcdef';
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
@@ -72,6 +73,27 @@ test('once a revocation refuses new requests, a pet created reaches neither the 
   assert.equal((await within(waiting, 3000, 'the answer')).status, 401);
   await within(stream.ended, 3000, 'the stream\'s end');
   assert.deepEqual(stream.events(), [], `no pet reached the revoked key's stream: ${stream.text()}`);
+});
+
+test('a wait or a stream whose first page was still being read when its key was revoked gets the 401, not a place', { timeout: 20_000 }, async (t) => {
+  const dir = await tempDirFor(t);
+  const { key, id } = await createKey(dir, 'watcher');
+  const store = new GatedStore();
+  const petstore = await createPetstore({ store, dataDir: dir, keys: [TEST_KEY], logger: silentLoggerForTests });
+  const url = await embedServer(t, petstore);
+  const waiting = request(url, 'GET', '/v1/pets?wait=2', { auth: key });
+  await waitFor(() => store.held.length === 1, 5000, 'the wait\'s first read');
+  const opening = openStream(url, '/v1/pets', [], key);
+  await waitFor(() => store.held.length === 2, 5000, 'the stream\'s first read');
+  assert.equal((await runCli(['keys', 'revoke', id, '--data-dir', dir])).code, 0);
+  for (const deadline = Date.now() + 3000; (await request(url, 'GET', '/v1/pets/1', { auth: key })).status !== 401; await sleep(50)) {
+    assert.ok(Date.now() < deadline, 'the revocation reaches new requests');
+  }
+  store.open(); // both first pages, read before the revocation, come back empty
+  const answer = await within(waiting, 5000, 'the wait\'s answer');
+  assert.equal(answer.status, 401, `the wait was not held after its key went: ${answer.text}`);
+  const stream = await within(opening, 5000, 'the stream\'s answer');
+  assert.equal(stream.status, 401);
 });
 
 test('one key holds at most --max-streams-per-key streams and waits: past it that key gets 429 too_many_streams, another key is held, and a freed place is taken again', { timeout: 20_000 }, async (t) => {

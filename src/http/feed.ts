@@ -1,7 +1,7 @@
 import type { Logger } from '../lib/logger.js';
-import { AUTH_REALM } from '../pet/contract.js';
 import type { ListPage, ListQuery, ListText, PetStore } from '../store/store.js';
-import { HttpError, stoppingError } from './http-error.js';
+import { HeldLimitError, KeyHeldLimitError, revokedError } from './held-refusals.js';
+import { stoppingError, type HttpError } from './http-error.js';
 import { pageText } from './page-text.js';
 
 /** A waiting request or an open event stream: woken when pets it has not seen were committed. */
@@ -45,23 +45,6 @@ export interface FeedOptions {
 const KEY_CHECK_MS = 250;
 
 
-/** The 503 of a request refused because the feed holds `--max-streams` already: a limit, which metrics count by name. */
-export class HeldLimitError extends HttpError {
-  constructor(maxHeld: number) {
-    super(503, 'unavailable', `this server holds ${maxHeld} event streams and waiting requests, the most it keeps open; retry after Retry-After seconds`, { 'retry-after': '5' });
-  }
-}
-
-/** The 429 of a stream or wait refused because its API key holds --max-streams-per-key already: the others' are not refused. */
-export class KeyHeldLimitError extends HttpError {
-  constructor(maxPerKey: number) {
-    super(429, 'too_many_streams', `this API key holds ${maxPerKey} event streams and waiting requests, the most one key may; end one, or retry after Retry-After seconds`, { 'retry-after': '5' });
-  }
-}
-
-/** What a request still waiting (or a stream still opening) is answered when its key is revoked: the 401 a new request with the key gets. */
-const revokedError = (): HttpError => new HttpError(401, 'unauthorized', 'this API key was revoked while the request waited', { 'www-authenticate': `Bearer realm="${AUTH_REALM}"` });
-
 /**
  * The one place per service where waiting requests (`wait`) and event streams are held. The store
  * tells it the highest id committed (PetStore.watchCommits); it wakes, once per turn of the event
@@ -82,6 +65,9 @@ export class Feed {
    */
   readonly #reads = new Map<string, unknown>();
   #latest = 0;
+  /** Revocations told of so far, and at which of them each revoked key id went. */
+  #revocations = 0;
+  readonly #revokedAt = new Map<string, number>();
   #round: NodeJS.Immediate | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #keyCheck: NodeJS.Timeout | undefined;
@@ -96,6 +82,11 @@ export class Feed {
   /** The highest id the store has told of (0 before its first commit since the start). */
   get latest(): number {
     return this.#latest;
+  }
+
+  /** How many revocations were told of: a request notes it before its first read, for `hold`. */
+  get revocations(): number {
+    return this.#revocations;
   }
 
   /** The most it holds (--max-streams). */
@@ -126,10 +117,12 @@ export class Feed {
 
   /**
    * Holds `watcher`, which came with the API key `keyId`, until `release`. Refused with a 429 beyond
-   * the key's limit, a 503 beyond the service's, or once the service stops.
+   * the key's limit, a 503 beyond the service's, or once the service stops; with a 401 when its key
+   * was revoked after `revocations` (told when its request began: a wait holds only after its first read).
    */
-  hold(watcher: Watcher, keyId: string | undefined): void {
+  hold(watcher: Watcher, keyId: string | undefined, revocations = this.#revocations): void {
     if (this.#closed) throw stoppingError();
+    if (keyId !== undefined && (this.#revokedAt.get(keyId) ?? 0) > revocations) throw revokedError();
     const ofKey = keyId === undefined ? 0 : (this.#perKey.get(keyId) ?? 0);
     if (ofKey >= this.#options.maxHeldPerKey) throw new KeyHeldLimitError(this.#options.maxHeldPerKey);
     if (this.#watchers.size >= this.#options.maxHeld) throw new HeldLimitError(this.#options.maxHeld);
@@ -158,7 +151,9 @@ export class Feed {
    * the 401 a new request with the key would. One log line per key that held any.
    */
   revoke(keyIds: readonly string[]): void {
+    this.#revocations++;
     for (const keyId of keyIds) {
+      this.#revokedAt.set(keyId, this.#revocations);
       if (!this.#perKey.has(keyId)) continue;
       let ended = 0;
       for (const [watcher, owner] of [...this.#watchers]) {

@@ -9,13 +9,16 @@ const RETRY_MS = 1000;
 /**
  * `wait`: the page `query` was empty (`empty`, read when the feed had seen up to `seen`); resolves
  * to the first page that is not, once a matching pet is committed, or to `empty` after `ms`, when the
- * client goes, or when the service stops; rejected with a 401 when its key `keyId` is revoked.
- * Refused with a 429 when that key holds all it may, a 503 when the feed does.
+ * client goes, or when the service stops; rejected with a 401 when its key is revoked, also since
+ * `revocations` (Feed.revocations when its first read began). Refused with a 429 when that key holds
+ * all it may, a 503 when the feed does.
  */
-export function waitForPets(feed: Feed, query: ListQuery, seen: number, ms: number, res: ServerResponse, empty: ListText, keyId: string | undefined): Promise<ListText> {
+export function waitForPets(
+  feed: Feed, query: ListQuery, seen: number, ms: number, res: ServerResponse, empty: ListText, key: { id: string | undefined; revocations: number },
+): Promise<ListText> {
   return new Promise((resolve, reject) => {
     const waiter = new Waiter(feed, query, Math.max(seen, query.after), resolve, reject, empty);
-    feed.hold(waiter, keyId);
+    feed.hold(waiter, key.id, key.revocations);
     waiter.start(ms, res);
   });
 }

@@ -54,15 +54,17 @@ export const listPets: Handler = (ctx) => {
   if (wantsEventStream(ctx.req)) return openStream(ctx, status, resumeAfter(ctx.req, cursor));
   const list = { after: cursor, limit, status };
   const seen = ctx.feed.latest;
+  const revocations = ctx.feed.revocations;
   const page = pageText(ctx.store, list);
-  if (page instanceof Promise) return page.then((p) => listAnswer(ctx, p, list, wait, seen));
-  return listAnswer(ctx, page, list, wait, seen);
+  if (page instanceof Promise) return page.then((p) => listAnswer(ctx, p, list, wait, seen, revocations));
+  return listAnswer(ctx, page, list, wait, seen, revocations);
 };
 
 /** The page, or with `wait` and nothing to show, the first page that has something (long-poll.ts). */
-function listAnswer(ctx: RequestContext, page: ListText, list: ListQuery, wait: number, seen: number): Reply | Promise<Reply> {
+function listAnswer(ctx: RequestContext, page: ListText, list: ListQuery, wait: number, seen: number, revocations: number): Reply | Promise<Reply> {
   if (wait === 0 || page.lastId !== undefined) return listReply(ctx, page, list);
-  return waitForPets(ctx.feed, list, seen, wait * 1000, ctx.res, page, ctx.keyId).then((found) => listReply(ctx, found, list));
+  const key = { id: ctx.keyId, revocations };
+  return waitForPets(ctx.feed, list, seen, wait * 1000, ctx.res, page, key).then((found) => listReply(ctx, found, list));
 }
 
 function listReply(ctx: RequestContext, page: ListText, { after, limit, status }: ListQuery): Reply {

@@ -3,7 +3,7 @@ import { Histogram, type HistogramSeries } from '../lib/metrics/histogram.js';
 import type { MetricsRegistry } from '../lib/metrics/registry.js';
 import { IdempotencyKeyLimitError, StoreUnavailableError } from '../store/store.js';
 import { AUTH_FAILURES, AuthenticationError } from './authenticate.js';
-import { HeldLimitError, KeyHeldLimitError } from './feed.js';
+import { HeldLimitError, KeyHeldLimitError } from './held-refusals.js';
 import { HttpError } from './http-error.js';
 import type { Mount } from './mount.js';
 import type { Reply } from './respond.js';
