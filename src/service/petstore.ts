@@ -90,7 +90,7 @@ export interface PetstoreService {
   metrics(): Promise<string>;
   /**
    * Ends every event stream and answers every waiting request (an empty page) now, and refuses new
-   * ones: the first step of a stop, as `listen` takes it (an open stream never ends by itself).
+   * ones: the first step of a stop, as `listen` takes it (an open stream ends by itself only after streamLifetime).
    */
   closeStreams(): void;
   /** Closes the streams, then the store (pending writes finish, the data is left compacted). */
