@@ -44,7 +44,6 @@ export interface FeedOptions {
  */
 const KEY_CHECK_MS = 250;
 
-
 /**
  * The one place per service where waiting requests (`wait`) and event streams are held. The store
  * tells it the highest id committed (PetStore.watchCommits); it wakes, once per turn of the event
@@ -65,7 +64,7 @@ export class Feed {
    */
   readonly #reads = new Map<string, unknown>();
   #latest = 0;
-  /** Revocations told of so far, and at which of them each revoked key id went. */
+  /** Revocations told of so far, and at which of them each revoked key id went (a number per key revoked while it runs). */
   #revocations = 0;
   readonly #revokedAt = new Map<string, number>();
   #round: NodeJS.Immediate | undefined;
