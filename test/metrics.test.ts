@@ -79,7 +79,7 @@ test('after a known mix of requests each request series counts exactly those req
     if (s.name.endsWith('_sum')) assert.ok(s.value > 0 && s.value < 10, `${JSON.stringify(s.labels)}: time spent ${s.value} s`);
   }
   assert.deepEqual(byLabel(families, 'petstore_auth_failures_total', 'reason'), { missing_key: 3, not_bearer: 1, unknown_key: 1, repeated_header: 1, address_blocked: 0, insufficient_scope: 0 });
-  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 0, idempotency_key_limit: 0, rate_limit: 0, max_streams: 0, store_unavailable: 0 });
+  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 0, idempotency_key_limit: 0, rate_limit: 0, max_streams: 0, max_streams_per_key: 0, store_unavailable: 0 });
   assert.equal(valueOf(families, 'petstore_idempotent_replays_total'), 1);
   // Four pets were stored, each by a commit of its own (they came one after another).
   assert.equal(valueOf(families, 'petstore_store_commits_total'), 4);
@@ -146,7 +146,7 @@ test('each limit that refuses a request is counted by name: body, failed authent
   await expectStatus(server.request('GET', '/v1/pets', { auth: 'wrong-key-0123456789' }), 401);
   await expectStatus(server.request('GET', '/v1/pets'), 429);
   const { families } = await scrape(server.metricsUrl);
-  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 1, idempotency_key_limit: 1, rate_limit: 1, max_streams: 0, store_unavailable: 0 });
+  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 1, idempotency_key_limit: 1, rate_limit: 1, max_streams: 0, max_streams_per_key: 0, store_unavailable: 0 });
   assert.deepEqual(byLabel(families, 'petstore_auth_failures_total', 'reason'), { missing_key: 0, not_bearer: 0, unknown_key: 2, repeated_header: 0, address_blocked: 1, insufficient_scope: 1 });
   assert.equal(requestCounts(families)['GET /v1/pets 429'], 2);
   assert.equal(requestCounts(families)['POST /v1/pets 429'], 1);

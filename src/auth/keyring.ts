@@ -64,6 +64,7 @@ export class Keyring {
   // The ids of the keys last read from the file and from the database; undefined before the first read.
   #fileIds: ReadonlySet<string> | undefined;
   #sharedIds: ReadonlySet<string> | undefined;
+  readonly #removalListeners: Array<(removed: readonly string[]) => void> = [];
   #fileVersion = '';
   #checkedAt = 0;
 
@@ -99,6 +100,16 @@ export class Keyring {
     return find(this.#shared, presented, found);
   }
 
+  /** Reads the key file again if it changed, as a request would, for those who hold on to a key past its request. */
+  refresh(now = Date.now()): void {
+    this.#reload(now, false);
+  }
+
+  /** Calls `listener` with the ids of the keys that went, each time some go (after `onChange`). */
+  onRemoved(listener: (removed: readonly string[]) => void): void {
+    this.#removalListeners.push(listener);
+  }
+
   /**
    * Replaces the keys kept elsewhere (a database); see KeyPoller. A record that cannot be used (an
    * unknown scope) is thrown, and the keys in force stay.
@@ -132,6 +143,7 @@ export class Keyring {
       const added = [...now].filter((id) => !before.has(id));
       const removed = [...before].filter((id) => !now.has(id));
       if (added.length > 0 || removed.length > 0) this.#onChange(added, removed);
+      if (removed.length > 0) for (const listener of this.#removalListeners) listener(removed);
     }
     return now;
   }

@@ -24,6 +24,8 @@ export interface Config {
   rateLimit: QuotaPolicy | undefined;
   maxConnections: number;
   maxStreams: number;
+  maxStreamsPerKey: number;
+  streamLifetime: number;
   streamHeartbeat: number;
   headersTimeout: number;
   requestTimeout: number;
@@ -90,6 +92,8 @@ export const SETTINGS = [
   setting({ key: 'rateLimit', flag: 'rate-limit', env: 'PETSTORE_RATE_LIMIT', default: undefined, help: 'quota of each key without its own, <requests>/<seconds> such as 100/60: RateLimit headers, 429 past it (default: off)', parse: embedderCheck(parseQuota) }),
   setting({ key: 'maxConnections', flag: 'max-connections', env: 'PETSTORE_MAX_CONNECTIONS', default: SERVER_DEFAULTS.maxConnections, help: 'open connections at most; more are refused', parse: integer(1, 1_000_000) }),
   setting({ key: 'maxStreams', flag: 'max-streams', env: 'PETSTORE_MAX_STREAMS', default: DEFAULTS.maxStreams, help: 'event streams and waiting requests (wait=) open at most; 503 beyond', parse: integer(1, 1_000_000) }),
+  setting({ key: 'maxStreamsPerKey', flag: 'max-streams-per-key', env: 'PETSTORE_MAX_STREAMS_PER_KEY', default: DEFAULTS.maxStreamsPerKey, help: 'event streams and waiting requests of one API key at most; 429 beyond', parse: integer(1, 1_000_000) }),
+  setting({ key: 'streamLifetime', flag: 'stream-lifetime', env: 'PETSTORE_STREAM_LIFETIME', default: DEFAULTS.streamLifetime, help: 'seconds an event stream lasts at most; its client resumes with Last-Event-ID', parse: integer(1, 86400) }),
   setting({ key: 'streamHeartbeat', flag: 'stream-heartbeat', env: 'PETSTORE_STREAM_HEARTBEAT', default: DEFAULTS.streamHeartbeat, help: 'seconds between heartbeat comments of a quiet event stream', parse: integer(1, 3600) }),
   setting({ key: 'headersTimeout', flag: 'headers-timeout', env: 'PETSTORE_HEADERS_TIMEOUT', default: SERVER_DEFAULTS.headersTimeout, help: 'ms to receive the request headers (408 beyond)', parse: integer(1, 3_600_000) }),
   setting({ key: 'requestTimeout', flag: 'request-timeout', env: 'PETSTORE_REQUEST_TIMEOUT', default: SERVER_DEFAULTS.requestTimeout, help: 'ms to receive a whole request (408 beyond)', parse: integer(1, 3_600_000) }),

@@ -128,6 +128,6 @@ export function createApp(options: AppOptions): RequestListener {
       throw new HttpError(405, 'method_not_allowed', `method ${method} is not allowed here; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') });
     }
     const handler: Handler = route.handler;
-    return handler({ req, res, params, search, store: options.store, feed: options.feed, bodyLimit: options.bodyLimit, mount, scope: key?.identity });
+    return handler({ req, res, params, search, store: options.store, feed: options.feed, bodyLimit: options.bodyLimit, mount, scope: key?.identity, keyId: key?.id });
   }
 }

@@ -3,7 +3,7 @@ import type { PetStatus } from '../pet/contract.js';
 import { petJson, type Pet } from '../pet/pet.js';
 import { parseInt64, ValidationError } from '../pet/validate.js';
 import type { Feed, Watcher } from './feed.js';
-import { stoppingError } from './http-error.js';
+import { stoppingError, type HttpError } from './http-error.js';
 import { StoreUnavailableError, type ListPage } from '../store/store.js';
 
 /** Pets read at a time while a stream catches up. */
@@ -74,15 +74,18 @@ export class EventStream implements Watcher {
     this.#flushed++;
   };
   #ended = false;
+  /** Why it was ended before it began (its key revoked); undefined: the stop. */
+  #endReason: HttpError | undefined;
+  #lifetime: NodeJS.Timeout | undefined;
 
-  /** Held by `feed` at once (a 503 beyond its limit), so that a stream being opened counts too. */
-  constructor(feed: Feed, res: ServerResponse, status: PetStatus | undefined, after: number) {
+  /** Held by `feed` at once for the API key `keyId` (a 429 or 503 beyond its limits), so that a stream being opened counts too. */
+  constructor(feed: Feed, res: ServerResponse, status: PetStatus | undefined, after: number, keyId: string | undefined) {
     this.#feed = feed;
     this.#res = res;
     this.#status = status;
     this.#cursor = after;
     this.#checked = after;
-    feed.hold(this);
+    feed.hold(this, keyId);
     res.once('close', () => this.#end());
   }
 
@@ -97,7 +100,7 @@ export class EventStream implements Watcher {
   first(): Promise<ListPage> {
     return this.#read().then(
       (page) => {
-        if (this.#ended) throw stoppingError();
+        if (this.#ended) throw this.#endReason ?? stoppingError();
         return page;
       },
       (error: unknown) => {
@@ -107,9 +110,12 @@ export class EventStream implements Watcher {
     );
   }
 
-  /** Once the head is sent: `retry:`, the first page's events, then on by itself. */
+  /** Once the head is sent: `retry:`, the first page's events, then on by itself until its lifetime is over. */
   start(page: ListPage, at: number): void {
     this.#started = true;
+    // Ended as at a stop: its client comes back with Last-Event-ID after `retry:`, and nothing holds a place for ever.
+    this.#lifetime = setTimeout(() => this.close(), this.#feed.streamLifetimeMs);
+    this.#lifetime.unref();
     this.#write(`retry: ${RETRY_MS}\n\n`);
     this.#took(page, at);
     void this.#pump();
@@ -141,11 +147,15 @@ export class EventStream implements Watcher {
   }
 
   /**
-   * The service stops: the stream ends cleanly, and the client reconnects elsewhere or later. One whose
+   * The service stops, its lifetime is over, or its key was revoked (`reason`): the stream ends
+   * cleanly, and the client reconnects elsewhere or later (with a revoked key, to a 401). One whose
    * client has not taken all it was sent is cut instead: its end would wait behind bytes that may
-   * never leave, and hold up the stop. One not begun yet is only released (`first` answers the 503).
+   * never leave, and hold up the stop. One not begun yet is only released (`first` answers the 503,
+   * or `reason`).
    */
-  close(): void {
+  close(reason?: HttpError): void {
+    if (this.#ended) return;
+    this.#endReason = reason;
     if (!this.#end() || !this.#started) return;
     if (this.#res.writableLength > 0) this.#res.destroy();
     else this.#res.end();
@@ -207,6 +217,7 @@ export class EventStream implements Watcher {
   #end(): boolean {
     if (this.#ended) return false;
     this.#ended = true;
+    clearTimeout(this.#lifetime);
     this.#feed.release(this);
     return true;
   }

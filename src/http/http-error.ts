@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'too_many_idempotency_keys',
   'insufficient_scope',
   'rate_limited',
+  'too_many_streams',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

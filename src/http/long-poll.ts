@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Feed, Watcher } from './feed.js';
+import type { HttpError } from './http-error.js';
 import { StoreUnavailableError, type ListQuery, type ListText } from '../store/store.js';
 
 /** A read the database could not answer is tried again after this long, while the wait lasts. */
@@ -8,12 +9,16 @@ const RETRY_MS = 1000;
 /**
  * `wait`: the page `query` was empty (`empty`, read when the feed had seen up to `seen`); resolves
  * to the first page that is not, once a matching pet is committed, or to `empty` after `ms`, when the
- * client goes, or when the service stops. Refused with a 503 when the feed holds all it may.
+ * client goes, or when the service stops; rejected with a 401 when its key is revoked, also since
+ * `revocations` (Feed.revocations when its first read began). Refused with a 429 when that key holds
+ * all it may, a 503 when the feed does.
  */
-export function waitForPets(feed: Feed, query: ListQuery, seen: number, ms: number, res: ServerResponse, empty: ListText): Promise<ListText> {
+export function waitForPets(
+  feed: Feed, query: ListQuery, seen: number, ms: number, res: ServerResponse, empty: ListText, key: { id: string | undefined; revocations: number },
+): Promise<ListText> {
   return new Promise((resolve, reject) => {
     const waiter = new Waiter(feed, query, Math.max(seen, query.after), resolve, reject, empty);
-    feed.hold(waiter);
+    feed.hold(waiter, key.id, key.revocations);
     waiter.start(ms, res);
   });
 }
@@ -71,8 +76,9 @@ class Waiter implements Watcher {
     );
   }
 
-  close(): void {
-    this.#answer(this.#empty);
+  close(reason?: HttpError): void {
+    if (reason === undefined) this.#answer(this.#empty);
+    else this.#fail(reason);
   }
 
   #answer(page: ListText): void {

@@ -28,6 +28,8 @@ export interface RequestContext {
   mount: Mount;
   /** The identity of the request's API key; undefined on public routes. */
   scope: string | undefined;
+  /** The id of the request's API key (keys.json, the database, `env-N`); undefined on public routes. */
+  keyId: string | undefined;
 }
 
 export type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;
@@ -52,15 +54,17 @@ export const listPets: Handler = (ctx) => {
   if (wantsEventStream(ctx.req)) return openStream(ctx, status, resumeAfter(ctx.req, cursor));
   const list = { after: cursor, limit, status };
   const seen = ctx.feed.latest;
+  const revocations = ctx.feed.revocations;
   const page = pageText(ctx.store, list);
-  if (page instanceof Promise) return page.then((p) => listAnswer(ctx, p, list, wait, seen));
-  return listAnswer(ctx, page, list, wait, seen);
+  if (page instanceof Promise) return page.then((p) => listAnswer(ctx, p, list, wait, seen, revocations));
+  return listAnswer(ctx, page, list, wait, seen, revocations);
 };
 
 /** The page, or with `wait` and nothing to show, the first page that has something (long-poll.ts). */
-function listAnswer(ctx: RequestContext, page: ListText, list: ListQuery, wait: number, seen: number): Reply | Promise<Reply> {
+function listAnswer(ctx: RequestContext, page: ListText, list: ListQuery, wait: number, seen: number, revocations: number): Reply | Promise<Reply> {
   if (wait === 0 || page.lastId !== undefined) return listReply(ctx, page, list);
-  return waitForPets(ctx.feed, list, seen, wait * 1000, ctx.res, page).then((found) => listReply(ctx, found, list));
+  const key = { id: ctx.keyId, revocations };
+  return waitForPets(ctx.feed, list, seen, wait * 1000, ctx.res, page, key).then((found) => listReply(ctx, found, list));
 }
 
 function listReply(ctx: RequestContext, page: ListText, { after, limit, status }: ListQuery): Reply {
@@ -72,7 +76,7 @@ function listReply(ctx: RequestContext, page: ListText, { after, limit, status }
 
 /** The event stream: held at once, its first page read before the answer begins, so that a 503 is still an answer. */
 function openStream(ctx: RequestContext, status: ListQuery['status'], after: number): Promise<Reply> {
-  const stream = new EventStream(ctx.feed, ctx.res, status, after);
+  const stream = new EventStream(ctx.feed, ctx.res, status, after, ctx.keyId);
   const at = ctx.feed.latest;
   return stream.first().then((page) => ({ status: 200, body: '', stream: () => stream.start(page, at) }));
 }

@@ -3,7 +3,7 @@ import { Histogram, type HistogramSeries } from '../lib/metrics/histogram.js';
 import type { MetricsRegistry } from '../lib/metrics/registry.js';
 import { IdempotencyKeyLimitError, StoreUnavailableError } from '../store/store.js';
 import { AUTH_FAILURES, AuthenticationError } from './authenticate.js';
-import { HeldLimitError } from './feed.js';
+import { HeldLimitError, KeyHeldLimitError } from './held-refusals.js';
 import { HttpError } from './http-error.js';
 import type { Mount } from './mount.js';
 import type { Reply } from './respond.js';
@@ -15,8 +15,8 @@ export const REQUEST_DURATION_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001
 /** The label values that stand for every unknown path and every method the router does not know. */
 export const UNMATCHED_ROUTE = 'unmatched';
 export const OTHER_METHOD = '_OTHER';
-/** Why an answer was a refusal by a limit, named after the limit: --body-limit, --auth-failure-limit, --idempotency-key-limit, --rate-limit, --max-streams, the store's. */
-export const REFUSALS = ['body_limit', 'auth_failure_limit', 'idempotency_key_limit', 'rate_limit', 'max_streams', 'store_unavailable'] as const;
+/** Why an answer was a refusal by a limit, named after the limit: --body-limit, --auth-failure-limit, --idempotency-key-limit, --rate-limit, --max-streams, --max-streams-per-key, the store's. */
+export const REFUSALS = ['body_limit', 'auth_failure_limit', 'idempotency_key_limit', 'rate_limit', 'max_streams', 'max_streams_per_key', 'store_unavailable'] as const;
 /** Why a request was refused at authentication or authorisation: AUTH_FAILURES, or a key without the scope its operation needs (403). */
 const REFUSED_KEYS = [...AUTH_FAILURES, 'insufficient_scope'] as const;
 type RefusedKey = (typeof REFUSED_KEYS)[number];
@@ -82,6 +82,8 @@ export class RequestMetrics {
       if (error.reason === 'address_blocked') this.#refused.auth_failure_limit.inc();
     } else if (error instanceof HeldLimitError) {
       this.#refused.max_streams.inc();
+    } else if (error instanceof KeyHeldLimitError) {
+      this.#refused.max_streams_per_key.inc();
     } else if (error instanceof HttpError) {
       if (error.status === 413) this.#refused.body_limit.inc();
       else if (error.code === 'rate_limited') this.#refused.rate_limit.inc();

@@ -10,13 +10,17 @@ export type { RouteSpec } from './route-spec.js';
 const READ_UNAVAILABLE = 'The pets cannot be read right now (the database is away), or the server is stopping; retry after Retry-After seconds';
 const LIST_UNAVAILABLE = 'The pets cannot be read right now (the database is away), the server is stopping, or it holds as many event streams '
   + 'and waiting requests (wait) as it keeps open (--max-streams); retry after Retry-After seconds';
+const LIST_UNAUTHORIZED = 'API key missing or invalid, or, with wait, revoked while the request waited (an event stream of a revoked key ends instead)';
+const LIST_TOO_MANY = 'This API key\'s quota is used up (rate_limited; RateLimit says r=0 and when it is whole again), too many failed authentications from this address '
+  + '(too_many_requests), or, with wait or as an event stream, this API key holds as many event streams and waiting requests as one key may (too_many_streams, '
+  + '--max-streams-per-key); retry after Retry-After seconds';
 
 // What a stream sends: `retry:` once, then an event per pet, heartbeat comments when quiet.
 const EVENT_STREAM = {
   schema: {
     type: 'string',
     description: 'With Accept: text/event-stream: the pets after the cursor (Last-Event-ID, else after) that match status, then each new one as it is '
-      + 'committed, as long as the connection lasts. First "retry: 1000", then one event per pet: "id: <pet id>", "event: pet", "data: <the pet\'s JSON '
+      + 'committed, until the connection ends or the stream\'s lifetime is over (--stream-lifetime; then it ends cleanly, and the client resumes with Last-Event-ID). First "retry: 1000", then one event per pet: "id: <pet id>", "event: pet", "data: <the pet\'s JSON '
       + 'exactly as getPet answers it>", a blank line. Comments (": heartbeat") keep a quiet stream open. limit and wait do not apply. Never compressed.',
   },
   example: 'retry: 1000\n\nid: 1\nevent: pet\ndata: {"id":1,"name":"Rex","categoryId":7,"status":"available"}\n\n: heartbeat\n\n',
@@ -44,7 +48,7 @@ export const ROUTES: readonly RouteSpec[] = [
         eventStream: EVENT_STREAM,
       },
       responseHeaders: { 200: ['Link', 'ETag', 'Vary', 'Content-Encoding'], 304: ['ETag', 'Vary'], 503: ['Retry-After'] },
-      errors: { 503: LIST_UNAVAILABLE },
+      errors: { 401: LIST_UNAUTHORIZED, 429: LIST_TOO_MANY, 503: LIST_UNAVAILABLE },
     },
   },
   {

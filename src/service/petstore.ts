@@ -55,6 +55,13 @@ export interface PetstoreOptions {
   idempotencyKeyLimit?: number | undefined;
   /** Open event streams and waiting requests (`wait`) at most; more get 503 with Retry-After (default 500). */
   maxStreams?: number | undefined;
+  /**
+   * Event streams and waiting requests of one API key at most; more of that key's get 429
+   * `too_many_streams` with Retry-After, while other keys' are held (default 50).
+   */
+  maxStreamsPerKey?: number | undefined;
+  /** Seconds an event stream lasts at most; then it ends cleanly and its client resumes with Last-Event-ID (default 3600). */
+  streamLifetime?: number | undefined;
   /** Seconds between the heartbeat comments of an event stream that has nothing else to send (default 15). */
   streamHeartbeat?: number | undefined;
   /** Absolute base URLs ending in /v1 (production, staging) for the OpenAPI `servers` list. */
@@ -83,7 +90,7 @@ export interface PetstoreService {
   metrics(): Promise<string>;
   /**
    * Ends every event stream and answers every waiting request (an empty page) now, and refuses new
-   * ones: the first step of a stop, as `listen` takes it (an open stream never ends by itself).
+   * ones: the first step of a stop, as `listen` takes it (an open stream ends by itself only after streamLifetime).
    */
   closeStreams(): void;
   /** Closes the streams, then the store (pending writes finish, the data is left compacted). */
@@ -95,7 +102,7 @@ export type Petstore = PetstoreService;
 
 export const DEFAULTS = {
   bodyLimit: 64 * 1024, authFailureLimit: 30, idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS, idempotencyKeyLimit: IDEMPOTENCY_KEY_LIMIT, databasePool: 10,
-  maxStreams: 500, streamHeartbeat: 15,
+  maxStreams: 500, maxStreamsPerKey: 50, streamLifetime: 3600, streamHeartbeat: 15,
 } as const;
 
 /**
@@ -163,9 +170,14 @@ function service(
 ): PetstoreService {
   const feed = new Feed(store, {
     maxHeld: options.maxStreams ?? DEFAULTS.maxStreams,
+    maxHeldPerKey: options.maxStreamsPerKey ?? DEFAULTS.maxStreamsPerKey,
     heartbeatMs: (options.streamHeartbeat ?? DEFAULTS.streamHeartbeat) * 1000,
+    streamLifetimeMs: (options.streamLifetime ?? DEFAULTS.streamLifetime) * 1000,
+    checkKeys: () => keyring.refresh(),
     logger,
   });
+  // A revoked key's streams and waits end with it (feed.ts), on a key file as in a database.
+  keyring.onRemoved((removed) => feed.revoke(removed));
   const handler = createApp({
     store,
     feed,

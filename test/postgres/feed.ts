@@ -1,13 +1,14 @@
 /**
  * Waiting requests and event streams across instances on one database: a pet committed through one
  * instance reaches the streams and waiting requests of another (LISTEN/NOTIFY), and while the
- * listening connection is down and cannot come back, the highest id is polled instead.
+ * listening connection is down and cannot come back, the highest id is polled instead. A key removed
+ * from the database ends its streams and waits on every instance.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startServer, within, type TestServer } from '../helpers.js';
+import { request, runCli, startServer, within, type TestServer } from '../helpers.js';
 import type { Cluster } from '../postgres-support.js';
 import { eventsOf, openStream, parseEvents } from '../stream-support.js';
 import { connect } from './store.js';
@@ -76,5 +77,30 @@ export function feedTests(cluster: () => Cluster): void {
     for (const deadline = Date.now() + 5000; (await listening()) !== 1; await sleep(50)) assert.ok(Date.now() < deadline, 'it listens again');
     const notified = await create(one, 'Notified');
     await stream.until((text) => text === `retry: 1000\n\n${eventsOf([...polled, notified])}`, 5000, 'and pets reach it again');
+  });
+
+  test('a key removed from the database ends its stream and answers its waiting request 401 on an instance that did not remove it', { timeout: 30_000 }, async (t) => {
+    const url = await cluster().createDatabase();
+    const server = await startServer({ databaseUrl: url });
+    t.after(() => server.close());
+    const created = await runCli(['keys', 'create', '--database-url', url]);
+    assert.equal(created.code, 0, created.stderr);
+    const id = /^created key ([^\s;]+)/.exec(created.stdout)?.[1] as string;
+    const key = created.stdout.trim().split('\n').at(-1) as string;
+    for (const deadline = Date.now() + 5000; (await request(server.url, 'GET', '/v1/pets', { auth: key })).status !== 200; await sleep(50)) {
+      assert.ok(Date.now() < deadline, 'the instance reads the new key');
+    }
+    const stream = await openStream(server.url, '/v1/pets', [], key);
+    t.after(() => stream.close());
+    assert.equal(stream.status, 200);
+    const waiting = server.request('GET', '/v1/pets?wait=30', { auth: key });
+    await sleep(200);
+    assert.equal((await runCli(['keys', 'revoke', id, '--database-url', url])).code, 0);
+    // The instance reads the keys every second; one more for the query.
+    assert.equal(await within(stream.ended, 3000, 'the stream\'s end'), 'end');
+    const answer = await within(waiting, 3000, 'the waiting request\'s answer');
+    assert.equal(answer.status, 401, answer.text);
+    await create(server, 'After');
+    assert.deepEqual(parseEvents(stream.text()), [], 'no pet reached the removed key\'s stream');
   });
 }
