@@ -135,6 +135,20 @@ test('keys made to share one unkeyed hash cost what any keys cost: no record is 
   assert.ok(looking <= 512 + 8, `records read back by 512 lookups: ${looking}`);
 });
 
+test('creates with a key still under way count against the bound: past it, a new key is refused until one ends', () => {
+  const { index, store } = indexOf(60_000, 3);
+  store(record('a0', 0), 1);
+  assert.equal(index.begin('s', 'a1', 1000), 'begun');
+  assert.equal(index.begin('s', 'a2', 1000), 'begun');
+  assert.deepEqual(index.begin('s', 'a3', 1000), { retryAfter: 1 }, 'one key remembered and two under way hold the three places');
+  assert.deepEqual(index.begin('s', 'a4', 1000), { retryAfter: 1 });
+  index.end(record('a2', 1000), undefined);
+  assert.equal(index.begin('s', 'a3', 1000), 'begun', 'a refused create gives its place back');
+  index.end(record('a1', 1000), 2);
+  index.end(record('a3', 1000), 3);
+  assert.deepEqual(index.begin('s', 'a4', 2000), { retryAfter: 58 }, 'all three remembered: the oldest, made at 0, leaves at 60 s');
+});
+
 test('each API key may have at most so many keys remembered: past that, the wait until its oldest leaves the window', () => {
   const { index, store } = indexOf(60_000, 3);
   for (let i = 0; i < 3; i++) store(record(`a${i}`, i * 1000), i + 1);
