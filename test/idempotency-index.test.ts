@@ -37,6 +37,16 @@ test('a key\'s older record expiring does not forget the newer pet the key names
   assert.equal(index.lookup('s', 'k', 1900), undefined, 'until its own window ends');
 });
 
+test('a key\'s newer pet is the one found after the table is rebuilt as it grows, not its older one', () => {
+  const { index, store } = indexOf(1000);
+  store(record('k', 0), 1);
+  store(record('k', 900), 2);
+  // Past 64, 128, 256 and 512 entries the arrays grow and the table is built again.
+  for (let id = 3; id <= 600; id++) store(record(`other-${id}`, 900), id);
+  assert.equal(index.lookup('s', 'k', 950), 2);
+  assert.equal(index.lookup('s', 'other-600', 950), 600);
+});
+
 test('a key is free again once its create was refused, and taken while its create is being committed', () => {
   const { index } = indexOf(1000);
   assert.equal(index.begin('s', 'k', 0), 'begun');
