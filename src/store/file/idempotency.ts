@@ -35,8 +35,8 @@ const EMPTY = 0;
  * back from there when a lookup needs it): entries in typed arrays in the order they were made, and
  * an open-addressed table of their hashes. The hash is keyed with a secret of this index's own
  * (lib/keyed-hash.ts), as clients choose the keys: no set of keys a client can choose costs more
- * than as many random ones. A key older than the window is forgotten: the same
- * request then makes a new pet. Old entries are dropped from the front as the window moves.
+ * than as many random ones. A key older than the window is forgotten: the same request then makes
+ * a new pet. Old entries are dropped from the front as the window moves.
  *
  * At most `maxPerScope` keys are remembered per API key (scope): past that, a new one is refused
  * until the oldest leaves the window (`retryAfter`), rather than a key being forgotten early, which
