@@ -178,6 +178,31 @@ test('an API key may have so many keys remembered: past that a new key is a 429 
   assert.equal(await petCount(server.url), 4, 'the refused create stored nothing');
 });
 
+test('creates with a key still being committed count against the bound: past it, a new key is a 429 at once, not let through', async (t) => {
+  // The journal's fsync is held: three keyed creates are under way, none committed.
+  const dir = await tempDir(); // removed by server.close(), after the store has closed
+  const fs = new TestFileSystem();
+  let release = (): void => {};
+  const held = new Promise<undefined>((resolve) => { release = () => resolve(undefined); });
+  fs.hook = (call) => (call.op === 'datasync' && call.path.endsWith('.jsonl') ? held : undefined);
+  t.after(release); // before the server's close, which waits for the held commits
+  const server = await serve(t, { dataDir: dir, store: await FileStore.open(dir, { fileSystem: fs, idempotencyKeyLimit: 3 }) });
+  const settled: Response[] = [];
+  const creates = ['a', 'b', 'c', 'd', 'e'].map((key, i) => create(server.url, `{"name":"P${i}","categoryId":${i}}`, key).then((res) => {
+    settled.push(res);
+    return res;
+  }));
+  // Two answers come while the other three are held; planting `count < max` lets all five through to the held fsync.
+  for (let waited = 0; settled.length < 2 && waited < 2000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(settled.map((res) => [res.status, (res.json as Json)['code'], res.headers['retry-after']]), [
+    [429, 'too_many_idempotency_keys', '1'], [429, 'too_many_idempotency_keys', '1'],
+  ], 'three keys under way hold the three places: the other two are refused, with a wait of a second');
+  release();
+  const statuses = (await Promise.all(creates)).map((res) => res.status).sort();
+  assert.deepEqual(statuses, [201, 201, 201, 429, 429]);
+  assert.equal(await petCount(server.url), 3);
+});
+
 // --- Durable with the pet ------------------------------------------------------------------------
 
 async function spawn(t: TestContext, dir: string, args: string[] = [], env = { PETSTORE_API_KEYS: TEST_KEY }): Promise<ServerProcess> {

@@ -1,3 +1,5 @@
+import { KeyedHash } from '../../lib/keyed-hash.js';
+
 /**
  * What a store remembers of a create made with an `Idempotency-Key`: which API key sent it (its
  * scope, a hash: never the API key itself), the key, and when. Stored in the pet's own line.
@@ -31,8 +33,10 @@ const EMPTY = 0;
  * The keys of the creates made within the window, each with the id of its pet, in 32 bytes a key
  * besides the key's own bytes, which stay in the pet's line (the record holding the key is read
  * back from there when a lookup needs it): entries in typed arrays in the order they were made, and
- * an open-addressed table of their hashes. A key older than the window is forgotten: the same
- * request then makes a new pet. Old entries are dropped from the front as the window moves.
+ * an open-addressed table of their hashes. The hash is keyed with a secret of this index's own
+ * (lib/keyed-hash.ts), as clients choose the keys: no set of keys a client can choose costs more
+ * than as many random ones. A key older than the window is forgotten: the same request then makes
+ * a new pet. Old entries are dropped from the front as the window moves.
  *
  * At most `maxPerScope` keys are remembered per API key (scope): past that, a new one is refused
  * until the oldest leaves the window (`retryAfter`), rather than a key being forgotten early, which
@@ -42,6 +46,7 @@ export class IdempotencyIndex {
   readonly #windowMs: number;
   readonly #maxPerScope: number;
   readonly #recordOf: StoredRecordOf;
+  readonly #hash: KeyedHash;
   readonly #pending = new Set<string>();
   readonly #scopes = new Map<string, number>();
   /** Per API key: keys remembered, creates with a key under way, and where its oldest entry was last found. */
@@ -56,8 +61,10 @@ export class IdempotencyIndex {
   /** Entry number + 1 by hash, linear probing; a slot of an entry before #head is free for a new one. */
   #table = new Int32Array(4 * INITIAL_ENTRIES);
 
-  constructor(windowMs: number, recordOf: StoredRecordOf, maxPerScope = Number.POSITIVE_INFINITY) {
+  /** `hash`: the keyed hash of the table, with a secret of its own unless one is given. */
+  constructor(windowMs: number, recordOf: StoredRecordOf, maxPerScope = Number.POSITIVE_INFINITY, hash = new KeyedHash()) {
     this.#windowMs = windowMs;
+    this.#hash = hash;
     this.#recordOf = recordOf;
     this.#maxPerScope = maxPerScope;
   }
@@ -74,7 +81,7 @@ export class IdempotencyIndex {
 
   /** The pet id a key was used for, if that create is within the window. */
   lookup(scope: string, key: string, now: number): number | undefined {
-    const entry = this.#find(scope, key, hashOf(scope, key));
+    const entry = this.#find(scope, key, this.#hashOf(scope, key));
     return entry === -1 || now - (this.#ats[entry] as number) >= this.#windowMs ? undefined : this.#ids[entry];
   }
 
@@ -95,7 +102,7 @@ export class IdempotencyIndex {
    * to wait when its API key has as many keys remembered as it may.
    */
   begin(scope: string, key: string, now: number): 'begun' | 'taken' | { retryAfter: number } {
-    const name = pendingName(scope, key);
+    const name = nameOf(scope, key);
     if (this.#pending.has(name)) return 'taken';
     const counts = this.#perScope[this.#scopeNumber(scope)] as { pending: number };
     const full = this.#fullFor(scope, now);
@@ -107,7 +114,7 @@ export class IdempotencyIndex {
 
   /** The create with this key is over: stored as pet `id`, or refused (undefined: the key may be used again). */
   end(record: IdempotencyRecord, id: number | undefined): void {
-    if (this.#pending.delete(pendingName(record.scope, record.key))) (this.#perScope[this.#scopeNumber(record.scope)] as { pending: number }).pending--;
+    if (this.#pending.delete(nameOf(record.scope, record.key))) (this.#perScope[this.#scopeNumber(record.scope)] as { pending: number }).pending--;
     if (id !== undefined) this.restore(record, id, record.at);
   }
 
@@ -116,7 +123,7 @@ export class IdempotencyIndex {
     if (now - record.at >= this.#windowMs) return;
     if (this.#length === this.#ids.length) this.#makeRoom();
     const entry = this.#length++;
-    const hash = hashOf(record.scope, record.key);
+    const hash = this.#hashOf(record.scope, record.key);
     this.#ids[entry] = id;
     this.#ats[entry] = record.at;
     this.#scopeOf[entry] = this.#scopeNumber(record.scope);
@@ -181,10 +188,9 @@ export class IdempotencyIndex {
     }
   }
 
-  /** Whether two entries are of the same key: their records are read back only when their hashes match. */
-  #sameKey(a: number, b: number): boolean {
-    if (this.#hashes[a] !== this.#hashes[b] || this.#scopeOf[a] !== this.#scopeOf[b]) return false;
-    return this.#recordOf(this.#ids[a] as number)?.key === this.#recordOf(this.#ids[b] as number)?.key;
+  /** The keyed hash of the scope, a separator no scope holds, and the key. */
+  #hashOf(scope: string, key: string): number {
+    return this.#hash.hash(nameOf(scope, key));
   }
 
   #scopeNumber(scope: string): number {
@@ -199,6 +205,8 @@ export class IdempotencyIndex {
 
   /** Drops the forgotten entries from the front, grows the arrays if they are still more than half full, and rebuilds the table. */
   #makeRoom(): void {
+    const old = this.#table;
+    const oldHead = this.#head;
     const live = this.#length - this.#head;
     const capacity = live * 2 > this.#ids.length ? this.#ids.length * 2 : this.#ids.length;
     const move = <T extends Float64Array | Uint32Array | Int32Array>(from: T, Type: new (n: number) => T): T => {
@@ -214,25 +222,19 @@ export class IdempotencyIndex {
     this.#head = 0;
     this.#length = live;
     // Load at most a half, dead slots included, as no more than `capacity` entries go in before the
-    // next rebuild. Entries go back in their order: a key's newer entry takes its older one's slot.
+    // next rebuild. Only the entries the old table holds go back, each key's newest: no two are of one
+    // key, so none is compared with another or read back from its line.
     this.#table = new Int32Array(2 * capacity);
     const mask = this.#table.length - 1;
-    for (let entry = 0; entry < live; entry++) {
+    for (const value of old) {
+      const entry = value - 1 - oldHead;
+      if (value === EMPTY || entry < 0) continue;
       let slot = (this.#hashes[entry] as number) & mask;
-      while (this.#table[slot] !== EMPTY && !this.#sameKey((this.#table[slot] as number) - 1, entry)) slot = (slot + 1) & mask;
+      while (this.#table[slot] !== EMPTY) slot = (slot + 1) & mask;
       this.#table[slot] = entry + 1;
     }
   }
 }
 
-/** FNV-1a over the scope, a separator no scope holds, and the key. */
-function hashOf(scope: string, key: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < scope.length; i++) hash = Math.imul(hash ^ scope.charCodeAt(i), 0x01000193);
-  hash = Math.imul(hash ^ 0x0a, 0x01000193);
-  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
-  return hash;
-}
-
 // Scopes are hashes and hold no newline, so a scope and a key cannot run together ambiguously.
-const pendingName = (scope: string, key: string): string => `${scope}\n${key}`;
+const nameOf = (scope: string, key: string): string => `${scope}\n${key}`;
