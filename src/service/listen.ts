@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
 import { AcceptedSockets } from '../http/accepted-sockets.js';
 import { Connections } from '../http/connections.js';
@@ -181,6 +182,11 @@ function checkTls(tls: { cert: string | Buffer; key: string | Buffer }): void {
     const why = code === 'ERR_OSSL_X509_KEY_VALUES_MISMATCH' ? 'the TLS key does not belong to the TLS certificate' : `the TLS certificate or key cannot be used (${(error as Error).message})`;
     // A code, as Node's own errors carry, so that the command line shows the message alone.
     throw Object.assign(new TypeError(why, { cause: error }), { code: 'ERR_PETSTORE_TLS' });
+  }
+  // OpenSSL compares the pair only when their types agree: an RSA certificate with an EC key (or the
+  // reverse) passes above, and then every handshake fails. The certificate's own check compares them.
+  if (!new X509Certificate(tls.cert).checkPrivateKey(createPrivateKey(tls.key))) {
+    throw Object.assign(new TypeError('the TLS key does not belong to the TLS certificate'), { code: 'ERR_PETSTORE_TLS' });
   }
 }
 
