@@ -63,8 +63,13 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const metrics = options.metrics === true || options.metricsPort !== undefined ? await loadMetrics() : undefined;
   const petstore = await openPetstore({ ...options, logger }, metrics);
   const connections = new Connections();
+  // Every TCP connection, TLS or not, from its accept: with TLS, a client that never sends its hello
+  // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
+  // It keeps --max-connections too (accepted-sockets.ts): Node's own limit would refuse the newest.
+  const sockets = new AcceptedSockets(options.maxConnections ?? SERVER_DEFAULTS.maxConnections, options.tls !== undefined);
   let stopping = false;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    sockets.served(req.socket as Socket);
     connections.owe(req, res);
     if (stopping) refuseWhileStopping(req, res);
     else petstore.handler(req, res);
@@ -87,17 +92,20 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const server = options.tls === undefined
     ? createServer(httpOptions, onRequest)
     : createHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
-  server.maxConnections = options.maxConnections ?? SERVER_DEFAULTS.maxConnections;
-  metrics?.watchServer(server);
-  // Every TCP connection, TLS or not, from its accept: with TLS, a client that never sends its hello
-  // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
-  const sockets = new AcceptedSockets();
+  metrics?.watchServer(server, sockets);
   server.on('connection', (raw: Socket) => sockets.add(raw));
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
-  server.on(options.tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => connections.add(socket));
+  if (options.tls === undefined) server.on('connection', (socket: Socket) => connections.add(socket));
+  else {
+    server.on('secureConnection', (socket: Socket) => {
+      sockets.secured(socket);
+      connections.add(socket);
+    });
+  }
   // Answer `Expect: 100-continue` ourselves, so that 401, 413 and 415 go out before the body is sent.
   server.on('checkContinue', onRequest);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    sockets.served(req.socket as Socket);
     connections.owe(req, res);
     refuseExpectation(req, res);
   });

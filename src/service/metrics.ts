@@ -5,6 +5,7 @@
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import { Server as TlsServer } from 'node:tls';
+import type { AcceptedSockets } from '../http/accepted-sockets.js';
 import type { Feed } from '../http/feed.js';
 import type { Mount } from '../http/mount.js';
 import { RequestMetrics } from '../http/request-metrics.js';
@@ -38,13 +39,15 @@ export class ServiceMetrics {
     return requests;
   }
 
-  /** Adds the families of the server `listen` runs: the connections open, their limit, those refused at it. */
-  watchServer(server: Server | HttpsServer): void {
+  /** Adds the families of the server `listen` runs: the connections open, their limit, those closed or refused at it. */
+  watchServer(server: Server | HttpsServer, sockets: AcceptedSockets): void {
     const open = (): Promise<number> => new Promise((resolve, reject) => server.getConnections((error, count) => (error === null ? resolve(count) : reject(error))));
     this.#registry.add(new CollectedMetric('gauge', 'petstore_http_open_connections', 'Connections open to the API now', [], async () => single(await open())));
-    this.#registry.add(new CollectedMetric('gauge', 'petstore_http_max_connections', 'Connections open to the API at most (--max-connections)', [], () => single(server.maxConnections)));
-    const refused = this.#registry.add(new Counter('petstore_http_refused_connections_total', 'Connections closed at once because --max-connections were open')).labels();
-    server.on('drop', () => refused.inc());
+    this.#registry.add(new CollectedMetric('gauge', 'petstore_http_max_connections', 'Connections open to the API at most (--max-connections)', [], () => single(sockets.max)));
+    this.#registry.add(new CollectedMetric('counter', 'petstore_http_evicted_connections_total',
+      'Connections without a complete request closed at --max-connections to make room for a new one', [], () => single(sockets.evicted)));
+    this.#registry.add(new CollectedMetric('counter', 'petstore_http_refused_connections_total',
+      'Connections closed at once because --max-connections were open, each with a request', [], () => single(sockets.refused)));
     if (server instanceof TlsServer) {
       const failures = this.#registry.add(new Counter('petstore_tls_handshake_failures_total', 'TLS handshakes that failed, by reason', ['reason']));
       const series = Object.fromEntries(HANDSHAKE_FAILURES.map((reason) => [reason, failures.labels(reason)]));
