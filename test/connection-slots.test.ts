@@ -18,9 +18,9 @@ class Peer {
   closed = false;
   readonly opened: Promise<void>;
 
-  constructor(url: string) {
+  constructor(url: string, localAddress = '127.0.0.1') {
     const { hostname, port } = new URL(url);
-    this.socket = connect(Number(port), hostname);
+    this.socket = connect({ port: Number(port), host: hostname, localAddress });
     this.socket.on('data', (chunk: Buffer) => (this.data += chunk.toString('latin1')));
     this.socket.on('error', () => {}); // a reset is a close
     this.socket.once('close', () => (this.closed = true));
@@ -77,6 +77,34 @@ test('every slot held by silent connections: a keyed request on a new connection
   await waitFor(() => peers.filter((p) => p.closed).length === 2, 5000, 'two silent connections closed');
   assert.deepEqual(peers.slice(0, 10).map((p) => p.closed), [true, true, false, false, false, false, false, false, false, false], 'the two oldest');
   assert.ok(peers.slice(0, 10).every((p) => p.data === ''), 'closed without a byte');
+});
+
+test('a new connection closes the oldest silent one of its own address first, else the oldest of all; connections opened at once and left silent can be closed later', async (t) => {
+  const server = await startServer({ maxConnections: 6 });
+  const peers: Peer[] = [];
+  t.after(async () => {
+    for (const p of peers) p.socket.destroy();
+    await server.close();
+  });
+  // Six at once (in one burst), three from each of two addresses (Linux routes all of 127/8 to lo).
+  const two = [0, 1, 2].map(() => new Peer(server.url, '127.0.0.2'));
+  const three = [0, 1, 2].map(() => new Peer(server.url, '127.0.0.3'));
+  peers.push(...two, ...three);
+  await Promise.all(peers.map((p) => p.opened));
+  const deadline = Date.now() + 5000;
+  while ((await held(server)()) !== 6 && Date.now() < deadline) await sleep(10);
+  const fromThree = new Peer(server.url, '127.0.0.3');
+  peers.push(fromThree);
+  await fromThree.opened;
+  assert.equal(await fromThree.get('/healthz'), 200);
+  await waitFor(() => three[0]?.closed === true, 5000, 'the oldest silent connection of 127.0.0.3 closed');
+  assert.deepEqual([...two, ...three].map((p) => p.closed), [false, false, false, true, false, false], 'only that one');
+  const fromOne = new Peer(server.url, '127.0.0.1');
+  peers.push(fromOne);
+  await fromOne.opened;
+  assert.equal(await fromOne.get('/healthz'), 200);
+  await waitFor(() => two[0]?.closed === true, 5000, 'the oldest silent connection of all closed');
+  assert.deepEqual([...two, ...three].map((p) => p.closed), [true, false, false, true, false, false]);
 });
 
 test('a connection that has brought a request is never closed for room; with every slot so held, a new connection is refused and counted', async (t) => {

@@ -15,8 +15,13 @@ import type { Socket } from 'node:net';
 export class AcceptedSockets {
   /** Each open socket and when it was accepted, in the order of their accepts. */
   readonly #open = new Map<Socket, number>();
-  /** The open sockets that have not brought a request's headers yet, oldest first. */
-  readonly #unserved = new Set<Socket>();
+  /** The open sockets that have not brought a request's headers yet, oldest first, with the turn of their accept and their address. */
+  readonly #unserved = new Map<Socket, { turn: number; address: string }>();
+  /** The same, by the client's address. */
+  readonly #unservedFrom = new Map<string, Set<Socket>>();
+  /** Turns of the event loop, counted for two turns after each accept (enough to tell which are ripe to close). */
+  #turn = 0;
+  #turnsToCount = 0;
   /** With TLS: the TCP socket of each peer (`address port`), to find the one under a TLS socket. */
   readonly #byPeer: Map<string, Socket> | undefined;
   /** A TLS socket's TCP socket, once it is known. */
@@ -34,13 +39,19 @@ export class AcceptedSockets {
     // and an 'error' nobody listens to ends the process: a client's reset must not. There is nothing
     // to do about one: the socket is destroyed with it, and whoever holds it sees it close.
     socket.on('error', ignoreError);
-    if (this.#open.size >= this.max && !this.#makeRoom()) {
+    const address = socket.remoteAddress ?? '';
+    if (this.#open.size >= this.max && !this.#makeRoom(address)) {
       this.refused++;
       socket.destroy();
       return;
     }
     this.#open.set(socket, Date.now());
-    this.#unserved.add(socket);
+    this.#unserved.set(socket, { turn: this.#turn, address });
+    let from = this.#unservedFrom.get(address);
+    if (from === undefined) this.#unservedFrom.set(address, (from = new Set()));
+    from.add(socket);
+    if (this.#turnsToCount === 0) setImmediate(this.#countTurn);
+    this.#turnsToCount = 2;
     const peer = this.#byPeer === undefined ? undefined : `${socket.remoteAddress} ${socket.remotePort}`;
     if (peer !== undefined) this.#byPeer?.set(peer, socket);
     socket.once('close', () => {
@@ -57,7 +68,7 @@ export class AcceptedSockets {
 
   /** `socket` (TCP, or TLS after `secured`) has brought a request's headers: it is no longer closed to make room. */
   served(socket: Socket): void {
-    this.#unserved.delete(this.#under.get(socket) ?? socket);
+    this.#forgetUnserved(this.#under.get(socket) ?? socket);
   }
 
   /** How many are open. */
@@ -76,20 +87,45 @@ export class AcceptedSockets {
     for (const socket of this.#open.keys()) socket.destroy();
   }
 
-  /** Closes the oldest connection without a request, if there is one; its slot is free at once. */
-  #makeRoom(): boolean {
-    for (const oldest of this.#unserved) {
-      this.#forget(oldest);
-      oldest.destroy();
-      this.evicted++;
-      return true;
-    }
-    return false;
+  /**
+   * Closes the oldest connection without a request from the new one's address, else from any: a client
+   * that floods from a few addresses then mostly closes its own. Only a connection that has had its
+   * chance to send a request is closed: one accepted in this turn of the event loop or the one before
+   * may have it waiting to be read (connections are accepted in batches, their bytes read a turn later),
+   * and a burst of new connections would otherwise close it unread. Its slot is free at once.
+   */
+  #makeRoom(address: string): boolean {
+    const victim = this.#oldestReady(this.#unservedFrom.get(address) ?? []) ?? this.#oldestReady(this.#unserved.keys());
+    if (victim === undefined) return false;
+    this.#forget(victim);
+    victim.destroy();
+    this.evicted++;
+    return true;
+  }
+
+  readonly #countTurn = (): void => {
+    this.#turn++;
+    if (--this.#turnsToCount > 0) setImmediate(this.#countTurn);
+  };
+
+  /** The first of `sockets` (oldest first) if it was accepted two turns ago or more. */
+  #oldestReady(sockets: Iterable<Socket>): Socket | undefined {
+    for (const socket of sockets) return this.#turn - (this.#unserved.get(socket)?.turn ?? this.#turn) >= 2 ? socket : undefined;
+    return undefined;
   }
 
   #forget(socket: Socket): void {
     this.#open.delete(socket);
+    this.#forgetUnserved(socket);
+  }
+
+  #forgetUnserved(socket: Socket): void {
+    const waiting = this.#unserved.get(socket);
+    if (waiting === undefined) return;
     this.#unserved.delete(socket);
+    const from = this.#unservedFrom.get(waiting.address);
+    from?.delete(socket);
+    if (from?.size === 0) this.#unservedFrom.delete(waiting.address);
   }
 }
 
