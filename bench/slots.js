@@ -127,14 +127,14 @@ export async function slotsMode() {
     const why = Object.entries(failures).map(([what, n]) => `${n} ${what}`).join(', ');
     return `${(100 * answered / Math.max(1, asked)).toFixed(1)} % (${answered} of ${asked}${why === '' ? '' : `; ${why}`})`;
   };
-  const table = rows.map((r) => `| ${r.limit} | ${r.drip ? 'a byte every 3 s' : 'silent'} | ${fmt.int(r.opened)} | ${share(r.counts.fresh)} | ${share(r.counts.keepAlive)} | ${share(r.counts.healthz)} |`).join('\n');
+  const table = rows.map((r) => `| ${r.limit} | ${r.drip ? 'a byte every 3 s' : 'silent'} | ${fmt.int(r.opened)} | ${fmt.int(r.evicted)} | ${fmt.int(r.refused)} | ${share(r.counts.fresh)} | ${share(r.counts.keepAlive)} | ${share(r.counts.healthz)} |`).join('\n');
   writeSection(RESULTS, 'slots', `## Connection slots under a flood of connections without requests
 
 ${m.date} · node ${m.node} · ${m.cpu} · load average ${m.load} at the end
 \`node bench/run.js --slots\`: --max-connections M; a flooder holds M + ${EXTRA} connections from ${ADDRESSES} addresses (127.0.0.2–127.0.0.${1 + ADDRESSES}) and opens a new one as soon as one closes; meanwhile, for ${SECONDS} s (after 2 s of flood), a client on 127.0.0.1 asks every 20 ms for each column; answered means a 200 within 5 s.
 
-| M | flood connections | flood connections opened | keyed GET, fresh connection | keyed GET, keep-alive | /healthz, fresh connection |
-|--:|---|--:|--:|--:|--:|
+| M | flood connections | opened by the flood | closed for room | refused | keyed GET, fresh connection | keyed GET, keep-alive | /healthz, fresh connection |
+|--:|---|--:|--:|--:|--:|--:|--:|
 ${table}`);
   process.stdout.write(`${table}\n`);
 }
