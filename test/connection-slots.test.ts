@@ -7,7 +7,10 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { request, startServer, waitFor, type TestServer } from './helpers.js';
+import { readFile } from 'node:fs/promises';
+import { connect as tlsConnect } from 'node:tls';
+import { request, startServer, tempDirFor, waitFor, type TestServer } from './helpers.js';
+import { certificate, needsOpenssl } from './tls-support.js';
 import { metricsServer, scrape } from './metrics-support.js';
 import { valueOf } from './exposition-parser.js';
 
@@ -137,6 +140,34 @@ test('a connection that has brought a request is never closed for room; with eve
   assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 4);
   assert.equal(valueOf(families, 'petstore_http_refused_connections_total'), 1);
   assert.equal(valueOf(families, 'petstore_http_max_connections'), 4);
+});
+
+test('over TLS too, a connection that has brought a request is not closed for room; silent ones are', needsOpenssl, async (t) => {
+  const { cert, key } = certificate(await tempDirFor(t), 'server');
+  const ca = await readFile(cert);
+  const server = await startServer({ maxConnections: 3, tls: { cert: ca, key: await readFile(key) } });
+  const sockets: Socket[] = [];
+  t.after(async () => {
+    for (const s of sockets) s.destroy();
+    await server.close();
+  });
+  const { port } = new URL(server.url);
+  const served = tlsConnect({ port: Number(port), host: '127.0.0.1', ca });
+  sockets.push(served);
+  let data = '';
+  served.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
+  const answers = (): number => data.split('HTTP/1.1 200').length - 1;
+  await new Promise((resolve) => served.once('secureConnect', resolve));
+  served.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
+  await waitFor(() => answers() === 1, 5000, 'the first answer over TLS');
+  // Two silent TCP connections fill the slots; three more come, each closing the oldest silent one.
+  const silent = await open(server.url, 2, held(server), 3);
+  const later = await open(server.url, 3);
+  sockets.push(...[...silent, ...later].map((p) => p.socket));
+  await waitFor(() => [...silent, ...later].filter((p) => p.closed).length === 3, 5000, 'three silent connections closed for room');
+  assert.ok(!served.destroyed, 'the TLS connection with a request is still open');
+  served.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
+  await waitFor(() => answers() === 2, 5000, 'and answers again');
 });
 
 test('the metrics listener: 32 silent connections do not block a scrape, and it closes a silent connection after its 10 s headers timeout, not 30 s later', { timeout: 30_000 }, async (t) => {
