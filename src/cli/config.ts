@@ -88,7 +88,7 @@ export const SETTINGS = [
   }),
   setting({ key: 'authFailureLimit', flag: 'auth-failure-limit', env: 'PETSTORE_AUTH_FAILURE_LIMIT', default: DEFAULTS.authFailureLimit, help: 'failed authentications per address per minute before 429', parse: integer(1, 1_000_000) }),
   setting({ key: 'rateLimit', flag: 'rate-limit', env: 'PETSTORE_RATE_LIMIT', default: undefined, help: 'quota of each key without its own, <requests>/<seconds> such as 100/60: RateLimit headers, 429 past it (default: off)', parse: embedderCheck(parseQuota) }),
-  setting({ key: 'maxConnections', flag: 'max-connections', env: 'PETSTORE_MAX_CONNECTIONS', default: SERVER_DEFAULTS.maxConnections, help: 'open connections at most; more are refused', parse: integer(1, 1_000_000) }),
+  setting({ key: 'maxConnections', flag: 'max-connections', env: 'PETSTORE_MAX_CONNECTIONS', default: SERVER_DEFAULTS.maxConnections, help: 'open connections at most; at the limit the oldest without a request is closed for a new one', parse: integer(1, 1_000_000) }),
   setting({ key: 'maxStreams', flag: 'max-streams', env: 'PETSTORE_MAX_STREAMS', default: DEFAULTS.maxStreams, help: 'event streams and waiting requests (wait=) open at most; 503 beyond', parse: integer(1, 1_000_000) }),
   setting({ key: 'streamHeartbeat', flag: 'stream-heartbeat', env: 'PETSTORE_STREAM_HEARTBEAT', default: DEFAULTS.streamHeartbeat, help: 'seconds between heartbeat comments of a quiet event stream', parse: integer(1, 3600) }),
   setting({ key: 'headersTimeout', flag: 'headers-timeout', env: 'PETSTORE_HEADERS_TIMEOUT', default: SERVER_DEFAULTS.headersTimeout, help: 'ms to receive the request headers (408 beyond)', parse: integer(1, 3_600_000) }),
