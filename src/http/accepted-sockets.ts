@@ -10,7 +10,7 @@ import type { Socket } from 'node:net';
  * refuses the newest connection: then clients that open connections and send nothing, reopening each
  * as it is closed, hold every slot and no one else gets in. Here, at the limit, the oldest connection
  * that has not yet brought the headers of a request (it never reached a handler) is closed to make
- * room; only when every open connection has brought one is the new one refused.
+ * room (#makeRoom says which); only when none can be is the new one refused.
  */
 export class AcceptedSockets {
   /** Each open socket and when it was accepted, in the order of their accepts. */

@@ -47,7 +47,7 @@ export class ServiceMetrics {
     this.#registry.add(new CollectedMetric('counter', 'petstore_http_evicted_connections_total',
       'Connections without a complete request closed at --max-connections to make room for a new one', [], () => single(sockets.evicted)));
     this.#registry.add(new CollectedMetric('counter', 'petstore_http_refused_connections_total',
-      'Connections closed at once because --max-connections were open, each with a request', [], () => single(sockets.refused)));
+      'Connections closed at once because --max-connections were open and none could be closed for room', [], () => single(sockets.refused)));
     if (server instanceof TlsServer) {
       const failures = this.#registry.add(new Counter('petstore_tls_handshake_failures_total', 'TLS handshakes that failed, by reason', ['reason']));
       const series = Object.fromEntries(HANDSHAKE_FAILURES.map((reason) => [reason, failures.labels(reason)]));
