@@ -5,8 +5,9 @@
  * Idempotency-Keys cost in memory (see bench/keys.js); `--feed` the latency of waiting requests and
  * streams, and what gzip costs (see bench/feed.js); `--instructions` what a quota and metrics cost in
  * instructions per request, under callgrind (see bench/instructions.js); `--flood` Idempotency-Keys
- * made to collide under the table's old hash against random ones (see bench/flood.js). Results are
- * printed and written to bench/results.md (each mode replaces only its own section).
+ * made to collide under the table's old hash against random ones (see bench/flood.js); `--slots`
+ * whether clients that send no request can take the connection slots (see bench/slots.js). Results
+ * are printed and written to bench/results.md (each mode replaces only its own section).
  *
  * Main mode: the built server on a temp data dir seeded with 1,000 pets (half "sold"), and the floor
  * (bench/floor.js, a bare node:http server with the same auth and JSON), both fresh in every round,
@@ -36,6 +37,7 @@ const KEYS = process.argv.includes('--keys');
 const FEED = process.argv.includes('--feed');
 const INSTRUCTIONS = process.argv.includes('--instructions');
 const FLOOD = process.argv.includes('--flood');
+const SLOTS = process.argv.includes('--slots');
 const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is noisy: more rounds, steadier medians
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
@@ -476,6 +478,7 @@ try {
   else if (FEED) await (await import('./feed.js')).feedMode();
   else if (INSTRUCTIONS) await (await import('./instructions.js')).instructionsMode();
   else if (FLOOD) await (await import('./flood.js')).floodMode();
+  else if (SLOTS) await (await import('./slots.js')).slotsMode();
   else await (SCALE ? scaleMode() : mainMode());
 } catch (error) {
   console.error(error);

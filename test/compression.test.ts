@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { test } from 'node:test';
-import { gunzipSync } from 'node:zlib';
+import zlib, { gunzipSync } from 'node:zlib';
 import { acceptsGzip, COMPRESS_MIN_BYTES } from '#dist/http/compression.js';
 import { startServer, TEST_KEY, type TestServer } from './helpers.js';
 import { openStream } from './stream-support.js';
@@ -104,6 +104,27 @@ test('a list of 1 KiB and more goes out gzip-coded to a client that accepts it, 
   const doc = await raw(server, '/v1/openapi.json', { 'accept-encoding': 'gzip' });
   assert.equal(doc.headers['content-encoding'], 'gzip', 'the interface description too');
   assert.doesNotThrow(() => JSON.parse(gunzipSync(doc.body).toString()));
+});
+
+test('the interface description is gzip-coded once, not for every request: the same bytes each time, and no further compression', async (t) => {
+  const server = await startServer();
+  t.after(() => server.close());
+  const compressions = t.mock.method(zlib, 'gzipSync');
+  const first = await raw(server, '/v1/openapi.json', { 'accept-encoding': 'gzip' });
+  assert.equal(first.headers['content-encoding'], 'gzip');
+  assert.equal(first.headers.vary, 'Accept-Encoding');
+  assert.equal(compressions.mock.callCount(), 1, 'compressed at the first request');
+  for (let i = 0; i < 5; i++) {
+    const again = await raw(server, '/v1/openapi.json', { 'accept-encoding': 'gzip' });
+    assert.deepEqual(again.body, first.body);
+    assert.equal(again.headers['content-length'], first.headers['content-length']);
+    assert.equal(again.headers.vary, 'Accept-Encoding');
+  }
+  const plain = await raw(server, '/v1/openapi.json', {});
+  assert.equal(plain.headers['content-encoding'], undefined);
+  assert.equal(plain.headers.vary, 'Accept-Encoding', 'it could have been compressed');
+  assert.deepEqual(gunzipSync(first.body), plain.body);
+  assert.equal(compressions.mock.callCount(), 1, 'never again');
 });
 
 test('an answer under 1 KiB goes out as it is, without Vary, unless the client refuses identity', async (t) => {

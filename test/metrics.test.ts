@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { valueOf } from './exposition-parser.js';
-import { rawRequest, request, TEST_KEY, waitFor, type RequestOptions, type Response } from './helpers.js';
+import { rawRequest, request, TEST_KEY, type RequestOptions, type Response } from './helpers.js';
 import { byLabel, EXPOSITION_TYPE, metricsServer, requestCounts, scrape } from './metrics-support.js';
 import { openStream } from './stream-support.js';
 
@@ -199,9 +199,13 @@ test('open connections are counted when scraped, and connections past --max-conn
     socket.once('error', reject);
     sockets.push(socket);
   });
-  await open();
-  await open();
-  await waitFor(() => sockets.every((s) => s.readyState === 'open'), 2000, 'both connections open');
+  // Each brings a request and stays open (keep-alive): only then are they not closed to make room.
+  for (let i = 0; i < 2; i++) {
+    const socket = await open();
+    const answered = new Promise((resolve) => socket.once('data', resolve));
+    socket.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
+    await answered;
+  }
   let families = (await scrape(server.metricsUrl)).families;
   assert.equal(valueOf(families, 'petstore_http_open_connections'), 2);
   assert.equal(valueOf(families, 'petstore_http_max_connections'), 2);
@@ -210,6 +214,7 @@ test('open connections are counted when scraped, and connections past --max-conn
   await new Promise((resolve) => third.once('close', resolve));
   families = (await scrape(server.metricsUrl)).families;
   assert.equal(valueOf(families, 'petstore_http_refused_connections_total'), 1);
+  assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 0);
   assert.equal(valueOf(families, 'petstore_http_open_connections'), 2);
 });
 

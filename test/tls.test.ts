@@ -8,9 +8,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';
+import { byLabel, metricsServer, scrape } from './metrics-support.js';
+import { listen, silentLoggerForTests } from './support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
 const ENV = { PETSTORE_API_KEYS: TEST_KEY };
@@ -97,8 +100,59 @@ test('a key that does not belong to the certificate refuses the start with a cle
   const other = certificate(certs, 'other');
   const { code, stdout, stderr } = await runCli(['--port', '0', '--data-dir', data, '--tls-cert', one.cert, '--tls-key', other.key], ENV);
   assert.equal(code, 1);
-  assert.equal(stderr, 'cannot start: the TLS key does not belong to the TLS certificate\n');
+  assert.equal(stderr, `cannot start: ${mismatch(other.key, one.cert)}\n`);
   assert.doesNotMatch(stdout, /listening/);
+});
+
+function mismatch(key: string, cert: string): string {
+  return `the TLS key ${key} does not belong to the TLS certificate ${cert}: its public key is not the certificate's; give --tls-key the key the certificate was made for`;
+}
+
+test('a key of another type than the certificate (RSA and EC, either way) refuses the start naming both files; embedded, listen() refuses it', needsOpenssl, async (t) => {
+  const { data, certs } = await dirs(t);
+  const rsa = certificate(certs, 'rsa', 'rsa');
+  const ec = certificate(certs, 'ec', 'ec');
+  for (const [cert, key] of [[rsa.cert, ec.key], [ec.cert, rsa.key]] as const) {
+    const { code, stdout, stderr } = await runCli(['--port', '0', '--data-dir', data, '--tls-cert', cert, '--tls-key', key], ENV);
+    assert.equal(code, 1, stdout);
+    assert.equal(stderr, `cannot start: ${mismatch(key, cert)}\n`);
+    assert.doesNotMatch(stdout, /listening/);
+    const tls = { cert: await readFile(cert), key: await readFile(key) };
+    const dataDir = await tempDirFor(t);
+    await assert.rejects(async () => {
+      const running = await listen({ port: 0, dataDir, keys: [TEST_KEY], logger: silentLoggerForTests, tls });
+      await running.close(); // started: the assertion fails, and nothing is left open
+    }, { code: 'ERR_PETSTORE_TLS', message: 'the TLS key does not belong to the TLS certificate' });
+  }
+  // Each pair as made still serves.
+  for (const pair of [rsa, ec]) {
+    const server = await spawnServerFor(t, ['--data-dir', await tempDirFor(t), '--tls-cert', pair.cert, '--tls-key', pair.key], ENV);
+    assert.equal((await get(server.url, '/healthz', await readFile(pair.cert))).status, 200);
+  }
+});
+
+test('failed TLS handshakes are counted in the metrics by reason: plain HTTP, no cipher in common, a client gone', needsOpenssl, async (t) => {
+  const { certs } = await dirs(t);
+  const { cert, key } = certificate(certs, 'server');
+  const server = await metricsServer(t, { tls: { cert: await readFile(cert), key: await readFile(key) } });
+  const failures = async (): Promise<Record<string, number>> => byLabel((await scrape(server.metricsUrl)).families, 'petstore_tls_handshake_failures_total', 'reason');
+  assert.deepEqual(await failures(), { timeout: 0, closed: 0, plain_http: 0, refused_by_client: 0, protocol: 0, other: 0 });
+  const { port } = new URL(server.url);
+  // Plain HTTP on the TLS port.
+  const plain = connect(Number(port), '127.0.0.1', () => plain.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n'));
+  plain.on('error', () => {});
+  await new Promise((resolve) => plain.once('close', resolve));
+  // A client that offers only a cipher the server does not have.
+  const oldCipher = tlsConnect({ port: Number(port), host: '127.0.0.1', ca: await readFile(cert), maxVersion: 'TLSv1.2', ciphers: 'AES128-SHA' });
+  await assert.rejects(new Promise((_, reject) => oldCipher.once('error', reject)), { code: 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE' });
+  // A client gone in the middle of its hello.
+  const gone = connect(Number(port), '127.0.0.1', () => gone.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]), () => gone.resetAndDestroy()));
+  gone.on('error', () => {});
+  const expected = { timeout: 0, closed: 1, plain_http: 1, refused_by_client: 0, protocol: 1, other: 0 };
+  let counted = await failures();
+  const deadline = Date.now() + 5000;
+  while (Date.now() < deadline && Object.values(counted).reduce((a, b) => a + b, 0) < 3) counted = await failures();
+  assert.deepEqual(counted, expected);
 });
 
 test('a missing certificate or key file refuses the start naming it; one without the other is a usage error', async (t) => {

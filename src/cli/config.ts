@@ -90,7 +90,7 @@ export const SETTINGS = [
   }),
   setting({ key: 'authFailureLimit', flag: 'auth-failure-limit', env: 'PETSTORE_AUTH_FAILURE_LIMIT', default: DEFAULTS.authFailureLimit, help: 'failed authentications per address per minute before 429', parse: integer(1, 1_000_000) }),
   setting({ key: 'rateLimit', flag: 'rate-limit', env: 'PETSTORE_RATE_LIMIT', default: undefined, help: 'quota of each key without its own, <requests>/<seconds> such as 100/60: RateLimit headers, 429 past it (default: off)', parse: embedderCheck(parseQuota) }),
-  setting({ key: 'maxConnections', flag: 'max-connections', env: 'PETSTORE_MAX_CONNECTIONS', default: SERVER_DEFAULTS.maxConnections, help: 'open connections at most; more are refused', parse: integer(1, 1_000_000) }),
+  setting({ key: 'maxConnections', flag: 'max-connections', env: 'PETSTORE_MAX_CONNECTIONS', default: SERVER_DEFAULTS.maxConnections, help: 'open connections at most; at the limit the oldest without a request is closed for a new one', parse: integer(1, 1_000_000) }),
   setting({ key: 'maxStreams', flag: 'max-streams', env: 'PETSTORE_MAX_STREAMS', default: DEFAULTS.maxStreams, help: 'event streams and waiting requests (wait=) open at most; 503 beyond', parse: integer(1, 1_000_000) }),
   setting({ key: 'maxStreamsPerKey', flag: 'max-streams-per-key', env: 'PETSTORE_MAX_STREAMS_PER_KEY', default: DEFAULTS.maxStreamsPerKey, help: 'event streams and waiting requests of one API key at most; 429 beyond', parse: integer(1, 1_000_000) }),
   setting({ key: 'streamLifetime', flag: 'stream-lifetime', env: 'PETSTORE_STREAM_LIFETIME', default: DEFAULTS.streamLifetime, help: 'seconds an event stream lasts at most; its client resumes with Last-Event-ID', parse: integer(1, 86400) }),

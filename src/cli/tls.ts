@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { errorCode } from '../lib/system-error.js';
 import { CommandError, UsageError } from './errors.js';
@@ -7,7 +7,25 @@ import { CommandError, UsageError } from './errors.js';
 export function readTlsFiles(certFile: string | undefined, keyFile: string | undefined): { cert: Buffer; key: Buffer } | undefined {
   if (certFile === undefined && keyFile === undefined) return undefined;
   if (certFile === undefined || keyFile === undefined) throw new UsageError('--tls-cert and --tls-key go together: give both, or neither for plain HTTP');
-  return { cert: read(certFile, 'TLS certificate', '--tls-cert'), key: read(keyFile, 'TLS key', '--tls-key') };
+  const tls = { cert: read(certFile, 'TLS certificate', '--tls-cert'), key: read(keyFile, 'TLS key', '--tls-key') };
+  if (!belongTogether(tls.cert, tls.key)) {
+    throw new CommandError(`the TLS key ${keyFile} does not belong to the TLS certificate ${certFile}: its public key is not the certificate's; give --tls-key the key the certificate was made for`);
+  }
+  return tls;
+}
+
+/**
+ * Whether the key is the private half of the (first) certificate's public key, whatever their types:
+ * OpenSSL itself compares them only when both are RSA or both EC. A file that does not parse is left
+ * to the TLS set-up, which refuses it with its own message.
+ */
+function belongTogether(cert: Buffer, key: Buffer): boolean {
+  try {
+    return new X509Certificate(cert).checkPrivateKey(createPrivateKey(key));
+  } catch (error) {
+    if (errorCode(error) === undefined) throw error;
+    return true;
+  }
 }
 
 function read(path: string, what: string, flag: string): Buffer {

@@ -5,18 +5,75 @@ import type { Socket } from 'node:net';
  * it: read by the HTTP parser, still in its TLS handshake, or handed out of the parser (CONNECT).
  * None of them can end the process, and the stop can close all of them: the server's own account
  * of requests (Connections) and Node's (`closeAllConnections`) both miss a socket handed out.
+ *
+ * It also keeps the limit of open connections (`max`), in place of Node's `maxConnections`, which
+ * refuses the newest connection: then clients that open connections and send nothing, reopening each
+ * as it is closed, hold every slot and no one else gets in. Here, at the limit, the oldest connection
+ * that has not yet brought the headers of a request (it never reached a handler) is closed to make
+ * room (#makeRoom says which); only when none can be is the new one refused.
  */
 export class AcceptedSockets {
-  /** Each open socket and when it was accepted. */
+  /** Each open socket and when it was accepted, in the order of their accepts. */
   readonly #open = new Map<Socket, number>();
+  /** The open sockets that have not brought a request's headers yet, oldest first, with the turn of their accept and their address. */
+  readonly #unserved = new Map<Socket, { turn: number; address: string }>();
+  /** The same, by the client's address. */
+  readonly #unservedFrom = new Map<string, Set<Socket>>();
+  /** Turns of the event loop, counted for two turns after each accept (enough to tell which are ripe to close). */
+  #turn = 0;
+  #turnsToCount = 0;
+  /** With TLS: the TCP socket of each peer (`address port`), to find the one under a TLS socket. */
+  readonly #byPeer: Map<string, Socket> | undefined;
+  /** A TLS socket's TCP socket, once it is known. */
+  readonly #under = new WeakMap<Socket, Socket>();
+  /** Connections closed to make room for a new one, and new ones refused for want of any. */
+  evicted = 0;
+  refused = 0;
+
+  constructor(readonly max = Infinity, tls = false) {
+    this.#byPeer = tls ? new Map() : undefined;
+  }
 
   add(socket: Socket): void {
-    this.#open.set(socket, Date.now());
     // Node's HTTP server stops listening for a socket's errors when it hands it out of its parser,
     // and an 'error' nobody listens to ends the process: a client's reset must not. There is nothing
     // to do about one: the socket is destroyed with it, and whoever holds it sees it close.
     socket.on('error', ignoreError);
-    socket.once('close', () => this.#open.delete(socket));
+    const address = socket.remoteAddress ?? '';
+    if (this.#open.size >= this.max && !this.#makeRoom(address)) {
+      this.refused++;
+      socket.destroy();
+      return;
+    }
+    this.#open.set(socket, Date.now());
+    this.#unserved.set(socket, { turn: this.#turn, address });
+    let from = this.#unservedFrom.get(address);
+    if (from === undefined) this.#unservedFrom.set(address, (from = new Set()));
+    from.add(socket);
+    if (this.#turnsToCount === 0) setImmediate(this.#countTurn);
+    this.#turnsToCount = 2;
+    const peer = this.#byPeer === undefined ? undefined : `${socket.remoteAddress} ${socket.remotePort}`;
+    if (peer !== undefined) this.#byPeer?.set(peer, socket);
+    socket.once('close', () => {
+      this.#forget(socket);
+      if (peer !== undefined && this.#byPeer?.get(peer) === socket) this.#byPeer.delete(peer);
+    });
+  }
+
+  /** A TLS socket whose handshake is done: requests will name it, not its TCP socket. */
+  secured(socket: Socket): void {
+    const under = this.#byPeer?.get(`${socket.remoteAddress} ${socket.remotePort}`);
+    if (under !== undefined) this.#under.set(socket, under);
+  }
+
+  /** `socket` (TCP, or TLS after `secured`) has brought a request's headers: it is no longer closed to make room. */
+  served(socket: Socket): void {
+    this.#forgetUnserved(this.#under.get(socket) ?? socket);
+  }
+
+  /** How many are open. */
+  get size(): number {
+    return this.#open.size;
   }
 
   /** Closes the connections that have not sent a byte in the `graceMs` since they were accepted. */
@@ -28,6 +85,47 @@ export class AcceptedSockets {
   /** Closes every connection still open, whatever it is doing: the end of a stop's patience. */
   destroyAll(): void {
     for (const socket of this.#open.keys()) socket.destroy();
+  }
+
+  /**
+   * Closes the oldest connection without a request from the new one's address, else from any: a client
+   * that floods from a few addresses then mostly closes its own. Only a connection that has had its
+   * chance to send a request is closed: one accepted in this turn of the event loop or the one before
+   * may have it waiting to be read (connections are accepted in batches, their bytes read a turn later),
+   * and a burst of new connections would otherwise close it unread. Its slot is free at once.
+   */
+  #makeRoom(address: string): boolean {
+    const victim = this.#oldestReady(this.#unservedFrom.get(address) ?? []) ?? this.#oldestReady(this.#unserved.keys());
+    if (victim === undefined) return false;
+    this.#forget(victim);
+    victim.destroy();
+    this.evicted++;
+    return true;
+  }
+
+  readonly #countTurn = (): void => {
+    this.#turn++;
+    if (--this.#turnsToCount > 0) setImmediate(this.#countTurn);
+  };
+
+  /** The first of `sockets` (oldest first) if it was accepted two turns ago or more. */
+  #oldestReady(sockets: Iterable<Socket>): Socket | undefined {
+    for (const socket of sockets) return this.#turn - (this.#unserved.get(socket)?.turn ?? this.#turn) >= 2 ? socket : undefined;
+    return undefined;
+  }
+
+  #forget(socket: Socket): void {
+    this.#open.delete(socket);
+    this.#forgetUnserved(socket);
+  }
+
+  #forgetUnserved(socket: Socket): void {
+    const waiting = this.#unserved.get(socket);
+    if (waiting === undefined) return;
+    this.#unserved.delete(socket);
+    const from = this.#unservedFrom.get(waiting.address);
+    from?.delete(socket);
+    if (from?.size === 0) this.#unservedFrom.delete(waiting.address);
   }
 }
 

@@ -1,4 +1,5 @@
 import { BASE_PATH } from '../pet/contract.js';
+import { gzip } from './compression.js';
 import { openApiDocument, ref, type Json } from './openapi.js';
 import { createPet, getPet, healthz, listPets, readyz, type Handler } from './operations.js';
 import type { Mount } from './mount.js';
@@ -28,12 +29,16 @@ const EVENT_STREAM = {
 
 const statusSchema = (value: string): Json => ({ type: 'object', required: ['status'], properties: { status: { const: value } } });
 
-// Built on first request for each mount, from the same table it describes.
-const openApiJson = new WeakMap<Mount, string>();
+// Built on first request for each mount, from the same table it describes, and gzip-coded then, once:
+// anyone may ask for it without a key, and compressing it anew for each would let anyone spend the CPU.
+const openApiJson = new WeakMap<Mount, { bytes: Buffer; gzipped: Buffer }>();
 const serveOpenApi: Handler = (ctx) => {
-  let text = openApiJson.get(ctx.mount);
-  if (text === undefined) openApiJson.set(ctx.mount, (text = JSON.stringify(openApiDocument(ROUTES, ctx.mount))));
-  return json(200, text);
+  let document = openApiJson.get(ctx.mount);
+  if (document === undefined) {
+    const bytes = Buffer.from(JSON.stringify(openApiDocument(ROUTES, ctx.mount)));
+    openApiJson.set(ctx.mount, (document = { bytes, gzipped: gzip(bytes, bytes.length) }));
+  }
+  return { ...json(200, document.bytes), gzipped: document.gzipped };
 };
 
 export const ROUTES: readonly RouteSpec[] = [

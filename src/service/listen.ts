@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
 import { AcceptedSockets } from '../http/accepted-sockets.js';
 import { Connections } from '../http/connections.js';
@@ -62,8 +63,13 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const metrics = options.metrics === true || options.metricsPort !== undefined ? await loadMetrics() : undefined;
   const petstore = await openPetstore({ ...options, logger }, metrics);
   const connections = new Connections();
+  // Every TCP connection, TLS or not, from its accept: with TLS, a client that never sends its hello
+  // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
+  // It keeps --max-connections too (accepted-sockets.ts): Node's own limit would refuse the newest.
+  const sockets = new AcceptedSockets(options.maxConnections ?? SERVER_DEFAULTS.maxConnections, options.tls !== undefined);
   let stopping = false;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    sockets.served(req.socket as Socket);
     connections.owe(req, res);
     if (stopping) refuseWhileStopping(req, res);
     else petstore.handler(req, res);
@@ -86,17 +92,20 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const server = options.tls === undefined
     ? createServer(httpOptions, onRequest)
     : createHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
-  server.maxConnections = options.maxConnections ?? SERVER_DEFAULTS.maxConnections;
-  metrics?.watchServer(server);
-  // Every TCP connection, TLS or not, from its accept: with TLS, a client that never sends its hello
-  // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
-  const sockets = new AcceptedSockets();
+  metrics?.watchServer(server, sockets);
   server.on('connection', (raw: Socket) => sockets.add(raw));
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
-  server.on(options.tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => connections.add(socket));
+  if (options.tls === undefined) server.on('connection', (socket: Socket) => connections.add(socket));
+  else {
+    server.on('secureConnection', (socket: Socket) => {
+      sockets.secured(socket);
+      connections.add(socket);
+    });
+  }
   // Answer `Expect: 100-continue` ourselves, so that 401, 413 and 415 go out before the body is sent.
   server.on('checkContinue', onRequest);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    sockets.served(req.socket as Socket);
     connections.owe(req, res);
     refuseExpectation(req, res);
   });
@@ -181,6 +190,11 @@ function checkTls(tls: { cert: string | Buffer; key: string | Buffer }): void {
     const why = code === 'ERR_OSSL_X509_KEY_VALUES_MISMATCH' ? 'the TLS key does not belong to the TLS certificate' : `the TLS certificate or key cannot be used (${(error as Error).message})`;
     // A code, as Node's own errors carry, so that the command line shows the message alone.
     throw Object.assign(new TypeError(why, { cause: error }), { code: 'ERR_PETSTORE_TLS' });
+  }
+  // OpenSSL compares the pair only when their types agree: an RSA certificate with an EC key (or the
+  // reverse) passes above, and then every handshake fails. The certificate's own check compares them.
+  if (!new X509Certificate(tls.cert).checkPrivateKey(createPrivateKey(tls.key))) {
+    throw Object.assign(new TypeError('the TLS key does not belong to the TLS certificate'), { code: 'ERR_PETSTORE_TLS' });
   }
 }
 

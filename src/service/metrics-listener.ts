@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { AcceptedSockets } from '../http/accepted-sockets.js';
 import { EXPOSITION_CONTENT_TYPE } from '../lib/metrics/exposition.js';
 import type { Logger } from '../lib/logger.js';
 
@@ -15,9 +16,20 @@ export interface MetricsListener {
  * serves them. A listen error carries `listener: 'metrics'`, so the command line names the right flag.
  */
 export async function listenMetrics(port: number, host: string, expose: () => Promise<string>, logger: Logger): Promise<MetricsListener> {
-  const server = createServer({ headersTimeout: 10_000, requestTimeout: 10_000, keepAliveTimeout: 5_000 }, (req, res) => answer(req, res, expose, logger));
-  // A scraper needs one connection, a few at most; anything beyond is refused.
-  server.maxConnections = 32;
+  // A scraper needs one connection, a few at most. At 32, the oldest connection that has not sent a
+  // request yet is closed for a new one (accepted-sockets.ts), so silent connections cannot block scrapes.
+  const sockets = new AcceptedSockets(32);
+  const server = createServer({
+    headersTimeout: 10_000,
+    requestTimeout: 10_000,
+    keepAliveTimeout: 5_000,
+    // Node checks the two timeouts every 30 s by default, which would let a silent connection stay 40 s.
+    connectionsCheckingInterval: 2_500,
+  }, (req, res) => {
+    sockets.served(req.socket);
+    answer(req, res, expose, logger);
+  });
+  server.on('connection', (socket: Socket) => sockets.add(socket));
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error) => reject(Object.assign(error, { listener: 'metrics' })));
     server.listen(port, host, () => {

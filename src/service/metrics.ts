@@ -4,6 +4,8 @@
  */
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
+import { Server as TlsServer } from 'node:tls';
+import type { AcceptedSockets } from '../http/accepted-sockets.js';
 import type { Feed } from '../http/feed.js';
 import type { Mount } from '../http/mount.js';
 import { RequestMetrics } from '../http/request-metrics.js';
@@ -37,13 +39,20 @@ export class ServiceMetrics {
     return requests;
   }
 
-  /** Adds the families of the server `listen` runs: the connections open, their limit, those refused at it. */
-  watchServer(server: Server | HttpsServer): void {
+  /** Adds the families of the server `listen` runs: the connections open, their limit, those closed or refused at it. */
+  watchServer(server: Server | HttpsServer, sockets: AcceptedSockets): void {
     const open = (): Promise<number> => new Promise((resolve, reject) => server.getConnections((error, count) => (error === null ? resolve(count) : reject(error))));
     this.#registry.add(new CollectedMetric('gauge', 'petstore_http_open_connections', 'Connections open to the API now', [], async () => single(await open())));
-    this.#registry.add(new CollectedMetric('gauge', 'petstore_http_max_connections', 'Connections open to the API at most (--max-connections)', [], () => single(server.maxConnections)));
-    const refused = this.#registry.add(new Counter('petstore_http_refused_connections_total', 'Connections closed at once because --max-connections were open')).labels();
-    server.on('drop', () => refused.inc());
+    this.#registry.add(new CollectedMetric('gauge', 'petstore_http_max_connections', 'Connections open to the API at most (--max-connections)', [], () => single(sockets.max)));
+    this.#registry.add(new CollectedMetric('counter', 'petstore_http_evicted_connections_total',
+      'Connections without a complete request closed at --max-connections to make room for a new one', [], () => single(sockets.evicted)));
+    this.#registry.add(new CollectedMetric('counter', 'petstore_http_refused_connections_total',
+      'Connections closed at once because --max-connections were open and none could be closed for room', [], () => single(sockets.refused)));
+    if (server instanceof TlsServer) {
+      const failures = this.#registry.add(new Counter('petstore_tls_handshake_failures_total', 'TLS handshakes that failed, by reason', ['reason']));
+      const series = Object.fromEntries(HANDSHAKE_FAILURES.map((reason) => [reason, failures.labels(reason)]));
+      server.on('tlsClientError', (error: Error) => series[handshakeFailure(error)]?.inc());
+    }
   }
 
   /** Serves `GET /metrics` on a listener of its own (metrics-listener.ts). */
@@ -60,4 +69,20 @@ export class ServiceMetrics {
   close(): void {
     this.#process?.close();
   }
+}
+
+const HANDSHAKE_FAILURES = ['timeout', 'closed', 'plain_http', 'refused_by_client', 'protocol', 'other'] as const;
+
+/**
+ * A few reasons, never the message: the client went (reset), was too slow (--headers-timeout),
+ * spoke plain HTTP, refused the certificate with an alert, or offered nothing the server could agree on.
+ */
+function handshakeFailure(error: Error): (typeof HANDSHAKE_FAILURES)[number] {
+  const code = 'code' in error ? String(error.code) : '';
+  if (code === 'ERR_TLS_HANDSHAKE_TIMEOUT') return 'timeout';
+  if (code === 'ECONNRESET' || code === 'EPIPE') return 'closed';
+  if (code === 'ERR_SSL_HTTP_REQUEST') return 'plain_http';
+  if (code.startsWith('ERR_SSL_') && code.includes('ALERT')) return 'refused_by_client';
+  if (code.startsWith('ERR_SSL_')) return 'protocol';
+  return 'other';
 }

@@ -1,0 +1,63 @@
+/**
+ * The choice of the connection closed for room at the limit (AcceptedSockets), on stand-in sockets
+ * so that the turns of the event loop in which they arrive are the test's to choose.
+ */
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { test } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { AcceptedSockets } from '#dist/http/accepted-sockets.js';
+
+/** What AcceptedSockets reads of a socket, and whether it was destroyed. */
+class StandIn extends EventEmitter {
+  destroyed = false;
+  bytesRead = 0;
+  constructor(readonly remoteAddress: string, readonly remotePort: number) {
+    super();
+  }
+
+  destroy(): void {
+    this.destroyed = true;
+  }
+}
+
+let port = 40_000;
+const socket = (address = '127.0.0.1'): Socket & StandIn => new StandIn(address, port++) as unknown as Socket & StandIn;
+
+test('connections accepted in this turn of the event loop or the one before are not closed for room: the new one is refused instead', async () => {
+  const sockets = new AcceptedSockets(2);
+  const [a, b, c] = [socket(), socket(), socket()];
+  sockets.add(a);
+  sockets.add(b);
+  sockets.add(c); // same turn: a and b may have their requests waiting unread
+  assert.deepEqual([a.destroyed, b.destroyed, c.destroyed], [false, false, true]);
+  assert.equal(sockets.refused, 1);
+  await nextTurn();
+  const d = socket();
+  sockets.add(d); // one turn later: still too soon
+  assert.equal(d.destroyed, true);
+  await nextTurn();
+  await nextTurn();
+  const e = socket();
+  sockets.add(e); // two turns after the last accept: the oldest is closed for it
+  assert.deepEqual([a.destroyed, b.destroyed, e.destroyed], [true, false, false]);
+  assert.deepEqual([sockets.evicted, sockets.refused, sockets.size], [1, 2, 2]);
+});
+
+test('after a quiet spell the connections of one burst can all be closed for room, oldest first, those of the new one\'s address first', async () => {
+  const sockets = new AcceptedSockets(3);
+  const [a, b, c] = [socket('10.0.0.1'), socket('10.0.0.2'), socket('10.0.0.2')];
+  for (const s of [a, b, c]) sockets.add(s);
+  for (let i = 0; i < 5; i++) await nextTurn();
+  const fromTwo = socket('10.0.0.2');
+  sockets.add(fromTwo);
+  assert.deepEqual([a.destroyed, b.destroyed, c.destroyed, fromTwo.destroyed], [false, true, false, false], 'the oldest of its own address');
+  for (let i = 0; i < 3; i++) await nextTurn();
+  sockets.served(c); // c brings a request: never closed for room
+  const fromThree = socket('10.0.0.3');
+  sockets.add(fromThree);
+  assert.deepEqual([a.destroyed, c.destroyed, fromThree.destroyed], [true, false, false], 'else the oldest of all');
+  c.emit('close');
+  assert.equal(sockets.size, 2, 'a closed socket leaves its slot');
+});
