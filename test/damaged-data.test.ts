@@ -372,3 +372,32 @@ test('backup refuses a directory with damaged records and says to repair it', as
   assert.match(result.stderr, /^backup failed: damaged data: .*pets\.json line 4 \(byte \d+, pet 3\): checksum mismatch\. .*"repair <new-dir>"/);
   await assert.rejects(readdir(dest), { code: 'ENOENT' });
 });
+
+/** `bytes` with its lines (1-based) rearranged by `edit`, which gets and returns the lines, each with its line break. */
+function editLines(bytes: Buffer, edit: (lines: string[]) => string[]): Buffer {
+  const lines = bytes.toString('utf8').split(/(?<=\n)/);
+  return Buffer.from(edit(lines).join(''));
+}
+
+test('a journal line removed from the middle, or its first line, is found: start refused, verify exit 1 naming the file and line; duplicated and swapped lines too', async (t) => {
+  const source = await makeSource(t, 10, 8);
+  const name = 'pets-journal.2.jsonl';
+  const journal = source.files.get(name) as Buffer;
+  const trial = join(source.dir, '..', 'trial');
+  const byteOfLine = (n: number): number => journal.toString('utf8').split(/(?<=\n)/).slice(0, n - 1).reduce((sum, l) => sum + Buffer.byteLength(l), 0);
+  const cases: Array<[string, (lines: string[]) => string[], string]> = [
+    ['line 3 removed', (l) => [...l.slice(0, 2), ...l.slice(3)], `line 3 (byte ${byteOfLine(3)}): the line of pet 13 is missing: pet 14 follows pet 12`],
+    ['lines 3 and 4 removed', (l) => [...l.slice(0, 2), ...l.slice(4)], `line 3 (byte ${byteOfLine(3)}): the lines of pets 13–14 are missing: pet 15 follows pet 12`],
+    ['the first line removed', (l) => l.slice(1), 'line 1 (byte 0): the line of pet 11 is missing: pet 12 follows pet 10'],
+    ['line 3 twice', (l) => [...l.slice(0, 3), ...l.slice(2)], `line 4 (byte ${byteOfLine(4)}): id 13 is not above the previous id 13`],
+    ['lines 3 and 4 swapped', (l) => [...l.slice(0, 2), l[3] as string, l[2] as string, ...l.slice(4)], `line 3 (byte ${byteOfLine(3)}): the line of pet 13 is missing: pet 14 follows pet 12`],
+  ];
+  for (const [what, edit, expected] of cases) {
+    await place(trial, new Map([...source.files, [name, editLines(journal, edit)]]));
+    const message = await openOrRefusal(trial, source.texts);
+    assert.ok(message?.startsWith(`damaged data: ${trial}/${name} ${expected}`), `${what}: ${message}`);
+    const verify = await runCli(['verify', '--data-dir', trial]);
+    assert.equal(verify.code, 1, `${what}: ${verify.stdout}${verify.stderr}`);
+    assert.ok(verify.stdout.includes(`\n  ${trial}/${name} ${expected}`), `${what}: ${verify.stdout}`);
+  }
+});

@@ -17,8 +17,8 @@ export async function runVerifyCommand(dataDir: string, args: readonly string[],
     throw error instanceof CopyRefused ? new UsageError(error.message) : error;
   });
   const { index, format, damage, tornBytes, generations } = await readLiveDirectory(fs, dataDir);
-  if (format !== 3) {
-    out(`${dataDir}: ${index.size} pets in format ${format ?? 1}, whose records carry no checksums: only their form was checked; a server started on it rewrites it in format 3`);
+  if (format !== 3 && format !== 4) {
+    out(`${dataDir}: ${index.size} pets in format ${format ?? 1}, whose records carry no checksums: only their form was checked; a server started on it rewrites it in format 4`);
     return 0;
   }
   // Not damage: an append under way, or one a crash cut short. Said, as bytes at the end of a journal can be either.

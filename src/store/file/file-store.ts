@@ -7,6 +7,8 @@ import type { Journal } from './journal.js';
 import { openStore, type FileStoreOptions, type OpenedStore } from './open-store.js';
 import type { PetIndex } from './pet-index.js';
 import { buildLine } from './record-line.js';
+import { buildSkipLine } from './skip-line.js';
+import { samePet } from './stored-pet.js';
 import { secondsSince } from '../observer.js';
 import {
   IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type CommitListener, type IdempotencyKey, type ListPage, type ListQuery, type ListText,
@@ -61,10 +63,7 @@ export class FileStore implements PetStore {
     this.#ids = ids;
   }
 
-  /**
-   * Opens (creating if needed) the store in `dir` (see open-store.ts). Refuses with a StoreOpenError
-   * naming the file when the data cannot be used.
-   */
+  /** Opens (creating if needed) the store in `dir` (open-store.ts); a StoreOpenError names the file when the data cannot be used. */
   static async open(dir: string, options: FileStoreOptions = {}): Promise<FileStore> {
     const opened = await openStore(dir, options);
     const store = new FileStore(opened);
@@ -107,7 +106,7 @@ export class FileStore implements PetStore {
     return this.#index.listText(query);
   }
 
-  /** The pet's JSON text as bytes: a read-only view of the pets this store keeps and writes; copy it before changing it. */
+  /** The pet's JSON text: a read-only view of the store's own bytes; copy it before changing it. */
   getText(id: number): Buffer | undefined {
     return this.#index.getText(id);
   }
@@ -177,14 +176,19 @@ export class FileStore implements PetStore {
     const pets = batch.map(({ pet }) => petWithId(++this.#ids.last, pet));
     const texts = pets.map(petJson);
     const lines = texts.map((text, i) => buildLine(text, (batch[i] as PendingCreate).record));
+    const parts = lines.flatMap((line) => [line, NEWLINE]);
+    // Ids handed out without a line (refused creates, an unclean stop's reservation) are written down as skipped first.
+    const first = (pets[0] as Pet).id;
+    if (this.#ids.stored !== first - 1) parts.unshift(buildSkipLine(this.#ids.stored + 1, first - 1));
     const began = process.hrtime.bigint();
     try {
-      await this.#journal.append(Buffer.concat(lines.flatMap((line) => [line, NEWLINE])));
+      await this.#journal.append(Buffer.concat(parts));
     } catch (error) {
       this.#refuse(batch, new StoreUnavailableError('the pet could not be written durably', { cause: error }));
       this.#scheduleRecovery();
       return;
     }
+    this.#ids.stored = (pets.at(-1) as Pet).id;
     this.#observer?.committed(secondsSince(began), batch.length);
     for (const [i, pet] of pets.entries()) {
       const line = lines[i] as Buffer;
@@ -242,9 +246,4 @@ export class FileStore implements PetStore {
       this.#lock.release();
     }
   }
-}
-
-/** The same pet, as the client meant it: name, the exact categoryId digits and status. */
-function samePet(stored: Pet, pet: NewPet): boolean {
-  return stored.name === pet.name && stored.categoryId === pet.categoryId && stored.status === pet.status;
 }

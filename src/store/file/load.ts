@@ -8,7 +8,7 @@ import { readJournal } from './journal-lines.js';
 import { readLegacyJournal, readLegacySnapshot } from './legacy-format.js';
 import { MIN_LINE_BYTES } from './record-line.js';
 import type { ScannedRecord, ScanState } from './record-scan.js';
-import { isFormat3, readSnapshot } from './snapshot.js';
+import { checksummedFormat, readSnapshot } from './snapshot.js';
 import { SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration } from './file-names.js';
 import { PetIndex } from './pet-index.js';
 import { StoreOpenError } from '../store.js';
@@ -16,13 +16,18 @@ import { StoreOpenError } from '../store.js';
 /** What a data directory holds, checked and in memory. */
 export interface LoadedDirectory {
   index: PetIndex;
-  /** The format pets.json is in: 3, or 1 or 2, whose records carry no checksums (none: a new directory). */
-  format: 1 | 2 | 3 | undefined;
+  /**
+   * The format pets.json is in: 4; 3, whose journals' ids may jump without saying so; or 1 or 2, whose
+   * records carry no checksums (none: a new directory).
+   */
+  format: 1 | 2 | 3 | 4 | undefined;
   snapshotBytes: number;
   /** The first journal generation pets.json does not cover; undefined without a pets.json that says. */
   snapshotJournal: number | undefined;
   /** The highest id ever handed out that the files tell of (pets.json keeps it past the last pet's). */
   lastId: number;
+  /** Format 4: the id the newest journal's lines have reached (its last pet's, or skip line's); the next line follows it. */
+  follow: number;
   /** Journal generations on disk, ascending; the last is the one to append to. */
   generations: number[];
   /** Length of the newest journal's complete lines: a torn last line lies beyond it. */
@@ -67,21 +72,26 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   const bytes = await readIfExists(fs, snapshotPath);
   const generations = names.map(journalGeneration).filter((g): g is number => g !== undefined).sort((a, b) => a - b);
   // A directory without pets.json but with journals was made by the first version, before pets.json named its format.
-  const format = bytes === undefined ? (generations.length > 0 ? 1 : undefined) : isFormat3(bytes, snapshotPath) ? 3 : legacyFormat(bytes, snapshotPath);
+  const format = bytes === undefined ? (generations.length > 0 ? 1 : undefined) : checksummedFormat(bytes, snapshotPath) ?? legacyFormat(bytes, snapshotPath);
   const keyed: number[] = [];
   const damage: Damage[] = [];
   let index = new PetIndex();
   let snapshotJournal: number | undefined;
   let lastId = 0;
-  const scan = (file: string, content: Buffer): ScanState => ({ file, bytes: content, verify: true, lastId: index.lastId, damage });
+  // Format 4: each journal line's id follows the one before, from the snapshot's last id on (NaN: not known).
+  let follow: number | undefined;
+  const scan = (file: string, content: Buffer): ScanState => ({ file, bytes: content, verify: true, lastId: index.lastId, follow, damage });
   const keep = (content: Buffer) => (r: ScannedRecord): void => {
     index.appendInPlace(r.id, r.status, content, r.textStart, r.textEnd);
     if (r.keyed) keyed.push(r.id);
   };
-  if (bytes !== undefined && format === 3) {
+  if (bytes !== undefined && (format === 3 || format === 4)) {
     // Room for as many pets as the snapshot can hold, in typed arrays whose untouched pages cost nothing.
     index = new PetIndex(Math.ceil(bytes.length / MIN_LINE_BYTES));
-    ({ journal: snapshotJournal, lastId } = readSnapshot(scan(snapshotPath, bytes), keep(bytes)));
+    const snapshot = readSnapshot(scan(snapshotPath, bytes), keep(bytes));
+    snapshotJournal = snapshot.journal;
+    lastId = snapshot.lastId ?? 0;
+    if (format === 4) follow = snapshot.lastId ?? Number.NaN;
   } else if (bytes !== undefined) {
     ({ index, journal: snapshotJournal } = readLegacySnapshot(bytes, snapshotPath, keyed));
   }
@@ -94,8 +104,10 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   for (const [i, generation] of live.entries()) {
     const path = join(dir, journalFile(generation));
     const journal = await openStep(`cannot read ${path}`, () => fs.readFile(path));
-    if (format === 3) {
-      ({ completeLength: journalLength, tornBytes } = readJournal(scan(path, journal), i === live.length - 1, keep(journal)));
+    if (format === 3 || format === 4) {
+      const state = scan(path, journal);
+      ({ completeLength: journalLength, tornBytes } = readJournal(state, i === live.length - 1, keep(journal)));
+      follow = state.follow;
     } else {
       // Format 1 does not say which journals its snapshot covers: lines at or below its last id are in it.
       journalLength = readLegacyJournal(journal, path, index, snapshotJournal === undefined ? snapshotLastId : 0, keyed);
@@ -105,7 +117,7 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   }
   // Ids damaged or torn bytes may have held count too, so that no id is handed out twice (repair).
   lastId = damage.reduce((highest, d) => Math.max(highest, highestIdIn(d)), Math.max(lastId, index.lastId + (tornBytes > 0 ? mostPetsIn(tornBytes) : 0)));
-  return { index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, generations, journalLength, tornBytes, keyed, damage };
+  return { index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, follow: follow !== undefined && follow >= 0 ? follow : lastId, generations, journalLength, tornBytes, keyed, damage };
 }
 
 /**

@@ -48,7 +48,7 @@ const LOW_SPACE_BYTES = 64 * 1024;
 
 /**
  * Opens (creating if needed) the store in `dir`: takes the directory lock, loads what is there, cuts
- * a torn final journal line, and writes a format-3 snapshot where there is none.
+ * a torn final journal line, and writes a format-4 snapshot where there is none.
  */
 export async function openStore(dir: string, options: FileStoreOptions): Promise<OpenedStore> {
   const fs = options.fileSystem ?? nodeFileSystem;
@@ -60,7 +60,7 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
   }
   const lock = DirectoryLock.acquire(dir);
   try {
-    const { index, format, snapshotBytes, generations, journalLength, tornBytes, keyed, lastId } = await loadDirectory(fs, dir);
+    const { index, format, snapshotBytes, generations, journalLength, tornBytes, keyed, lastId, follow } = await loadDirectory(fs, dir);
     const idempotency = new IdempotencyIndex(
       options.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_SECONDS * 1000, (id) => index.recordOf(id), options.idempotencyKeyLimit ?? IDEMPOTENCY_KEY_LIMIT,
     );
@@ -72,11 +72,11 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
       if (record !== undefined) idempotency.restore(record, id, now);
     }
     const newest = generations.at(-1);
-    // Without a snapshot of format 3 (a new directory, or one of an earlier format), a new journal is
+    // Without a snapshot of format 4 (a new directory, or one of an earlier format), a new journal is
     // started and the snapshot naming it written before any create: from then on pets.json names every
-    // journal needed, and every line carries its checksum.
-    const upgrade = format !== 3 || newest === undefined;
-    const ids: IdCounter = { last: lastId };
+    // journal needed, every line carries its checksum, and the journal's ids follow one by one.
+    const upgrade = format !== 4 || newest === undefined;
+    const ids: IdCounter = { last: lastId, stored: follow };
     const journal = upgrade
       ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, (newest ?? 0) + 1, report))
       : await openStep(`cannot open the journal of generation ${newest} in ${dir} for writing`, () => Journal.reopen(fs, dir, newest, journalLength));
@@ -94,7 +94,9 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
     }
     if (upgrade) await openStep(`cannot write ${dir}/pets.json`, () => compaction.compactNow());
     if (format === 1 || format === 2) {
-      (options.onRepair ?? reportToStderr)(`${join(dir, 'pets.json')} was in format ${format}, whose records carry no checksums: rewritten in format 3, which checks every record`);
+      (options.onRepair ?? reportToStderr)(`${join(dir, 'pets.json')} was in format ${format}, whose records carry no checksums: rewritten in format 4, which checks every record`);
+    } else if (format === 3) {
+      (options.onRepair ?? reportToStderr)(`${join(dir, 'pets.json')} was in format 3, whose journals do not show a line missing from their middle: rewritten in format 4, whose do`);
     }
     return { lock, index, journal, compaction, idempotency, ids, report };
   } catch (error) {
