@@ -48,7 +48,7 @@ test('a pets.json of format 1, written by an earlier version, is served and upgr
   assert.equal(listed.text, `[${pet}]`);
   assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([{ id: 1, name: 'Rex', categoryId: 7n }], 1));
   assert.equal(await stopProcess(server), 0);
-  await assertStopped(dir, ['keys.json']);
+  await assertStopped(dir, ['keys.json', 'pets-ids.json']);
   assert.deepEqual(readKeyFile(join(dir, 'keys.json')), [KEY]);
 });
 

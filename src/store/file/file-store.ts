@@ -2,6 +2,7 @@ import type { LockFile } from '../../lib/lock-file.js';
 import { CommitListeners } from '../commit-listeners.js';
 import { petJson, petWithId, type NewPet, type Pet } from '../../pet/pet.js';
 import type { Compaction, IdCounter } from './compaction.js';
+import type { IdReservation } from './id-reservation.js';
 import type { IdempotencyIndex, IdempotencyRecord } from './idempotency.js';
 import type { Journal } from './journal.js';
 import { openStore, type FileStoreOptions, type OpenedStore } from './open-store.js';
@@ -17,26 +18,22 @@ import {
 
 interface PendingCreate {
   pet: NewPet;
-  /** The idempotency key it was made with, stored in its line. */
-  record: IdempotencyRecord | undefined;
+  record: IdempotencyRecord | undefined; // the idempotency key it was made with, stored in its line
   resolve: (pet: Pet) => void;
   reject: (error: Error) => void;
 }
 
 const NEWLINE = Buffer.from('\n');
 
-// How often a failed journal is tried again while no create arrives, so that readiness comes back by itself.
-const RECOVERY_INTERVAL_MS = 1000;
+const RECOVERY_INTERVAL_MS = 1000; // a failed journal tried again while no create comes: readiness comes back by itself
 
 export type { FileStoreOptions } from './open-store.js';
 
 /**
- * Pets kept in a JSON snapshot plus JSON-lines journals in one directory (see data-format.ts).
- *
- * A create is acknowledged only after its line is appended to the journal and fdatasync'ed; creates
- * that arrive while a commit is under way wait and are committed together (group commit), so a
- * create costs one append, never a rewrite. This class keeps the queue and the public interface;
- * loading, the journal and compaction each live in a module of their own.
+ * Pets kept in a JSON snapshot plus JSON-lines journals in one directory (see data-format.ts). A create is acknowledged only
+ * after its line is appended to the journal and fdatasync'ed; creates that arrive while a commit is under way wait and are
+ * committed together (group commit), so a create costs one append, never a rewrite. This class keeps the queue and the
+ * public interface; loading, the journal, compaction and the id reservation each live in a module of their own.
  */
 export class FileStore implements PetStore {
   readonly #lock: LockFile;
@@ -46,6 +43,7 @@ export class FileStore implements PetStore {
   readonly #report: (error: unknown) => void;
   readonly #idempotency: IdempotencyIndex;
   readonly #ids: IdCounter;
+  readonly #reservation: IdReservation;
   readonly #commits = new CommitListeners();
   #queue: PendingCreate[] = [];
   #committing: Promise<void> | undefined;
@@ -53,7 +51,8 @@ export class FileStore implements PetStore {
   #observer: StoreObserver | undefined;
   #closed = false;
 
-  private constructor({ lock, index, journal, compaction, idempotency, ids, report }: OpenedStore) {
+  private constructor({ lock, index, journal, compaction, idempotency, ids, reservation, report }: OpenedStore) {
+    this.#reservation = reservation;
     this.#lock = lock;
     this.#idempotency = idempotency;
     this.#index = index;
@@ -168,8 +167,9 @@ export class FileStore implements PetStore {
       this.#scheduleRecovery();
       return;
     }
-    if (this.#ids.last + batch.length > Number.MAX_SAFE_INTEGER) {
-      this.#refuse(batch, new Error('pet ids are exhausted: the next id would not be a safe integer'));
+    const refusal = await this.#reservation.beforeTaking(this.#ids.last, batch.length);
+    if (refusal !== undefined) {
+      this.#refuse(batch, refusal);
       return;
     }
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
@@ -178,8 +178,7 @@ export class FileStore implements PetStore {
     const lines = texts.map((text, i) => buildLine(text, (batch[i] as PendingCreate).record));
     const parts = lines.flatMap((line) => [line, NEWLINE]);
     // Ids handed out without a line (refused creates, an unclean stop's reservation) are written down as skipped first.
-    const first = (pets[0] as Pet).id;
-    if (this.#ids.stored !== first - 1) parts.unshift(buildSkipLine(this.#ids.stored + 1, first - 1));
+    if (this.#ids.stored !== (pets[0] as Pet).id - 1) parts.unshift(buildSkipLine(this.#ids.stored + 1, (pets[0] as Pet).id - 1));
     const began = process.hrtime.bigint();
     try {
       await this.#journal.append(Buffer.concat(parts));
@@ -198,6 +197,7 @@ export class FileStore implements PetStore {
       pending.resolve(pet);
     }
     this.#commits.committed((pets.at(-1) as Pet).id);
+    this.#reservation.ahead(this.#ids.last);
     await this.#compaction.afterCommit();
   }
 
@@ -240,7 +240,8 @@ export class FileStore implements PetStore {
     try {
       // Lines of a failed batch may have reached the journal: cut them before leaving the data behind.
       if (this.#journal.failure !== undefined) await this.#journal.recover(this.#report);
-      if (this.#journal.failure === undefined) await this.#compaction.finish();
+      // A clean stop says so in pets-ids.json: the next start goes on from the last id, without a gap.
+      if (this.#journal.failure === undefined) await this.#compaction.finish().then(() => this.#reservation.stop(this.#ids.last));
       else await this.#journal.close();
     } finally {
       this.#lock.release();

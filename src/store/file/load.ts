@@ -9,7 +9,8 @@ import { readLegacyJournal, readLegacySnapshot } from './legacy-format.js';
 import { MIN_LINE_BYTES } from './record-line.js';
 import type { ScannedRecord, ScanState } from './record-scan.js';
 import { checksummedFormat, readSnapshot } from './snapshot.js';
-import { SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration } from './file-names.js';
+import { IDS_FILE, SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration } from './file-names.js';
+import { readReservation, RESERVE_BLOCK, type Reservation } from './id-reservation.js';
 import { PetIndex } from './pet-index.js';
 import { StoreOpenError } from '../store.js';
 
@@ -42,6 +43,10 @@ export interface LoadedDirectory {
   keyed: number[];
   /** Every damaged place found; the pets in it are not in `index`. */
   damage: Damage[];
+  /** What pets-ids.json says (id-reservation.ts); undefined when it is missing or damaged. */
+  reservation: Reservation | undefined;
+  /** Format 4 without pets-ids.json: `lastId` has a block's margin past the records, and whoever opens says so. */
+  idsMissing: boolean;
 }
 
 /**
@@ -117,7 +122,35 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   }
   // Ids damaged or torn bytes may have held count too, so that no id is handed out twice (repair).
   lastId = damage.reduce((highest, d) => Math.max(highest, highestIdIn(d)), Math.max(lastId, index.lastId + (tornBytes > 0 ? mostPetsIn(tornBytes) : 0)));
-  return { index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, follow: follow !== undefined && follow >= 0 ? follow : lastId, generations, journalLength, tornBytes, keyed, damage };
+  const recordsReach = follow !== undefined && follow >= 0 ? follow : lastId;
+  // Read after the journals: every line read above was acknowledged within the reservation read here.
+  const { reservation, missing } = await readIds(fs, dir, format, lastId, damage);
+  // Without a reservation to go by, a block past the records: as far as a store could have gone.
+  lastId = Math.max(lastId, reservation?.reserved ?? 0, format === 4 && reservation === undefined ? lastId + RESERVE_BLOCK : 0);
+  return {
+    index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, follow: recordsReach, generations, journalLength, tornBytes, keyed, damage, reservation, idsMissing: missing,
+  };
+}
+
+/**
+ * pets-ids.json, when the directory is of format 4 (earlier formats had none: ids go on from the
+ * records). Damaged, it is damage; missing, ids past the records cannot be known. After a clean stop
+ * the records reach the last id it names, or pets were lost since.
+ */
+async function readIds(fs: FileSystem, dir: string, format: LoadedDirectory['format'], recordsLastId: number, damage: Damage[]): Promise<{ reservation: Reservation | undefined; missing: boolean }> {
+  const path = join(dir, IDS_FILE);
+  const bytes = await readIfExists(fs, path);
+  const reservation = bytes === undefined ? undefined : readReservation(bytes);
+  const problem = (reason: string, held: Buffer): void => {
+    damage.push({ file: path, line: 1, offset: 0, bytes: held, reason, id: undefined, between: undefined });
+  };
+  if (bytes !== undefined && reservation === undefined) {
+    problem('damaged: the ids reserved before the stop cannot be read', bytes);
+  } else if (reservation?.stopped === true && recordsLastId < reservation.reserved) {
+    const lost = reservation.reserved === recordsLastId + 1 ? `pet ${reservation.reserved} may have been lost` : `pets ${recordsLastId + 1}–${reservation.reserved} may have been lost`;
+    problem(`the store was stopped cleanly with ids up to ${reservation.reserved} handed out, but its records end at ${recordsLastId}: ${lost}`, Buffer.alloc(0));
+  }
+  return { reservation, missing: bytes === undefined && format === 4 };
 }
 
 /**

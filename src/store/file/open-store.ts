@@ -5,7 +5,8 @@ import type { LockFile } from '../../lib/lock-file.js';
 import { claimPrivateDirectory } from '../../lib/private-file.js';
 import { reportToStderr } from '../../lib/system-error.js';
 import { Compaction, type IdCounter } from './compaction.js';
-import { journalFile } from './file-names.js';
+import { IDS_FILE, journalFile } from './file-names.js';
+import { IdReservation, RESERVE_BLOCK } from './id-reservation.js';
 import { IdempotencyIndex } from './idempotency.js';
 import { Journal } from './journal.js';
 import { loadDirectory, openStep } from './load.js';
@@ -39,6 +40,8 @@ export interface OpenedStore {
   idempotency: IdempotencyIndex;
   /** The highest id handed out so far. */
   ids: IdCounter;
+  /** The ids reserved durably ahead of `ids.last`. */
+  reservation: IdReservation;
   report: (error: unknown) => void;
 }
 
@@ -60,7 +63,7 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
   }
   const lock = DirectoryLock.acquire(dir);
   try {
-    const { index, format, snapshotBytes, generations, journalLength, tornBytes, keyed, lastId, follow } = await loadDirectory(fs, dir);
+    const { index, format, snapshotBytes, generations, journalLength, tornBytes, keyed, lastId, follow, idsMissing, reservation: loadedReservation } = await loadDirectory(fs, dir);
     const idempotency = new IdempotencyIndex(
       options.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_SECONDS * 1000, (id) => index.recordOf(id), options.idempotencyKeyLimit ?? IDEMPOTENCY_KEY_LIMIT,
     );
@@ -88,6 +91,13 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
     // but is not ready: the probe fails, and FileStore's recovery timer brings readiness back.
     const available = await openStep(`cannot read the free space of ${dir}`, () => fs.availableBytes(dir));
     if (available < LOW_SPACE_BYTES) await journal.recover(report);
+    // The first create reserves a block of ids (id-reservation.ts). A directory without pets-ids.json
+    // gets one now, before pets.json says format 4: as a clean stop leaves it, at the last id.
+    const reservation = new IdReservation(fs, dir, lastId, loadedReservation, report);
+    if (loadedReservation === undefined) await openStep(`cannot write ${join(dir, IDS_FILE)}`, () => reservation.stop(lastId));
+    if (idsMissing) {
+      (options.onRepair ?? reportToStderr)(`${join(dir, IDS_FILE)} is missing, so the ids handed out before the stop are not known: new ids start ${RESERVE_BLOCK} past the records, at ${lastId + 1}`);
+    }
     if (tornBytes > 0) {
       const file = join(dir, journalFile(newest ?? 0));
       (options.onRepair ?? reportToStderr)(`cut the last ${tornBytes} bytes of ${file}, after its last complete line: an append a crash cut short, never acknowledged`);
@@ -98,7 +108,7 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
     } else if (format === 3) {
       (options.onRepair ?? reportToStderr)(`${join(dir, 'pets.json')} was in format 3, whose journals do not show a line missing from their middle: rewritten in format 4, whose do`);
     }
-    return { lock, index, journal, compaction, idempotency, ids, report };
+    return { lock, index, journal, compaction, idempotency, ids, reservation, report };
   } catch (error) {
     lock.release();
     throw error;
