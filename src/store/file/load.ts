@@ -7,7 +7,8 @@ import { legacyFormat } from './data-format.js';
 import { readJournal } from './journal-lines.js';
 import { readLegacyJournal, readLegacySnapshot } from './legacy-format.js';
 import { MIN_LINE_BYTES } from './record-line.js';
-import type { ScannedRecord, ScanState } from './record-scan.js';
+import type { DisplacedLine, ScannedRecord, ScanState } from './record-scan.js';
+import { setBack } from './displaced.js';
 import { checksummedFormat, readSnapshot } from './snapshot.js';
 import { IDS_FILE, SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration } from './file-names.js';
 import { readReservation, RESERVE_BLOCK, type Reservation } from './id-reservation.js';
@@ -79,13 +80,14 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   // A directory without pets.json but with journals was made by the first version, before pets.json named its format.
   const format = bytes === undefined ? (generations.length > 0 ? 1 : undefined) : checksummedFormat(bytes, snapshotPath) ?? legacyFormat(bytes, snapshotPath);
   const keyed: number[] = [];
-  const damage: Damage[] = [];
+  let damage: Damage[] = [];
   let index = new PetIndex();
   let snapshotJournal: number | undefined;
   let lastId = 0;
   // Format 4: each journal line's id follows the one before, from the snapshot's last id on (NaN: not known).
   let follow: number | undefined;
-  const scan = (file: string, content: Buffer): ScanState => ({ file, bytes: content, verify: true, lastId: index.lastId, follow, damage });
+  const displaced: DisplacedLine[] = [];
+  const scan = (file: string, content: Buffer): ScanState => ({ file, bytes: content, verify: true, lastId: index.lastId, follow, damage, displaced });
   const keep = (content: Buffer) => (r: ScannedRecord): void => {
     index.appendInPlace(r.id, r.status, content, r.textStart, r.textEnd);
     if (r.keyed) keyed.push(r.id);
@@ -120,6 +122,9 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
       tornBytes = journal.length - journalLength;
     }
   }
+  // Intact lines out of order go back in id order (a start is refused all the same: they are damage).
+  index = setBack(index, displaced, damage, keyed);
+  damage = damage.filter((d) => !(d.kind === 'missing' && d.kept === true));
   // Ids damaged or torn bytes may have held count too, so that no id is handed out twice (repair).
   lastId = damage.reduce((highest, d) => Math.max(highest, highestIdIn(d)), Math.max(lastId, index.lastId + (tornBytes > 0 ? mostPetsIn(tornBytes) : 0)));
   const recordsReach = follow !== undefined && follow >= 0 ? follow : lastId;

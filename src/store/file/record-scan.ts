@@ -36,6 +36,14 @@ export interface ScanState {
    */
   follow?: number | undefined;
   damage: Damage[];
+  /** Where intact lines found out of order go (a copy of each), when the caller keeps them. */
+  displaced?: DisplacedLine[] | undefined;
+}
+
+/** An intact pet's line found after a higher id: its damage names the place; `line` is its bytes alone. */
+export interface DisplacedLine extends ScannedRecord {
+  line: Buffer;
+  damage: Damage;
 }
 
 const trusted: TrustedLine = { id: 0, status: undefined, textEnd: 0, recordStart: -1, recordEnd: -1, end: 0 };
@@ -72,7 +80,20 @@ export function scanRecords(state: ScanState, start: number, end: number, firstL
         continue;
       }
     }
-    const problem = readRecordAt(bytes, pos, end, state.verify, found, pet) ?? (found.id > state.lastId ? undefined : `id ${found.id} is not above the previous id ${state.lastId}`);
+    const unread = readRecordAt(bytes, pos, end, state.verify, found, pet);
+    if (unread === undefined && !(found.id > state.lastId)) {
+      // An intact line out of order (lines swapped, or one repeated): damage to the file, not to the
+      // pet, whose line is kept aside for whoever repairs (displaced.ts) and set back in id order.
+      const resume = resumeAt(bytes, pos + 1, end);
+      const damage = damageAt(state, line, pos, resume, `id ${found.id} is not above the previous id ${state.lastId}`, undefined);
+      damage.kind = 'out-of-order';
+      open.push(damage);
+      state.displaced?.push({ ...found, line: Buffer.from(bytes.subarray(found.lineStart, found.end)), damage });
+      line += breaksIn(bytes, pos, resume);
+      pos = resume;
+      continue;
+    }
+    const problem = unread;
     if (problem === undefined) {
       if (state.follow !== undefined) {
         missingBefore(state, line, pos, found.id);
@@ -120,7 +141,7 @@ function missingBefore(state: ScanState, line: number, pos: number, id: number):
   const follow = state.follow as number;
   if (!(id > follow + 1)) return;
   const which = id === follow + 2 ? `the line of pet ${follow + 1} is missing` : `the lines of pets ${follow + 1}–${id - 1} are missing`;
-  state.damage.push({ file: state.file, line, offset: pos, bytes: Buffer.alloc(0), reason: `${which}: pet ${id} follows pet ${follow}`, id: undefined, between: [follow, id] });
+  state.damage.push({ file: state.file, line, offset: pos, bytes: Buffer.alloc(0), reason: `${which}: pet ${id} follows pet ${follow}`, id: undefined, between: [follow, id], kind: 'missing' });
 }
 
 /** The intact record line at `pos`, checksum checked, or undefined when there is none. */

@@ -1,6 +1,7 @@
 import { crc32, readHex8, writeHex8 } from '../../lib/crc32.js';
 import type { PetIndex } from './pet-index.js';
 import { checksumMatches, readLineTail, withoutRecord } from './record-line.js';
+import type { Damage } from './damage.js';
 import { checkFormat, FORMAT_NAME, FORMAT_VERSION, namedFormat } from './data-format.js';
 import { intactRecordAt, scanRecords, type ScannedRecord, type ScanState } from './record-scan.js';
 
@@ -111,7 +112,9 @@ export function readSnapshot(state: ScanState, onRecord: (r: ScannedRecord) => v
   } else if (end.count !== count && state.damage.length === found) {
     problem(endLine, end.start, `it holds ${count} pets but says it holds ${end.count}`, bytes.length);
   } else if (!intact && state.damage.length === found) {
-    problem(endLine, end.start, 'the file\'s checksum does not match, though every pet\'s line does: a line break, the pet count or the checksum itself is damaged', bytes.length);
+    problem(endLine, end.start, 'the file\'s checksum does not match its records, though every pet\'s line matches its own: a line break, the pet count or the checksum '
+      + 'itself is damaged, or a line was changed and checksummed anew, and which line cannot be known', bytes.length);
+    (state.damage.at(-1) as Damage).kind = 'whole-file';
   }
   return { journal: head === null ? undefined : Number(head[1]), lastId: end?.lastId };
 }
