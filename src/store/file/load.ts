@@ -126,7 +126,7 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   index = setBack(index, displaced, damage, keyed);
   damage = damage.filter((d) => !(d.kind === 'missing' && d.kept === true));
   // Ids damaged or torn bytes may have held count too, so that no id is handed out twice (repair).
-  lastId = damage.reduce((highest, d) => Math.max(highest, highestIdIn(d)), Math.max(lastId, index.lastId + (tornBytes > 0 ? mostPetsIn(tornBytes) : 0)));
+  lastId = [...damage.map((d) => namedId(d) ?? 0), ...trailingIds(damage)].reduce((a, b) => Math.max(a, b), Math.max(lastId, index.lastId + (tornBytes > 0 ? mostPetsIn(tornBytes) : 0)));
   const recordsReach = follow !== undefined && follow >= 0 ? follow : lastId;
   // Read after the journals: every line read above was acknowledged within the reservation read here.
   const { reservation, missing } = await readIds(fs, dir, format, lastId, damage);
@@ -165,14 +165,16 @@ async function readIds(fs: FileSystem, dir: string, format: LoadedDirectory['for
 const mostPetsIn = (bytes: number): number => Math.max(1, Math.floor((bytes + 1) / (MIN_LINE_BYTES + 1)));
 
 /**
- * The highest id a damaged place may have held: the id its line still names, or, where no intact pet
- * follows it, as many ids above the pet before it as its bytes can hold lines (ids handed out to
- * creates that failed can leave gaps this cannot see).
+ * The highest ids damaged places with no intact pet after them may have held: as many ids above the
+ * pet before them as all their bytes together can hold lines (two damaged lines in a row hold two
+ * pets; ids handed out to creates that failed can leave gaps this cannot see).
  */
-function highestIdIn(d: Damage): number {
-  const named = namedId(d) ?? 0;
-  if (d.between === undefined || d.between[1] !== Number.POSITIVE_INFINITY) return named;
-  return Math.max(named, d.between[0] + mostPetsIn(d.bytes.length));
+function trailingIds(damage: readonly Damage[]): number[] {
+  const held = new Map<number, number>();
+  for (const d of damage) {
+    if (d.between?.[1] === Number.POSITIVE_INFINITY) held.set(d.between[0], (held.get(d.between[0]) ?? 0) + mostPetsIn(d.bytes.length));
+  }
+  return [...held].map(([after, pets]) => after + pets);
 }
 
 /**
