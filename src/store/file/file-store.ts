@@ -76,6 +76,11 @@ export class FileStore implements PetStore {
     return !this.#closed && this.#journal.failure === undefined;
   }
 
+  /** The highest id that may have been handed out: the last pet's, or past it after an unclean stop (id-reservation.ts). */
+  get lastId(): number {
+    return this.#ids.last;
+  }
+
   get size(): number {
     return this.#index.size;
   }
@@ -168,10 +173,7 @@ export class FileStore implements PetStore {
       return;
     }
     const refusal = await this.#reservation.beforeTaking(this.#ids.last, batch.length);
-    if (refusal !== undefined) {
-      this.#refuse(batch, refusal);
-      return;
-    }
+    if (refusal !== undefined) return this.#refuse(batch, refusal);
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
     const pets = batch.map(({ pet }) => petWithId(++this.#ids.last, pet));
     const texts = pets.map(petJson);
@@ -225,10 +227,7 @@ export class FileStore implements PetStore {
     this.#recoveryTimer.unref();
   }
 
-  /**
-   * Waits for pending creates, then leaves one compacted snapshot and the empty journal it names, and
-   * releases the directory. When the disk is failing the journals stay as they are: they hold every acknowledged pet.
-   */
+  /** Waits for pending creates, leaves one compacted snapshot and the empty journal it names, releases the directory; on a failing disk the journals stay. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
