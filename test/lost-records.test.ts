@@ -8,6 +8,7 @@ import { copyFile, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { crc32 } from 'node:zlib';
+import { FileStore } from '#dist/store/file/file-store.js';
 import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor, type ServerProcess } from './helpers.js';
 
 const JSON_BODY: Array<[string, string]> = [['content-type', 'application/json']];
@@ -154,4 +155,26 @@ test('verify and repair on a directory that holds no store: the same message, ex
   assert.equal(repair.code, 2);
   const message = `${dir} holds no pet store (no pets.json, no journal)`;
   assert.ok(verify.stderr.includes(message) && repair.stderr.includes(message), `${verify.stderr}${repair.stderr}`);
+});
+
+test('pets-ids.json gone: the start goes on a block past the records and says so, as verify does; damaged, it is refused as damage', async (t) => {
+  const dir = await stoppedWithFive(t);
+  const ids = join(dir, 'pets-ids.json');
+  const kept = await readFile(ids);
+  await rm(ids);
+  const verify = await runCli(['verify', '--data-dir', dir]);
+  assert.deepEqual(verify, { code: 0, stdout: `${dir}: 5 pets, every record intact\n  ${ids} is missing, so which ids were handed out past the records is not known: a start goes on from 1030, a block past them\n`, stderr: '' });
+  const said: string[] = [];
+  const store = await FileStore.open(dir, { onRepair: (message) => said.push(message) });
+  assert.deepEqual(said, [`${ids} is missing, so the ids handed out before the stop are not known: new ids start 1024 past the records, at 1030`]);
+  assert.equal((await store.create({ name: 'next', categoryId: 1n })).id, 1030);
+  await store.close();
+
+  const flipped = Buffer.from(kept);
+  const digit = flipped.indexOf('"reserved":') + 11;
+  flipped[digit] = (flipped[digit] as number) ^ 1;
+  await writeFile(ids, flipped);
+  const start = await runCli(['--port', '0', '--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });
+  assert.equal(start.code, 1);
+  assert.ok(start.stderr.startsWith(`cannot start: damaged data: ${ids} line 1 (byte 0): damaged: the ids reserved before the stop cannot be read`), start.stderr);
 });
