@@ -172,7 +172,7 @@ export class FileStore implements PetStore {
       this.#scheduleRecovery();
       return;
     }
-    const refusal = await this.#reservation.beforeTaking(this.#ids.last, batch.length);
+    const refusal = this.#reservation.covers(this.#ids.last + batch.length) ? undefined : await this.#reservation.beforeTaking(this.#ids.last, batch.length);
     if (refusal !== undefined) return this.#refuse(batch, refusal);
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
     const pets = batch.map(({ pet }) => petWithId(++this.#ids.last, pet));

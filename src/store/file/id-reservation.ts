@@ -76,6 +76,11 @@ export class IdReservation {
     return this.#reserved;
   }
 
+  /** Whether ids up to `upTo` may be handed out now, with nothing to wait for (checked on every commit: no promise). */
+  covers(upTo: number): boolean {
+    return upTo <= this.#reserved && upTo <= Number.MAX_SAFE_INTEGER;
+  }
+
   /**
    * Before ids `last + 1` to `last + count` are handed out: why they may not be, or undefined once they
    * are reserved. Only a batch that finds too few ids reserved waits, for a block more.
