@@ -449,13 +449,13 @@ test('ids are reserved a block ahead in the background: a create that finds its 
   fs.hook = (call) => (call.op === 'datasync' && call.path.includes('.pets-ids.json.') ? held : undefined);
   const before = fs.count('datasync', isJournalPath);
   const logged = fs.log.length;
-  // Once fewer than half a block are left (at id 514) the next is reserved in the background: up to 514 + 1024.
+  // Once fewer than half a block are left (at id 514) the next block is reserved in the background: up to 1025 + 1024.
   for (let i = 2; i <= 1000; i++) await within(store.create(newPet(i)), 5000, `create ${i} while the reservation is written`);
   assert.equal(fs.count('datasync', isJournalPath) - before, 999, 'one fdatasync per create committed alone');
   assert.equal(fs.log.slice(logged).filter((entry) => entry === 'open .pets-ids.json.*.tmp').length, 1, 'one reservation write begun for the block');
   release();
   await waitFor(() => fs.log.slice(logged).includes('rename .pets-ids.json.*.tmp -> pets-ids.json'), 5000, 'the reservation written');
-  assert.match(await readFile(join(dir, 'pets-ids.json'), 'utf8'), /"reserved":1538,"stopped":false/);
+  assert.match(await readFile(join(dir, 'pets-ids.json'), 'utf8'), /"reserved":2049,"stopped":false/);
   await store.close();
   assert.match(await readFile(join(dir, 'pets-ids.json'), 'utf8'), /"reserved":1000,"stopped":true/, 'a clean stop says where ids go on');
 });

@@ -14,10 +14,10 @@ import { StoreUnavailableError } from '../store.js';
  *
  * Ids up to `reserved` may have been handed out. A store writes the file (atomically and durably, as
  * pets.json) before it hands out an id past it, a block ahead, and in the background once less than
- * half a block is left, so that a create rarely waits for it. A clean stop writes the last id handed
- * out with `"stopped":true`: a start after that goes on from it without a gap, and records that end
- * below it have lost pets. After any other stop, new ids start past `reserved`: the gap is at most a
- * block and a batch.
+ * half a block is left, a block further, so that a create rarely waits for it and the file is written
+ * once per block. A clean stop writes the last id handed out with `"stopped":true`: a start after that
+ * goes on from it without a gap, and records that end below it have lost pets. After any other stop,
+ * new ids start past `reserved`: the gap is at most a block and a half, and a batch.
  */
 export const RESERVE_BLOCK = 1024;
 const FORMAT = 'petstore-ids/1';
@@ -103,10 +103,13 @@ export class IdReservation {
     await this.#write(upTo + RESERVE_BLOCK);
   }
 
-  /** After a commit: reserves the next block in the background once less than half a block is left. */
+  /**
+   * After a commit: reserves the next block in the background once less than half a block is left,
+   * a block past the reservation, so that it is written once per block.
+   */
   ahead(last: number): void {
     if (this.#writing !== undefined || this.#reserved - last >= RESERVE_BLOCK / 2) return;
-    this.#write(last + RESERVE_BLOCK).catch(this.#report);
+    this.#write(Math.max(this.#reserved, last) + RESERVE_BLOCK).catch(this.#report);
   }
 
   /**
