@@ -178,3 +178,19 @@ test('pets-ids.json gone: the start goes on a block past the records and says so
   assert.equal(start.code, 1);
   assert.ok(start.stderr.startsWith(`cannot start: damaged data: ${ids} line 1 (byte 0): damaged: the ids reserved before the stop cannot be read`), start.stderr);
 });
+
+test('pets-ids.json gone and a torn append cut at start, then a crash before any create: the next start is not refused, and ids go on past both', async (t) => {
+  const dir = await stoppedWithFive(t);
+  await rm(join(dir, 'pets-ids.json'));
+  const journal = await newestJournal(dir);
+  await writeFile(journal, '[{"id":6,"name":"ha');
+  const store = await FileStore.open(dir, { onRepair: () => undefined });
+  // A crash: the directory as it is now, the store never closed.
+  const copy = await tempDirFor(t);
+  for (const name of await readdir(dir)) if (name !== 'petstore.lock') await copyFile(join(dir, name), join(copy, name));
+  await store.close();
+  const again = await FileStore.open(copy);
+  const next = await again.create({ name: 'next', categoryId: 1n });
+  assert.ok(next.id > 6 + 1024, `past the records, the torn append and the block (got ${next.id})`);
+  await again.close();
+});

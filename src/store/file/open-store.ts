@@ -92,9 +92,12 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
     const available = await openStep(`cannot read the free space of ${dir}`, () => fs.availableBytes(dir));
     if (available < LOW_SPACE_BYTES) await journal.recover(report);
     // The first create reserves a block of ids (id-reservation.ts). A directory without pets-ids.json
-    // gets one now, before pets.json says format 4: as a clean stop leaves it, at the last id.
+    // gets one now, before pets.json says format 4: as a clean stop leaves it, at the last id, unless
+    // that id lies past the records (a torn append's margin, cut above): a stop there would be
+    // missed by the records after a crash, so a block is reserved instead.
     const reservation = new IdReservation(fs, dir, lastId, loadedReservation, report);
-    if (loadedReservation === undefined) await openStep(`cannot write ${join(dir, IDS_FILE)}`, () => reservation.stop(lastId));
+    const write = follow === lastId ? () => reservation.stop(lastId) : () => reservation.cover(lastId + 1);
+    if (loadedReservation === undefined) await openStep(`cannot write ${join(dir, IDS_FILE)}`, write);
     if (idsMissing) {
       (options.onRepair ?? reportToStderr)(`${join(dir, IDS_FILE)} is missing, so the ids handed out before the stop are not known: new ids start ${RESERVE_BLOCK} past the records, at ${lastId + 1}`);
     }
