@@ -12,6 +12,7 @@ import { readKeyFile, writeKeyFile, type StoredKey } from '#dist/auth/key-file.j
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
 import { nodeFileSystem } from '#dist/lib/file-system.js';
+import type { Pet } from '#dist/pet/pet.js';
 import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';
 import { assertStopped, fileBytes, recordLine, snapshotText } from './store-support.js';
 
@@ -21,12 +22,12 @@ const KEY: StoredKey = { id: 'a1b2c3d4', label: 'old', created: '2024-01-01T00:0
 test('a pets.json of a newer format is refused as written by a newer version, and nothing is changed', async (t) => {
   const dir = await tempDirFor(t);
   // Whatever a newer version puts after its format name is not this version's to judge.
-  await writeFile(join(dir, 'pets.json'), '{"format":"petstore-pets/4","snapshot":{"chunks":7}}\n');
+  await writeFile(join(dir, 'pets.json'), '{"format":"petstore-pets/5","snapshot":{"chunks":7}}\n');
   await writeFile(join(dir, 'pets-journal.4.jsonl'), `${pet}\n`);
   const before = await fileBytes(dir);
   await assert.rejects(FileStore.open(dir), (error: unknown) => {
     assert.ok(error instanceof StoreOpenError);
-    assert.equal(error.message, `${join(dir, 'pets.json')} was written by a newer version of the server (format petstore-pets/4); upgrade the server to use this data`);
+    assert.equal(error.message, `${join(dir, 'pets.json')} was written by a newer version of the server (format petstore-pets/5); upgrade the server to use this data`);
     return true;
   });
   assert.deepEqual(await fileBytes(dir), before);
@@ -34,10 +35,10 @@ test('a pets.json of a newer format is refused as written by a newer version, an
 
   const cli = await runCli(['--port', '0', '--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });
   assert.equal(cli.code, 1);
-  assert.match(cli.stderr, /written by a newer version of the server \(format petstore-pets\/4\); upgrade/);
+  assert.match(cli.stderr, /written by a newer version of the server \(format petstore-pets\/5\); upgrade/);
 });
 
-test('a pets.json of format 1, written by an earlier version, is served and upgraded to format 3 at start', async (t) => {
+test('a pets.json of format 1, written by an earlier version, is served and upgraded to format 4 at start', async (t) => {
   const dir = await tempDirFor(t);
   await writeFile(join(dir, 'pets.json'), `{"format":"petstore-pets/1","pets":[\n${pet}\n]}\n`);
   await writeFile(join(dir, 'keys.json'), JSON.stringify({ keys: [KEY] }));
@@ -47,11 +48,11 @@ test('a pets.json of format 1, written by an earlier version, is served and upgr
   assert.equal(listed.text, `[${pet}]`);
   assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([{ id: 1, name: 'Rex', categoryId: 7n }], 1));
   assert.equal(await stopProcess(server), 0);
-  await assertStopped(dir, ['keys.json']);
+  await assertStopped(dir, ['keys.json', 'pets-ids.json']);
   assert.deepEqual(readKeyFile(join(dir, 'keys.json')), [KEY]);
 });
 
-test('a directory of format 2 is served as it was, rewritten in format 3 at start (said once in the log), its idempotency keys kept', async (t) => {
+test('a directory of format 2 is served as it was, rewritten in format 4 at start (said once in the log), its idempotency keys kept', async (t) => {
   const dir = await tempDirFor(t);
   const names = ['Rex', 'Zoë "Z" \\ 猫 🐕', 'Tom'];
   const pets = names.map((name, i) => ({ id: i + 1, name, categoryId: 9_007_199_254_740_993n * BigInt(i + 1), ...(i === 1 ? { status: 'sold' as const } : {}) }));
@@ -70,16 +71,35 @@ test('a directory of format 2 is served as it was, rewritten in format 3 at star
   assert.equal(replay.headers['idempotent-replayed'], 'true', 'the key stored in format 2 is still known');
   const said = server.stdout().split('\n').filter((line) => line.includes('format 2'));
   assert.equal(said.length, 1, server.stdout());
-  assert.match(said[0] as string, /pets\.json was in format 2, whose records carry no checksums: rewritten in format 3, which checks every record/);
-  // Already rewritten at start: format 3, every line with its checksum, the old journal gone.
+  assert.match(said[0] as string, /pets\.json was in format 2, whose records carry no checksums: rewritten in format 4, which checks every record/);
+  // Already rewritten at start: format 4, every line with its checksum, the old journal gone.
   assert.equal(await assertStopped(dir), 3);
   const snapshot = await readFile(join(dir, 'pets.json'), 'utf8');
-  assert.ok(snapshot.startsWith(`{"format":"petstore-pets/3","journal":3,"pets":[\n${recordLine(pets[0] as never)},\n${recordLine(pets[1] as never)},\n[${text[2]},{"scope":"${scope}"`), snapshot);
+  assert.ok(snapshot.startsWith(`{"format":"petstore-pets/4","journal":3,"pets":[\n${recordLine(pets[0] as never)},\n${recordLine(pets[1] as never)},\n[${text[2]},{"scope":"${scope}"`), snapshot);
   assert.equal(await stopProcess(server), 0);
   const again = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });
   assert.equal((await request(again.url, 'GET', '/v1/pets')).text, `[${text.join(',')}]`);
   assert.doesNotMatch(again.stdout(), /format 2/, 'said once: the next start has nothing to say');
   assert.equal(await stopProcess(again), 0);
+});
+
+test('a directory of format 3 is served as it was, its journal\'s gaps too, and rewritten in format 4 at start, said once', async (t) => {
+  const dir = await tempDirFor(t);
+  const pets: Pet[] = [{ id: 1, name: 'Rex', categoryId: 7n }, { id: 2, name: 'Tom', categoryId: 8n }, { id: 4, name: 'Kit', categoryId: 9n, status: 'sold' }];
+  // Format 3 wrote no skip line: id 3, taken by a create a failing disk refused, left no trace.
+  await writeFile(join(dir, 'pets.json'), snapshotText(pets.slice(0, 1), 2, 1, 3));
+  await writeFile(join(dir, 'pets-journal.2.jsonl'), pets.slice(1).map((p) => `${recordLine(p)}\n`).join(''));
+  const said: string[] = [];
+  const store = await FileStore.open(dir, { onRepair: (message) => said.push(message) });
+  assert.deepEqual(said, [`${join(dir, 'pets.json')} was in format 3, whose journals do not show a line missing from their middle: rewritten in format 4, whose do`]);
+  assert.deepEqual(store.list({ after: 0, limit: 10 }).pets, pets);
+  assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText(pets, 3), 'rewritten in format 4 before any create');
+  await store.close();
+  said.length = 0;
+  const again = await FileStore.open(dir, { onRepair: (message) => said.push(message) });
+  assert.deepEqual(said, [], 'said once');
+  assert.equal((await again.create({ name: 'Next', categoryId: 1n })).id, 5);
+  await again.close();
 });
 
 test('keys.json is written with its format, and one of a newer format is refused as written by a newer version', async (t) => {

@@ -11,7 +11,7 @@ import { test, type TestContext } from 'node:test';
 import { errorCode } from '#dist/lib/system-error.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { request, spawnServer, stopProcess, tempDir, waitFor, within, type ServerProcess } from './helpers.js';
-import { TestFileSystem, dataDir, defer, snapshotText } from './store-support.js';
+import { TestFileSystem, dataDir, defer, snapshotText, idsText } from './store-support.js';
 
 /**
  * A 256 KiB tmpfs, or undefined (the test skipped) when mounting is not permitted. After the test the
@@ -103,6 +103,7 @@ test('a store opened on a full disk becomes ready by itself once space returns, 
   // needs its first pets.json written, which a full disk refuses).
   await writeFile(join(dir, 'pets.json'), snapshotText([], 1), { mode: 0o600 });
   await writeFile(join(dir, 'pets-journal.1.jsonl'), '', { mode: 0o600 });
+  await writeFile(join(dir, 'pets-ids.json'), idsText(0), { mode: 0o600 });
   const store = await FileStore.open(dir, { fileSystem: fs });
   defer(t, () => store.close());
   assert.equal(store.ready, false, 'the probe at open failed');

@@ -110,8 +110,8 @@ const COMPACTION_STEPS: ReadonlyArray<{ step: string; fault: Fault; at: (call: C
   { step: 'writing the temp snapshot', fault: { code: 'ENOSPC', partial: true }, at: (c) => c.op === 'write' && isTempPath(c.path) },
   { step: 'fdatasync of the temp snapshot', fault: { code: 'EIO' }, at: (c) => c.op === 'datasync' && isTempPath(c.path) },
   { step: 'closing the temp snapshot', fault: { code: 'EIO' }, at: (c) => c.op === 'close' && isTempPath(c.path) },
-  { step: 'renaming it over pets.json', fault: { code: 'EIO' }, at: (c) => c.op === 'rename' },
-  { step: 'syncing the directory after the rename', fault: { code: 'EIO' }, at: (c, done) => c.op === 'syncDir' && done.some((d) => d.op === 'rename') },
+  { step: 'renaming it over pets.json', fault: { code: 'EIO' }, at: (c) => c.op === 'rename' && isTempPath(c.path) },
+  { step: 'syncing the directory after the rename', fault: { code: 'EIO' }, at: (c, done) => c.op === 'syncDir' && done.some((d) => d.op === 'rename' && isTempPath(d.path)) },
   { step: 'removing a covered journal', fault: { code: 'EIO' }, at: (c) => c.op === 'unlink' && isJournalPath(c.path) },
 ];
 
@@ -193,7 +193,7 @@ test('a journal cut back on a full disk stays not ready until a write succeeds, 
 const CLOSE_FAULTS: ReadonlyArray<{ step: string; fault: Fault; at: (call: Call) => boolean }> = [
   { step: 'writing the temp snapshot', fault: { code: 'ENOSPC', partial: true }, at: (c) => c.op === 'write' && isTempPath(c.path) },
   { step: 'fdatasync of the temp snapshot', fault: { code: 'EIO' }, at: (c) => c.op === 'datasync' && isTempPath(c.path) },
-  { step: 'renaming it over pets.json', fault: { code: 'EIO' }, at: (c) => c.op === 'rename' },
+  { step: 'renaming it over pets.json', fault: { code: 'EIO' }, at: (c) => c.op === 'rename' && isTempPath(c.path) },
   { step: 'removing the journal', fault: { code: 'EIO' }, at: (c) => c.op === 'unlink' && isJournalPath(c.path) },
 ];
 
@@ -386,7 +386,7 @@ test('open removes temp snapshots a crash left behind, and nothing else', async 
   await writeFile(join(dir, 'notes.txt'), 'mine');
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
-  assert.deepEqual(await dataFiles(dir), ['notes.txt', 'pets-journal.1.jsonl', 'pets.json']);
+  assert.deepEqual(await dataFiles(dir), ['notes.txt', 'pets-ids.json', 'pets-journal.1.jsonl', 'pets.json']);
   assert.deepEqual(allPets(store).map(plain), [{ id: 1, name: 'Rex', categoryId: '7' }]);
   // The same pet, in the snapshot of format 2 that open writes when it finds one of format 1.
   assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText(allPets(store), 1));

@@ -40,7 +40,7 @@ export function systemError(code: string, call: Call): NodeJS.ErrnoException {
 
 /** A short, stable name for a path in the log: the temp snapshot's random part becomes `*`. */
 export function shortName(path: string): string {
-  return basename(path).replace(/^\.pets\.json\.[0-9a-f]+\.tmp$/, '.pets.json.*.tmp');
+  return basename(path).replace(/^\.(pets\.json|pets-ids\.json)\.[0-9a-f]+\.tmp$/, '.$1.*.tmp');
 }
 
 export const isTempPath = (path: string): boolean => /^\.pets\.json\.[0-9a-f]+\.tmp$/.test(basename(path));
@@ -191,9 +191,9 @@ export async function dataFiles(dir: string): Promise<string[]> {
  * Asserts that `dir` holds what a stopped store leaves: pets.json and the empty journal it names,
  * nothing else besides the lock file and `besides`. Returns the generation of that journal.
  */
-export async function assertStopped(dir: string, besides: readonly string[] = []): Promise<number> {
-  const head = /^\{"format":"petstore-pets\/3","journal":([1-9][0-9]*),"pets":\[\n/.exec(await readFile(join(dir, 'pets.json'), 'utf8'));
-  assert.ok(head !== null, 'pets.json of format 3 names its journal');
+export async function assertStopped(dir: string, besides: readonly string[] = ['pets-ids.json']): Promise<number> {
+  const head = /^\{"format":"petstore-pets\/4","journal":([1-9][0-9]*),"pets":\[\n/.exec(await readFile(join(dir, 'pets.json'), 'utf8'));
+  assert.ok(head !== null, 'pets.json of format 4 names its journal');
   const journal = `pets-journal.${head[1]}.jsonl`;
   assert.deepEqual(await dataFiles(dir), [...besides, journal, 'pets.json'].sort());
   assert.equal((await stat(join(dir, journal))).size, 0, `${journal} is empty`);
@@ -212,14 +212,36 @@ export function recordLine(pet: Pet, record?: { scope: string; key: string; at: 
 
 const hex8 = (n: number): string => n.toString(16).padStart(8, '0');
 
-/** A snapshot as the store writes it: format 3, covering the journals before `journal`; its CRC covers all before `"crc":"`. */
-export function snapshotText(pets: readonly Pet[], journal: number, lastId = pets.at(-1)?.id ?? 0): string {
-  const covered = `{"format":"petstore-pets/3","journal":${journal},"pets":[\n${pets.map((p) => recordLine(p)).join(',\n')}${pets.length > 0 ? '\n' : ''}],"count":${pets.length},"lastId":${lastId},`;
+/** A snapshot as the store writes it: format 4, covering the journals before `journal`; its CRC covers all before `"crc":"`. */
+export function snapshotText(pets: readonly Pet[], journal: number, lastId = pets.at(-1)?.id ?? 0, format = 4): string {
+  const covered = `{"format":"petstore-pets/${format}","journal":${journal},"pets":[\n${pets.map((p) => recordLine(p)).join(',\n')}${pets.length > 0 ? '\n' : ''}],"count":${pets.length},"lastId":${lastId},`;
   return `${covered}"crc":"${hex8(crc32(Buffer.from(covered)))}"}\n`;
 }
 
-/** Journal lines as the store appends them. */
-export const journalText = (pets: readonly Pet[]): string => pets.map((p) => `${recordLine(p)}\n`).join('');
+/** pets-ids.json as a clean stop leaves it, after `last` ids were handed out (id-reservation.ts). */
+export function idsText(last: number, stopped = true): string {
+  const covered = `{"format":"petstore-ids/1","reserved":${last},"stopped":${stopped},`;
+  return `${covered}"crc":"${hex8(crc32(Buffer.from(covered)))}"}\n`;
+}
+
+/** A journal line of format 4 saying ids `from`–`to` hold no pet, its CRC covering all before `"crc":"`. */
+export function skipLine(from: number, to: number): string {
+  const covered = `{"skipped":[${from},${to}],`;
+  return `${covered}"crc":"${hex8(crc32(Buffer.from(covered)))}"}\n`;
+}
+
+/**
+ * Journal lines as the store appends them: in format 4 each id follows the one before (`after` for
+ * the first), and ids between are written down as skipped.
+ */
+export function journalText(pets: readonly Pet[], after = (pets[0]?.id ?? 1) - 1): string {
+  let previous = after;
+  return pets.map((p) => {
+    const skip = p.id > previous + 1 ? skipLine(previous + 1, p.id - 1) : '';
+    previous = p.id;
+    return `${skip}${recordLine(p)}\n`;
+  }).join('');
+}
 
 /** Pet as plain comparable data (`categoryId` as its decimal digits). */
 export function plain(pet: Pet): Record<string, unknown> {

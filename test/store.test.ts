@@ -6,7 +6,8 @@ import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError, StoreUnavailableError } from '#dist/store/store.js';
 import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
 import type { PetStatus } from '#dist/pet/contract.js';
-import { DEAD_PID, TestFileSystem, assertStopped, dataDir, dataFiles, defer, isJournalPath, journalText, plain, recordLine, snapshotText } from './store-support.js';
+import { DEAD_PID, TestFileSystem, assertStopped, dataDir, dataFiles, defer, idsText, isJournalPath, journalText, plain, recordLine, snapshotText } from './store-support.js';
+import { waitFor, within } from './helpers.js';
 
 const STATUSES: ReadonlyArray<PetStatus | undefined> = [undefined, 'available', 'pending', 'sold'];
 
@@ -43,7 +44,7 @@ test('open creates a missing data directory with an empty journal and the empty 
   assert.equal(store.size, 0);
   assert.deepEqual(store.list({ after: 0, limit: 20 }), { pets: [], more: false });
   assert.equal(store.get(1), undefined);
-  assert.deepEqual(await dataFiles(dir), ['pets-journal.1.jsonl', 'pets.json']);
+  assert.deepEqual(await dataFiles(dir), ['pets-ids.json', 'pets-journal.1.jsonl', 'pets.json']);
   assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([], 1));
   assert.match(await readlink(join(dir, 'petstore.lock')), new RegExp(`^${process.pid} `), 'the lock names this process');
   await store.close();
@@ -102,6 +103,12 @@ test('a create is written to the journal, then fdatasync\'ed, and only then ackn
   defer(t, () => store.close());
   fs.log.length = 0;
   await store.create(newPet(1)).then(() => fs.log.push('resolved'));
+  // The first create after a start reserves a block of ids first (pets-ids.json, replaced as pets.json is).
+  const reserve = ['open', 'write', 'datasync', 'close'].map((op) => `${op} .pets-ids.json.*.tmp`);
+  assert.deepEqual(fs.log, [...reserve, 'rename .pets-ids.json.*.tmp -> pets-ids.json', `syncDir ${basename(dir)}`, 'write pets-journal.1.jsonl', 'datasync pets-journal.1.jsonl', 'resolved']);
+  // The next finds its id reserved: one write and one fdatasync, nothing else.
+  fs.log.length = 0;
+  await store.create(newPet(2)).then(() => fs.log.push('resolved'));
   assert.deepEqual(fs.log, ['write pets-journal.1.jsonl', 'datasync pets-journal.1.jsonl', 'resolved']);
 });
 
@@ -142,8 +149,11 @@ test('a snapshot is written to a temp file, fdatasync\'ed, closed, renamed over 
   assert.ok(datasync < close && close < rename && rename < dirSync && dirSync < firstUnlink, log.join('\n'));
   assert.equal(log.indexOf(`open ${temp}`), log.findIndex((entry) => entry.includes(temp)), 'the temp file is opened first');
   assert.ok(log.slice(log.indexOf('write pets-journal.1.jsonl')).every((entry) => !entry.includes('!')), `no call failed:\n${log.join('\n')}`);
-  assert.equal(log.at(-2), sync, 'removing journals is made durable too');
-  assert.equal(log.at(-1), 'close pets-journal.2.jsonl', 'then the journal the snapshot names is closed');
+  // Then the clean stop is written down in pets-ids.json (id-reservation.ts), last.
+  const stopped = log.indexOf('open .pets-ids.json.*.tmp', firstUnlink);
+  assert.equal(log[stopped - 2], sync, 'removing journals is made durable too');
+  assert.equal(log[stopped - 1], 'close pets-journal.2.jsonl', 'then the journal the snapshot names is closed');
+  assert.equal(log.at(-1), sync, 'and the clean stop is durable');
   assert.equal(await assertStopped(dir), 2);
   assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([pet], 2));
 });
@@ -201,7 +211,7 @@ test('compaction keeps at most two journals while running, and every pet survive
     const files = await dataFiles(dir);
     assert.ok(files.filter(isJournalPath).length <= 2, files.join(' '));
     // The snapshot open wrote names journal 1; a later one names a later journal.
-    if (!(await readFile(join(dir, 'pets.json'), 'utf8')).startsWith('{"format":"petstore-pets/3","journal":1,')) snapshots++;
+    if (!(await readFile(join(dir, 'pets.json'), 'utf8')).startsWith('{"format":"petstore-pets/4","journal":1,')) snapshots++;
   }
   assert.ok(snapshots > 0, 'a snapshot was written while the store ran');
   const generations = (await dataFiles(dir)).filter(isJournalPath).map((name) => Number(name.split('.')[1]));
@@ -221,7 +231,7 @@ test('close leaves exactly one compacted pets.json and the empty journal it name
   const created: Pet[] = [];
   for (let i = 0; i < 5; i++) created.push(await store.create(newPet(i)));
   await store.close();
-  assert.deepEqual((await readdir(dir)).sort(), ['pets-journal.2.jsonl', 'pets.json']);
+  assert.deepEqual((await readdir(dir)).sort(), ['pets-ids.json', 'pets-journal.2.jsonl', 'pets.json']);
   assert.equal(await assertStopped(dir), 2);
   assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText(created, 2));
 
@@ -231,7 +241,7 @@ test('close leaves exactly one compacted pets.json and the empty journal it name
   const next = await reopened.create(newPet(5));
   assert.equal(next.id, 6);
   await reopened.close();
-  assert.deepEqual((await readdir(dir)).sort(), ['pets-journal.3.jsonl', 'pets.json']);
+  assert.deepEqual((await readdir(dir)).sort(), ['pets-ids.json', 'pets-journal.3.jsonl', 'pets.json']);
   assert.equal(await assertStopped(dir), 3);
   assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([...created, next], 3));
 });
@@ -239,7 +249,7 @@ test('close leaves exactly one compacted pets.json and the empty journal it name
 test('a store closed without pets leaves an empty snapshot and journal, and reopens empty', async (t) => {
   const dir = await dataDir(t);
   await (await FileStore.open(dir)).close();
-  assert.deepEqual((await readdir(dir)).sort(), ['pets-journal.1.jsonl', 'pets.json']);
+  assert.deepEqual((await readdir(dir)).sort(), ['pets-ids.json', 'pets-journal.1.jsonl', 'pets.json']);
   assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([], 1));
   await (await FileStore.open(dir)).close();
   assert.equal(await assertStopped(dir), 1, 'a store that wrote nothing rewrites nothing');
@@ -273,16 +283,18 @@ test('open loads a snapshot and replays the journals it names in order, and igno
   // (10 sorts before 8 and 9 as text: the order is by number).
   await writeFile(join(dir, 'pets.json'), snapshotText(pets.slice(0, 4), 8));
   await writeFile(join(dir, 'pets-journal.7.jsonl'), journalText(pets.slice(0, 4)));
-  await writeFile(join(dir, 'pets-journal.8.jsonl'), journalText(pets.slice(4, 6)));
-  await writeFile(join(dir, 'pets-journal.9.jsonl'), journalText(pets.slice(6, 7)));
-  await writeFile(join(dir, 'pets-journal.10.jsonl'), journalText(pets.slice(7)));
+  // Format 4: each journal's ids go on from the one before (ids between written down as skipped).
+  await writeFile(join(dir, 'pets-journal.8.jsonl'), journalText(pets.slice(4, 6), 7));
+  await writeFile(join(dir, 'pets-journal.9.jsonl'), journalText(pets.slice(6, 7), 11));
+  await writeFile(join(dir, 'pets-journal.10.jsonl'), journalText(pets.slice(7), 13));
+  await writeFile(join(dir, 'pets-ids.json'), idsText(17));
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
   assert.deepEqual(allPets(store).map(plain), pets.map(plain));
   const next = await store.create(newPet(100));
   assert.equal(next.id, 18);
   // The newest journal is the one appended to.
-  assert.equal(await readFile(join(dir, 'pets-journal.10.jsonl'), 'utf8'), journalText([...pets.slice(7), next]));
+  assert.equal(await readFile(join(dir, 'pets-journal.10.jsonl'), 'utf8'), journalText([...pets.slice(7), next], 13));
   await store.close();
   assert.equal(await assertStopped(dir), 11);
   assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([...pets, next], 11));
@@ -328,6 +340,7 @@ test('a torn last journal line is not corruption: it is dropped and cut, and the
   const journal = join(dir, 'pets-journal.1.jsonl');
   await writeFile(join(dir, 'pets.json'), snapshotText([], 1));
   await writeFile(journal, journalText(pets) + '[{"id":3,"name":"half a p');
+  await writeFile(join(dir, 'pets-ids.json'), idsText(2, false));
   const repairs: string[] = [];
   const store = await FileStore.open(dir, { onRepair: (message) => repairs.push(message) });
   defer(t, () => store.close());
@@ -345,11 +358,13 @@ test('a torn line of non-UTF-8 bytes at the end of the journal is dropped too', 
   const journal = join(dir, 'pets-journal.1.jsonl');
   await writeFile(join(dir, 'pets.json'), snapshotText([], 1));
   await writeFile(journal, Buffer.concat([Buffer.from(journalText(pets)), Buffer.from([0x5b, 0x7b, 0xff, 0xfe, 0xc3])]));
+  await writeFile(join(dir, 'pets-ids.json'), idsText(1, false));
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
   assert.deepEqual(allPets(store).map(plain), pets.map(plain));
   assert.equal((await store.create(newPet(2))).id, 3);
-  assert.equal((await readFile(journal)).toString('utf8').split('\n').length, 3);
+  // The pet's line, the skip line for id 2 that the torn line may have held, the new pet's line.
+  assert.equal((await readFile(journal)).toString('utf8').split('\n').length, 4);
 });
 
 test('a second open of the same directory is refused while the first holds it, and allowed after close', async (t) => {
@@ -418,4 +433,29 @@ test('a hand-edited pets.json in another layout is still read, of format 1 and 2
       await store.close();
     }
   }
+});
+
+test('ids are reserved a block ahead in the background: a create that finds its id reserved never waits for that write, and costs one journal fdatasync', async (t) => {
+  const dir = await dataDir(t);
+  const fs = new TestFileSystem();
+  const store = await FileStore.open(dir, { fileSystem: fs });
+  defer(t, () => store.close());
+  // The first create reserved ids 1–1025 (pets-ids.json).
+  await store.create(newPet(0));
+  assert.match(await readFile(join(dir, 'pets-ids.json'), 'utf8'), /^\{"format":"petstore-ids\/1","reserved":1025,"stopped":false,"crc":"[0-9a-f]{8}"\}\n$/);
+  // From now on every write of pets-ids.json hangs until released.
+  let release = (): void => undefined;
+  const held = new Promise<undefined>((resolve) => (release = () => resolve(undefined)));
+  fs.hook = (call) => (call.op === 'datasync' && call.path.includes('.pets-ids.json.') ? held : undefined);
+  const before = fs.count('datasync', isJournalPath);
+  const logged = fs.log.length;
+  // Once fewer than half a block are left (at id 514) the next block is reserved in the background: up to 1025 + 1024.
+  for (let i = 2; i <= 1000; i++) await within(store.create(newPet(i)), 5000, `create ${i} while the reservation is written`);
+  assert.equal(fs.count('datasync', isJournalPath) - before, 999, 'one fdatasync per create committed alone');
+  assert.equal(fs.log.slice(logged).filter((entry) => entry === 'open .pets-ids.json.*.tmp').length, 1, 'one reservation write begun for the block');
+  release();
+  await waitFor(() => fs.log.slice(logged).includes('rename .pets-ids.json.*.tmp -> pets-ids.json'), 5000, 'the reservation written');
+  assert.match(await readFile(join(dir, 'pets-ids.json'), 'utf8'), /"reserved":2049,"stopped":false/);
+  await store.close();
+  assert.match(await readFile(join(dir, 'pets-ids.json'), 'utf8'), /"reserved":1000,"stopped":true/, 'a clean stop says where ids go on');
 });

@@ -57,7 +57,8 @@ export async function runMigrateCommand(dataDir: string, url: string | undefined
       more = page.more;
     }
     const keys = readKeyFile(keyFilePath(dataDir)) ?? [];
-    const result = await withDatabase(url, (sql) => importPets(sql, pets, keys));
+    // Ids the file store may have handed out past its last pet (reserved before an unclean stop) are not handed out again.
+    const result = await withDatabase(url, (sql) => importPets(sql, pets, keys, source.lastId));
     out(`copied ${result.pets} pets (last id ${result.lastId}) and ${result.keys} of ${keys.length} API keys from ${dataDir} into ${describeUrl(url)}`);
     out(`verified: the database holds ${result.pets} pets; new pets get ids from ${result.lastId + 1}`);
   } finally {

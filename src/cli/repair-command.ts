@@ -3,8 +3,9 @@ import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import { replaceFile } from '../lib/replace-file.js';
 import { reportToStderr } from '../lib/system-error.js';
 import { readLiveDirectory, writeStoreCopy } from '../store/file/backup.js';
-import { damageReport } from '../store/file/damage.js';
-import { checkDestination, checkSource, writeDataDirectory } from './data-copy.js';
+import { damageReport, setAside } from '../store/file/damage.js';
+import { RESERVE_BLOCK } from '../store/file/id-reservation.js';
+import { CopyRefused, checkDestination, checkSource, writeDataDirectory } from './data-copy.js';
 import { UsageError } from './errors.js';
 
 /** Where a repair sets the damaged bytes aside, in the new directory; the server ignores the file. */
@@ -19,13 +20,24 @@ export const DAMAGE_FILE = 'damaged-records.jsonl';
 export async function runRepairCommand(dataDir: string, args: readonly string[], out: (line: string) => void, fs: FileSystem = nodeFileSystem): Promise<void> {
   const [dest, ...extra] = args;
   if (dest === undefined || extra.length > 0) throw new UsageError('usage: repair <dest-dir> [--data-dir <dir>]');
-  await checkSource(fs, dataDir, 'repair');
+  // A directory that holds no store is a wrong --data-dir, as verify says it (exit 2).
+  await checkSource(fs, dataDir, 'repair').catch((error: unknown) => {
+    throw error instanceof CopyRefused ? new UsageError(error.message) : error;
+  });
   await checkDestination(dest, dataDir, 'a repair');
   const live = await readLiveDirectory(fs, dataDir);
+  const aside = setAside(live.damage);
   const keys = await writeDataDirectory(fs, dataDir, dest, async (dir) => {
     await writeStoreCopy(fs, dir, live, reportToStderr);
-    if (live.damage.length > 0) await replaceFile(fs, join(dir, DAMAGE_FILE), [damageReport(live.damage)], reportToStderr);
+    if (aside.length > 0) await replaceFile(fs, join(dir, DAMAGE_FILE), [damageReport(aside)], reportToStderr);
   });
-  const aside = live.damage.length === 0 ? 'nothing was damaged' : `set aside ${live.damage.length} damaged ${live.damage.length === 1 ? 'place' : 'places'} in ${join(dest, DAMAGE_FILE)}`;
-  out(`repaired ${dataDir} into ${dest}: kept ${live.index.size} pets and ${keys} API key hashes, ${aside}; new pets get ids from ${live.lastId + 1}`);
+  const setBack = live.damage.filter((d) => d.kind === 'out-of-order' && d.kept === true).length;
+  const kept = `kept ${live.index.size} pets${setBack === 0 ? '' : ` (${setBack} of them from lines out of order, set back in id order)`}`;
+  const damaged = aside.length === 0 ? 'nothing was set aside' : `set aside ${aside.length} damaged ${aside.length === 1 ? 'place' : 'places'} in ${join(dest, DAMAGE_FILE)}`;
+  const reserved = live.reservation !== undefined && !live.reservation.stopped && live.reservation.reserved === live.lastId ? ' (past the ids reserved before the store stopped uncleanly)' : '';
+  out(`repaired ${dataDir} into ${dest}: ${kept} and ${keys} API key hashes, ${damaged}; new pets get ids from ${live.lastId + 1}${reserved}`);
+  if (live.damage.some((d) => d.kind === 'whole-file')) {
+    out('pets.json\'s checksum does not match its records, though each record\'s own does: a record may have been changed and checksummed anew, and which one cannot be known; every such pet was kept');
+  }
+  if (live.idsMissing) out(`pets-ids.json was missing: new ids start ${RESERVE_BLOCK} past the records, as far as a store could have handed them out`);
 }

@@ -1,7 +1,8 @@
+import { join } from 'node:path';
 import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import { readLiveDirectory } from '../store/file/backup.js';
 import { describeDamage } from '../store/file/damage.js';
-import { journalFile } from '../store/file/file-names.js';
+import { IDS_FILE, journalFile } from '../store/file/file-names.js';
 import { CopyRefused, checkSource } from './data-copy.js';
 import { UsageError } from './errors.js';
 
@@ -16,21 +17,22 @@ export async function runVerifyCommand(dataDir: string, args: readonly string[],
   await checkSource(fs, dataDir, 'verify').catch((error: unknown) => {
     throw error instanceof CopyRefused ? new UsageError(error.message) : error;
   });
-  const { index, format, damage, tornBytes, generations } = await readLiveDirectory(fs, dataDir);
-  if (format !== 3) {
-    out(`${dataDir}: ${index.size} pets in format ${format ?? 1}, whose records carry no checksums: only their form was checked; a server started on it rewrites it in format 3`);
+  const { index, format, damage, tornBytes, generations, idsMissing, lastId } = await readLiveDirectory(fs, dataDir);
+  if (format !== 3 && format !== 4) {
+    out(`${dataDir}: ${index.size} pets in format ${format ?? 1}, whose records carry no checksums: only their form was checked; a server started on it rewrites it in format 4`);
     return 0;
   }
   // Not damage: an append under way, or one a crash cut short. Said, as bytes at the end of a journal can be either.
-  const torn = tornBytes === 0 ? [] : [`  the newest journal, ${journalFile(generations.at(-1) ?? 0)}, ends in ${tornBytes} bytes after its last complete line: an append under way, or one a crash cut short, which a start cuts`];
+  const missing = idsMissing ? [`  ${join(dataDir, IDS_FILE)} is missing, so which ids were handed out past the records is not known: a start goes on from ${lastId + 1}, a block past them`] : [];
+  const notes = tornBytes === 0 ? missing : [...missing, `  the newest journal, ${journalFile(generations.at(-1) ?? 0)}, ends in ${tornBytes} bytes after its last complete line: an append under way, or one a crash cut short, which a start cuts`];
   if (damage.length === 0) {
     out(`${dataDir}: ${index.size} pets, every record intact`);
-    for (const line of torn) out(line);
+    for (const line of notes) out(line);
     return 0;
   }
   out(`${dataDir}: ${index.size} intact pets; ${damage.length} damaged ${damage.length === 1 ? 'place' : 'places'}, never served:`);
   for (const d of damage) out(`  ${describeDamage(d)}`);
-  for (const line of torn) out(line);
+  for (const line of notes) out(line);
   out(`"repair <new-dir> --data-dir ${dataDir}" writes a new data directory with every intact pet and sets the damaged bytes aside`);
   return 1;
 }

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cp, mkdir, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { request, runCli, spawnServerFor, startServer, stopProcess, tempDirFor, TEST_KEY, waitFor } from '../helpers.js';
@@ -96,6 +96,20 @@ export function cliTests(cluster: () => Cluster): void {
     assert.match(again.stderr, /already holds pets \(last id 31\)/);
     const missing = await runCli(['migrate', '--data-dir', join(dir, 'nope'), '--database-url', url]);
     assert.equal(missing.code, 2);
+  });
+
+  test('migrate of a file store killed while it ran: new ids in the database start past the ids it had reserved', async (t) => {
+    const dir = await tempDirFor(t, 'petstore-migrate-');
+    const files = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });
+    for (let i = 0; i < 3; i++) assert.equal((await request(files.url, 'POST', '/v1/pets', { auth: TEST_KEY, headers: JSON_HEADERS, body: '{"name":"m","categoryId":1}' })).status, 201);
+    files.child.kill('SIGKILL');
+    await files.exited;
+    const reserved = Number(/"reserved":(\d+),"stopped":false/.exec(await readFile(join(dir, 'pets-ids.json'), 'utf8'))?.[1]);
+    assert.ok(reserved > 3);
+    const url = await cluster().createDatabase();
+    const migrated = await runCli(['migrate', '--data-dir', dir, '--database-url', url]);
+    assert.equal(migrated.code, 0, migrated.stderr);
+    assert.match(migrated.stdout, new RegExp(`copied 3 pets \\(last id ${reserved}\\) .*\nverified: the database holds 3 pets; new pets get ids from ${reserved + 1}\n$`));
   });
 
   test('a key created or revoked in the database is logged by id by a running instance, never the key', async (t) => {

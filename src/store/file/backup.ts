@@ -4,6 +4,7 @@ import type { FileSystem } from '../../lib/file-system.js';
 import { replaceFile } from '../../lib/replace-file.js';
 import { errorCode } from '../../lib/system-error.js';
 import { SNAPSHOT_FILE, journalGeneration } from './file-names.js';
+import { writeReservation } from './id-reservation.js';
 import { Journal } from './journal.js';
 import { listDirectory, readDirectory, type LoadedDirectory } from './load.js';
 import { snapshotChunks } from './snapshot.js';
@@ -56,7 +57,7 @@ async function directoryState(fs: FileSystem, dir: string): Promise<{ names: str
 
 /**
  * Writes the pets of `loaded` into the new directory `dir` as a stopped store leaves it: pets.json
- * naming journal 1, and that journal, empty; both durable. Each pet's line is checked against its
+ * naming journal 1, pets-ids.json saying it stopped at `lastId`, and that journal, empty; all durable. Each pet's line is checked against its
  * checksum as it is copied. A server started there continues after the highest id `loaded` tells of.
  * Unlike the store, the journal comes last: a copy cut off before it is refused, not served.
  */
@@ -64,5 +65,7 @@ export async function writeStoreCopy(fs: FileSystem, dir: string, { index, lastI
   // Idempotency keys go along, so that a retry against the restored copy is still a replay; the
   // server started on it drops those past their window.
   await replaceFile(fs, join(dir, SNAPSHOT_FILE), snapshotChunks(index, index.size, 1, lastId, () => true), report);
+  // As a clean stop leaves it: a server started on the copy goes on from lastId, without a gap.
+  await writeReservation(fs, dir, { reserved: lastId, stopped: true }, report);
   await (await Journal.create(fs, dir, 1, report)).close();
 }

@@ -10,6 +10,11 @@ import { snapshotChunks } from './snapshot.js';
 /** The highest id handed out, shared by the store that hands ids out and the compaction that keeps it. */
 export interface IdCounter {
   last: number;
+  /**
+   * The id the journal's lines have reached (format 4: each line's id follows the one before); below
+   * `last` after ids were handed out without a line, which the next commit then writes a skip line for.
+   */
+  stored: number;
 }
 
 export interface CompactionOptions {
@@ -70,7 +75,7 @@ export class Compaction {
   async afterCommit(): Promise<void> {
     if (this.#running !== undefined || this.#journal.length <= this.#compactAt) return;
     try {
-      this.#oldGenerations.push(await this.#journal.rotate(this.#report));
+      this.#oldGenerations.push(await this.#rotate());
     } catch (error) {
       this.#report(error);
       // Go on with the current journal; try again only after as much again has been written, so a
@@ -98,10 +103,19 @@ export class Compaction {
 
   /** Now, while no commit runs: one snapshot of every pet, and only the empty journal it names left. */
   async compactNow(): Promise<void> {
-    if (this.#journal.length > 0) this.#oldGenerations.push(await this.#journal.rotate(this.#report));
+    if (this.#journal.length > 0) this.#oldGenerations.push(await this.#rotate());
+    // The snapshot's lastId is where the new journal's ids go on from.
+    this.#ids.stored = this.#ids.last;
     const covered = [...this.#oldGenerations];
     await this.#writeSnapshot();
     await this.#removeJournals(covered);
+  }
+
+  /** Starts the next journal, whose ids go on from the snapshot's lastId (ids.last, written right after). */
+  async #rotate(): Promise<number> {
+    const closed = await this.#journal.rotate(this.#report);
+    this.#ids.stored = this.#ids.last;
+    return closed;
   }
 
   /** Journal bytes that may accumulate after a snapshot: at least its own size, so rewriting it is O(1) per create. */

@@ -18,6 +18,13 @@ export interface Damage {
    * after them (Infinity when none follows); undefined where no pet can have been (a file's head).
    */
   between: [number, number] | undefined;
+  /**
+   * What kind of damage this is, where that matters past its reason: lines missing from a journal
+   * (no bytes), an intact line out of order, or a snapshot whose checksum does not match its intact lines.
+   */
+  kind?: 'missing' | 'out-of-order' | 'whole-file' | undefined;
+  /** Its pet was kept after all: an intact line set back in id order, or ids missing found elsewhere. */
+  kept?: boolean | undefined;
 }
 
 /** How many damaged places a refusal to start names before it says how many more there are. */
@@ -63,13 +70,16 @@ export function describeDamage(d: Damage): string {
   return `${d.file} line ${d.line} (byte ${d.offset}${id === undefined ? '' : `, pet ${id}`}): ${d.reason}${span}`;
 }
 
+/** The damaged places a repair sets aside: all but the intact lines it kept. */
+export const setAside = (damage: readonly Damage[]): Damage[] => damage.filter((d) => d.kept !== true);
+
 /**
  * The damaged places as JSON lines, for a person to read and a program to use: where each was, why it
  * was set aside, the pets it may have held, and its bytes, as UTF-8 text (a byte that is not UTF-8
  * shown as U+FFFD) and exactly, in base64.
  */
 export function damageReport(damage: readonly Damage[]): string {
-  return damage.map((d) => `${JSON.stringify({
+  return setAside(damage).map((d) => `${JSON.stringify({
     file: d.file,
     line: d.line,
     offset: d.offset,

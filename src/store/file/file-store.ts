@@ -2,11 +2,14 @@ import type { LockFile } from '../../lib/lock-file.js';
 import { CommitListeners } from '../commit-listeners.js';
 import { petJson, petWithId, type NewPet, type Pet } from '../../pet/pet.js';
 import type { Compaction, IdCounter } from './compaction.js';
+import type { IdReservation } from './id-reservation.js';
 import type { IdempotencyIndex, IdempotencyRecord } from './idempotency.js';
 import type { Journal } from './journal.js';
 import { openStore, type FileStoreOptions, type OpenedStore } from './open-store.js';
 import type { PetIndex } from './pet-index.js';
 import { buildLine } from './record-line.js';
+import { buildSkipLine } from './skip-line.js';
+import { samePet } from './stored-pet.js';
 import { secondsSince } from '../observer.js';
 import {
   IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type CommitListener, type IdempotencyKey, type ListPage, type ListQuery, type ListText,
@@ -15,26 +18,22 @@ import {
 
 interface PendingCreate {
   pet: NewPet;
-  /** The idempotency key it was made with, stored in its line. */
-  record: IdempotencyRecord | undefined;
+  record: IdempotencyRecord | undefined; // the idempotency key it was made with, stored in its line
   resolve: (pet: Pet) => void;
   reject: (error: Error) => void;
 }
 
 const NEWLINE = Buffer.from('\n');
 
-// How often a failed journal is tried again while no create arrives, so that readiness comes back by itself.
-const RECOVERY_INTERVAL_MS = 1000;
+const RECOVERY_INTERVAL_MS = 1000; // a failed journal tried again while no create comes: readiness comes back by itself
 
 export type { FileStoreOptions } from './open-store.js';
 
 /**
- * Pets kept in a JSON snapshot plus JSON-lines journals in one directory (see data-format.ts).
- *
- * A create is acknowledged only after its line is appended to the journal and fdatasync'ed; creates
- * that arrive while a commit is under way wait and are committed together (group commit), so a
- * create costs one append, never a rewrite. This class keeps the queue and the public interface;
- * loading, the journal and compaction each live in a module of their own.
+ * Pets kept in a JSON snapshot plus JSON-lines journals in one directory (see data-format.ts). A create is acknowledged only
+ * after its line is appended to the journal and fdatasync'ed; creates that arrive while a commit is under way wait and are
+ * committed together (group commit), so a create costs one append, never a rewrite. This class keeps the queue and the
+ * public interface; loading, the journal, compaction and the id reservation each live in a module of their own.
  */
 export class FileStore implements PetStore {
   readonly #lock: LockFile;
@@ -44,6 +43,7 @@ export class FileStore implements PetStore {
   readonly #report: (error: unknown) => void;
   readonly #idempotency: IdempotencyIndex;
   readonly #ids: IdCounter;
+  readonly #reservation: IdReservation;
   readonly #commits = new CommitListeners();
   #queue: PendingCreate[] = [];
   #committing: Promise<void> | undefined;
@@ -51,7 +51,8 @@ export class FileStore implements PetStore {
   #observer: StoreObserver | undefined;
   #closed = false;
 
-  private constructor({ lock, index, journal, compaction, idempotency, ids, report }: OpenedStore) {
+  private constructor({ lock, index, journal, compaction, idempotency, ids, reservation, report }: OpenedStore) {
+    this.#reservation = reservation;
     this.#lock = lock;
     this.#idempotency = idempotency;
     this.#index = index;
@@ -61,10 +62,7 @@ export class FileStore implements PetStore {
     this.#ids = ids;
   }
 
-  /**
-   * Opens (creating if needed) the store in `dir` (see open-store.ts). Refuses with a StoreOpenError
-   * naming the file when the data cannot be used.
-   */
+  /** Opens (creating if needed) the store in `dir` (open-store.ts); a StoreOpenError names the file when the data cannot be used. */
   static async open(dir: string, options: FileStoreOptions = {}): Promise<FileStore> {
     const opened = await openStore(dir, options);
     const store = new FileStore(opened);
@@ -76,6 +74,11 @@ export class FileStore implements PetStore {
   /** Open, and the last write to the journal succeeded (or a recovery since proved the disk writable). */
   get ready(): boolean {
     return !this.#closed && this.#journal.failure === undefined;
+  }
+
+  /** The highest id that may have been handed out: the last pet's, or past it after an unclean stop (id-reservation.ts). */
+  get lastId(): number {
+    return this.#ids.last;
   }
 
   get size(): number {
@@ -107,7 +110,7 @@ export class FileStore implements PetStore {
     return this.#index.listText(query);
   }
 
-  /** The pet's JSON text as bytes: a read-only view of the pets this store keeps and writes; copy it before changing it. */
+  /** The pet's JSON text: a read-only view of the store's own bytes; copy it before changing it. */
   getText(id: number): Buffer | undefined {
     return this.#index.getText(id);
   }
@@ -169,22 +172,24 @@ export class FileStore implements PetStore {
       this.#scheduleRecovery();
       return;
     }
-    if (this.#ids.last + batch.length > Number.MAX_SAFE_INTEGER) {
-      this.#refuse(batch, new Error('pet ids are exhausted: the next id would not be a safe integer'));
-      return;
-    }
+    const refusal = this.#reservation.covers(this.#ids.last + batch.length) ? undefined : await this.#reservation.beforeTaking(this.#ids.last, batch.length);
+    if (refusal !== undefined) return this.#refuse(batch, refusal);
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
     const pets = batch.map(({ pet }) => petWithId(++this.#ids.last, pet));
     const texts = pets.map(petJson);
     const lines = texts.map((text, i) => buildLine(text, (batch[i] as PendingCreate).record));
+    const parts = lines.flatMap((line) => [line, NEWLINE]);
+    // Ids handed out without a line (refused creates, an unclean stop's reservation) are written down as skipped first.
+    if (this.#ids.stored !== (pets[0] as Pet).id - 1) parts.unshift(buildSkipLine(this.#ids.stored + 1, (pets[0] as Pet).id - 1));
     const began = process.hrtime.bigint();
     try {
-      await this.#journal.append(Buffer.concat(lines.flatMap((line) => [line, NEWLINE])));
+      await this.#journal.append(Buffer.concat(parts));
     } catch (error) {
       this.#refuse(batch, new StoreUnavailableError('the pet could not be written durably', { cause: error }));
       this.#scheduleRecovery();
       return;
     }
+    this.#ids.stored = (pets.at(-1) as Pet).id;
     this.#observer?.committed(secondsSince(began), batch.length);
     for (const [i, pet] of pets.entries()) {
       const line = lines[i] as Buffer;
@@ -194,6 +199,7 @@ export class FileStore implements PetStore {
       pending.resolve(pet);
     }
     this.#commits.committed((pets.at(-1) as Pet).id);
+    this.#reservation.ahead(this.#ids.last);
     await this.#compaction.afterCommit();
   }
 
@@ -221,10 +227,7 @@ export class FileStore implements PetStore {
     this.#recoveryTimer.unref();
   }
 
-  /**
-   * Waits for pending creates, then leaves one compacted snapshot and the empty journal it names, and
-   * releases the directory. When the disk is failing the journals stay as they are: they hold every acknowledged pet.
-   */
+  /** Waits for pending creates, leaves one compacted snapshot and the empty journal it names, releases the directory; on a failing disk the journals stay. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -236,15 +239,11 @@ export class FileStore implements PetStore {
     try {
       // Lines of a failed batch may have reached the journal: cut them before leaving the data behind.
       if (this.#journal.failure !== undefined) await this.#journal.recover(this.#report);
-      if (this.#journal.failure === undefined) await this.#compaction.finish();
+      // A clean stop says so in pets-ids.json: the next start goes on from the last id, without a gap.
+      if (this.#journal.failure === undefined) await this.#compaction.finish().then(() => this.#reservation.stop(this.#ids.last));
       else await this.#journal.close();
     } finally {
       this.#lock.release();
     }
   }
-}
-
-/** The same pet, as the client meant it: name, the exact categoryId digits and status. */
-function samePet(stored: Pet, pet: NewPet): boolean {
-  return stored.name === pet.name && stored.categoryId === pet.categoryId && stored.status === pet.status;
 }

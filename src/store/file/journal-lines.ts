@@ -9,7 +9,7 @@ export interface JournalContents {
 }
 
 /**
- * Reads a format-3 journal (data-format.ts) into `onRecord`, every line checked against its checksum;
+ * Reads a journal of format 3 or 4 (data-format.ts) into `onRecord`, every line checked against its checksum;
  * damage goes to `state.damage`. Only the newest journal may end in a torn line: an append cut off by
  * a crash before its fdatasync returned, so never acknowledged, and left out. That is told apart from
  * damage by what a torn append can look like: some first bytes of lines, perhaps followed by zeros

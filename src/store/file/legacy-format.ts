@@ -72,7 +72,7 @@ function parseSnapshotDocument(text: string, file: string, keyed: number[]): { i
   const document = parseOrRefuse(text, () => file);
   if (document === null || typeof document !== 'object' || Array.isArray(document)) throw new StoreOpenError(`${file} is not a pet store snapshot`);
   const version = checkFormat(document['format'], file);
-  if (version === 3) throw new StoreOpenError(`${file} names format 3 but is not laid out as format 3 is`);
+  if (version === 3 || version === 4) throw new StoreOpenError(`${file} names format ${version} but is not laid out as format ${version} is`);
   const journal = document['journal'];
   if (version === 2 && (typeof journal !== 'bigint' || journal < 1n || journal > BigInt(Number.MAX_SAFE_INTEGER))) {
     throw new StoreOpenError(`${file} has no "journal" generation (a positive integer)`);

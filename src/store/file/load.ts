@@ -7,22 +7,29 @@ import { legacyFormat } from './data-format.js';
 import { readJournal } from './journal-lines.js';
 import { readLegacyJournal, readLegacySnapshot } from './legacy-format.js';
 import { MIN_LINE_BYTES } from './record-line.js';
-import type { ScannedRecord, ScanState } from './record-scan.js';
-import { isFormat3, readSnapshot } from './snapshot.js';
-import { SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration } from './file-names.js';
+import type { DisplacedLine, ScannedRecord, ScanState } from './record-scan.js';
+import { setBack } from './displaced.js';
+import { checksummedFormat, readSnapshot } from './snapshot.js';
+import { IDS_FILE, SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration } from './file-names.js';
+import { readReservation, RESERVE_BLOCK, type Reservation } from './id-reservation.js';
 import { PetIndex } from './pet-index.js';
 import { StoreOpenError } from '../store.js';
 
 /** What a data directory holds, checked and in memory. */
 export interface LoadedDirectory {
   index: PetIndex;
-  /** The format pets.json is in: 3, or 1 or 2, whose records carry no checksums (none: a new directory). */
-  format: 1 | 2 | 3 | undefined;
+  /**
+   * The format pets.json is in: 4; 3, whose journals' ids may jump without saying so; or 1 or 2, whose
+   * records carry no checksums (none: a new directory).
+   */
+  format: 1 | 2 | 3 | 4 | undefined;
   snapshotBytes: number;
   /** The first journal generation pets.json does not cover; undefined without a pets.json that says. */
   snapshotJournal: number | undefined;
   /** The highest id ever handed out that the files tell of (pets.json keeps it past the last pet's). */
   lastId: number;
+  /** Format 4: the id the newest journal's lines have reached (its last pet's, or skip line's); the next line follows it. */
+  follow: number;
   /** Journal generations on disk, ascending; the last is the one to append to. */
   generations: number[];
   /** Length of the newest journal's complete lines: a torn last line lies beyond it. */
@@ -37,6 +44,10 @@ export interface LoadedDirectory {
   keyed: number[];
   /** Every damaged place found; the pets in it are not in `index`. */
   damage: Damage[];
+  /** What pets-ids.json says (id-reservation.ts); undefined when it is missing or damaged. */
+  reservation: Reservation | undefined;
+  /** Format 4 without pets-ids.json: `lastId` has a block's margin past the records, and whoever opens says so. */
+  idsMissing: boolean;
 }
 
 /**
@@ -67,21 +78,27 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   const bytes = await readIfExists(fs, snapshotPath);
   const generations = names.map(journalGeneration).filter((g): g is number => g !== undefined).sort((a, b) => a - b);
   // A directory without pets.json but with journals was made by the first version, before pets.json named its format.
-  const format = bytes === undefined ? (generations.length > 0 ? 1 : undefined) : isFormat3(bytes, snapshotPath) ? 3 : legacyFormat(bytes, snapshotPath);
+  const format = bytes === undefined ? (generations.length > 0 ? 1 : undefined) : checksummedFormat(bytes, snapshotPath) ?? legacyFormat(bytes, snapshotPath);
   const keyed: number[] = [];
-  const damage: Damage[] = [];
+  let damage: Damage[] = [];
   let index = new PetIndex();
   let snapshotJournal: number | undefined;
   let lastId = 0;
-  const scan = (file: string, content: Buffer): ScanState => ({ file, bytes: content, verify: true, lastId: index.lastId, damage });
+  // Format 4: each journal line's id follows the one before, from the snapshot's last id on (NaN: not known).
+  let follow: number | undefined;
+  const displaced: DisplacedLine[] = [];
+  const scan = (file: string, content: Buffer): ScanState => ({ file, bytes: content, verify: true, lastId: index.lastId, follow, damage, displaced });
   const keep = (content: Buffer) => (r: ScannedRecord): void => {
     index.appendInPlace(r.id, r.status, content, r.textStart, r.textEnd);
     if (r.keyed) keyed.push(r.id);
   };
-  if (bytes !== undefined && format === 3) {
+  if (bytes !== undefined && (format === 3 || format === 4)) {
     // Room for as many pets as the snapshot can hold, in typed arrays whose untouched pages cost nothing.
     index = new PetIndex(Math.ceil(bytes.length / MIN_LINE_BYTES));
-    ({ journal: snapshotJournal, lastId } = readSnapshot(scan(snapshotPath, bytes), keep(bytes)));
+    const snapshot = readSnapshot(scan(snapshotPath, bytes), keep(bytes));
+    snapshotJournal = snapshot.journal;
+    lastId = snapshot.lastId ?? 0;
+    if (format === 4) follow = snapshot.lastId ?? Number.NaN;
   } else if (bytes !== undefined) {
     ({ index, journal: snapshotJournal } = readLegacySnapshot(bytes, snapshotPath, keyed));
   }
@@ -94,8 +111,10 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   for (const [i, generation] of live.entries()) {
     const path = join(dir, journalFile(generation));
     const journal = await openStep(`cannot read ${path}`, () => fs.readFile(path));
-    if (format === 3) {
-      ({ completeLength: journalLength, tornBytes } = readJournal(scan(path, journal), i === live.length - 1, keep(journal)));
+    if (format === 3 || format === 4) {
+      const state = scan(path, journal);
+      ({ completeLength: journalLength, tornBytes } = readJournal(state, i === live.length - 1, keep(journal)));
+      follow = state.follow;
     } else {
       // Format 1 does not say which journals its snapshot covers: lines at or below its last id are in it.
       journalLength = readLegacyJournal(journal, path, index, snapshotJournal === undefined ? snapshotLastId : 0, keyed);
@@ -103,9 +122,40 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
       tornBytes = journal.length - journalLength;
     }
   }
+  // Intact lines out of order go back in id order (a start is refused all the same: they are damage).
+  index = setBack(index, displaced, damage, keyed);
+  damage = damage.filter((d) => !(d.kind === 'missing' && d.kept === true));
   // Ids damaged or torn bytes may have held count too, so that no id is handed out twice (repair).
-  lastId = damage.reduce((highest, d) => Math.max(highest, highestIdIn(d)), Math.max(lastId, index.lastId + (tornBytes > 0 ? mostPetsIn(tornBytes) : 0)));
-  return { index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, generations, journalLength, tornBytes, keyed, damage };
+  lastId = [...damage.map((d) => namedId(d) ?? 0), ...trailingIds(damage)].reduce((a, b) => Math.max(a, b), Math.max(lastId, index.lastId + (tornBytes > 0 ? mostPetsIn(tornBytes) : 0)));
+  const recordsReach = follow !== undefined && follow >= 0 ? follow : lastId;
+  // Read after the journals: every line read above was acknowledged within the reservation read here.
+  const { reservation, missing } = await readIds(fs, dir, format, lastId, damage);
+  // Without a reservation to go by, a block past the records: as far as a store could have gone.
+  lastId = Math.max(lastId, reservation?.reserved ?? 0, format === 4 && reservation === undefined ? lastId + RESERVE_BLOCK : 0);
+  return {
+    index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, follow: recordsReach, generations, journalLength, tornBytes, keyed, damage, reservation, idsMissing: missing,
+  };
+}
+
+/**
+ * pets-ids.json, when the directory is of format 4 (earlier formats had none: ids go on from the
+ * records). Damaged, it is damage; missing, ids past the records cannot be known. After a clean stop
+ * the records reach the last id it names, or pets were lost since.
+ */
+async function readIds(fs: FileSystem, dir: string, format: LoadedDirectory['format'], recordsLastId: number, damage: Damage[]): Promise<{ reservation: Reservation | undefined; missing: boolean }> {
+  const path = join(dir, IDS_FILE);
+  const bytes = await readIfExists(fs, path);
+  const reservation = bytes === undefined ? undefined : readReservation(bytes);
+  const problem = (reason: string, held: Buffer): void => {
+    damage.push({ file: path, line: 1, offset: 0, bytes: held, reason, id: undefined, between: undefined });
+  };
+  if (bytes !== undefined && reservation === undefined) {
+    problem('damaged: the ids reserved before the stop cannot be read', bytes);
+  } else if (reservation?.stopped === true && recordsLastId < reservation.reserved) {
+    const lost = reservation.reserved === recordsLastId + 1 ? `pet ${reservation.reserved} may have been lost` : `pets ${recordsLastId + 1}–${reservation.reserved} may have been lost`;
+    problem(`the store was stopped cleanly with ids up to ${reservation.reserved} handed out, but its records end at ${recordsLastId}: ${lost}`, Buffer.alloc(0));
+  }
+  return { reservation, missing: bytes === undefined && format === 4 };
 }
 
 /**
@@ -115,14 +165,16 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
 const mostPetsIn = (bytes: number): number => Math.max(1, Math.floor((bytes + 1) / (MIN_LINE_BYTES + 1)));
 
 /**
- * The highest id a damaged place may have held: the id its line still names, or, where no intact pet
- * follows it, as many ids above the pet before it as its bytes can hold lines (ids handed out to
- * creates that failed can leave gaps this cannot see).
+ * The highest ids damaged places with no intact pet after them may have held: as many ids above the
+ * pet before them as all their bytes together can hold lines (two damaged lines in a row hold two
+ * pets; ids handed out to creates that failed can leave gaps this cannot see).
  */
-function highestIdIn(d: Damage): number {
-  const named = namedId(d) ?? 0;
-  if (d.between === undefined || d.between[1] !== Number.POSITIVE_INFINITY) return named;
-  return Math.max(named, d.between[0] + mostPetsIn(d.bytes.length));
+function trailingIds(damage: readonly Damage[]): number[] {
+  const held = new Map<number, number>();
+  for (const d of damage) {
+    if (d.between?.[1] === Number.POSITIVE_INFINITY) held.set(d.between[0], (held.get(d.between[0]) ?? 0) + mostPetsIn(d.bytes.length));
+  }
+  return [...held].map(([after, pets]) => after + pets);
 }
 
 /**

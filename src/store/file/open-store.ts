@@ -5,7 +5,8 @@ import type { LockFile } from '../../lib/lock-file.js';
 import { claimPrivateDirectory } from '../../lib/private-file.js';
 import { reportToStderr } from '../../lib/system-error.js';
 import { Compaction, type IdCounter } from './compaction.js';
-import { journalFile } from './file-names.js';
+import { IDS_FILE, journalFile } from './file-names.js';
+import { IdReservation, RESERVE_BLOCK } from './id-reservation.js';
 import { IdempotencyIndex } from './idempotency.js';
 import { Journal } from './journal.js';
 import { loadDirectory, openStep } from './load.js';
@@ -39,6 +40,8 @@ export interface OpenedStore {
   idempotency: IdempotencyIndex;
   /** The highest id handed out so far. */
   ids: IdCounter;
+  /** The ids reserved durably ahead of `ids.last`. */
+  reservation: IdReservation;
   report: (error: unknown) => void;
 }
 
@@ -48,7 +51,7 @@ const LOW_SPACE_BYTES = 64 * 1024;
 
 /**
  * Opens (creating if needed) the store in `dir`: takes the directory lock, loads what is there, cuts
- * a torn final journal line, and writes a format-3 snapshot where there is none.
+ * a torn final journal line, and writes a format-4 snapshot where there is none.
  */
 export async function openStore(dir: string, options: FileStoreOptions): Promise<OpenedStore> {
   const fs = options.fileSystem ?? nodeFileSystem;
@@ -60,7 +63,7 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
   }
   const lock = DirectoryLock.acquire(dir);
   try {
-    const { index, format, snapshotBytes, generations, journalLength, tornBytes, keyed, lastId } = await loadDirectory(fs, dir);
+    const { index, format, snapshotBytes, generations, journalLength, tornBytes, keyed, lastId, follow, idsMissing, reservation: loadedReservation } = await loadDirectory(fs, dir);
     const idempotency = new IdempotencyIndex(
       options.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_SECONDS * 1000, (id) => index.recordOf(id), options.idempotencyKeyLimit ?? IDEMPOTENCY_KEY_LIMIT,
     );
@@ -72,11 +75,11 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
       if (record !== undefined) idempotency.restore(record, id, now);
     }
     const newest = generations.at(-1);
-    // Without a snapshot of format 3 (a new directory, or one of an earlier format), a new journal is
+    // Without a snapshot of format 4 (a new directory, or one of an earlier format), a new journal is
     // started and the snapshot naming it written before any create: from then on pets.json names every
-    // journal needed, and every line carries its checksum.
-    const upgrade = format !== 3 || newest === undefined;
-    const ids: IdCounter = { last: lastId };
+    // journal needed, every line carries its checksum, and the journal's ids follow one by one.
+    const upgrade = format !== 4 || newest === undefined;
+    const ids: IdCounter = { last: lastId, stored: follow };
     const journal = upgrade
       ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, (newest ?? 0) + 1, report))
       : await openStep(`cannot open the journal of generation ${newest} in ${dir} for writing`, () => Journal.reopen(fs, dir, newest, journalLength));
@@ -88,15 +91,27 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
     // but is not ready: the probe fails, and FileStore's recovery timer brings readiness back.
     const available = await openStep(`cannot read the free space of ${dir}`, () => fs.availableBytes(dir));
     if (available < LOW_SPACE_BYTES) await journal.recover(report);
+    // The first create reserves a block of ids (id-reservation.ts). A directory without pets-ids.json
+    // gets one now, before pets.json says format 4: as a clean stop leaves it, at the last id, unless
+    // that id lies past the records (a torn append's margin, cut above): a stop there would be
+    // missed by the records after a crash, so a block is reserved instead.
+    const reservation = new IdReservation(fs, dir, lastId, loadedReservation, report);
+    const write = follow === lastId ? () => reservation.stop(lastId) : () => reservation.cover(lastId + 1);
+    if (loadedReservation === undefined) await openStep(`cannot write ${join(dir, IDS_FILE)}`, write);
+    if (idsMissing) {
+      (options.onRepair ?? reportToStderr)(`${join(dir, IDS_FILE)} is missing, so the ids handed out before the stop are not known: new ids start ${RESERVE_BLOCK} past the records, at ${lastId + 1}`);
+    }
     if (tornBytes > 0) {
       const file = join(dir, journalFile(newest ?? 0));
       (options.onRepair ?? reportToStderr)(`cut the last ${tornBytes} bytes of ${file}, after its last complete line: an append a crash cut short, never acknowledged`);
     }
     if (upgrade) await openStep(`cannot write ${dir}/pets.json`, () => compaction.compactNow());
     if (format === 1 || format === 2) {
-      (options.onRepair ?? reportToStderr)(`${join(dir, 'pets.json')} was in format ${format}, whose records carry no checksums: rewritten in format 3, which checks every record`);
+      (options.onRepair ?? reportToStderr)(`${join(dir, 'pets.json')} was in format ${format}, whose records carry no checksums: rewritten in format 4, which checks every record`);
+    } else if (format === 3) {
+      (options.onRepair ?? reportToStderr)(`${join(dir, 'pets.json')} was in format 3, whose journals do not show a line missing from their middle: rewritten in format 4, whose do`);
     }
-    return { lock, index, journal, compaction, idempotency, ids, report };
+    return { lock, index, journal, compaction, idempotency, ids, reservation, report };
   } catch (error) {
     lock.release();
     throw error;

@@ -5,6 +5,7 @@ import type { Damage } from './damage.js';
 import { readPetLine, type PetLine } from './pet-line.js';
 import { checksumMatches, objectEndAt, readLineTail, readRecord, tailAtEnd } from './record-line.js';
 import { isPetText, storedPet } from './stored-pet.js';
+import { readSkipLine } from './skip-line.js';
 import { readTrustedLine, type TrustedLine } from './trusted-line.js';
 
 /** A record line (record-line.ts) found intact; positions in the scanned buffer. */
@@ -28,7 +29,21 @@ export interface ScanState {
   verify: boolean;
   /** The highest id taken so far (every id must be above it). */
   lastId: number;
+  /**
+   * In a journal of format 4: the id the next line must follow (its pet's id one above it, or a skip
+   * line's first id), NaN while that is not known (a snapshot whose end is damaged); undefined where
+   * ids may jump (a snapshot, older journals).
+   */
+  follow?: number | undefined;
   damage: Damage[];
+  /** Where intact lines found out of order go (a copy of each), when the caller keeps them. */
+  displaced?: DisplacedLine[] | undefined;
+}
+
+/** An intact pet's line found after a higher id: its damage names the place; `line` is its bytes alone. */
+export interface DisplacedLine extends ScannedRecord {
+  line: Buffer;
+  damage: Damage;
 }
 
 const trusted: TrustedLine = { id: 0, status: undefined, textEnd: 0, recordStart: -1, recordEnd: -1, end: 0 };
@@ -52,8 +67,38 @@ export function scanRecords(state: ScanState, start: number, end: number, firstL
   let line = firstLine;
   let pos = start;
   while (pos < end) {
-    const problem = readRecordAt(bytes, pos, end, state.verify, found, pet) ?? (found.id > state.lastId ? undefined : `id ${found.id} is not above the previous id ${state.lastId}`);
+    if (state.follow !== undefined && bytes[pos] === 0x7b) {
+      const lineBreak = bytes.indexOf(LINE_BREAK, pos);
+      const lineEnd = lineBreak === -1 || lineBreak > end ? end : lineBreak;
+      const skip = readSkipLine(bytes, pos, lineEnd);
+      if (skip !== undefined && skip.from > state.lastId) {
+        missingBefore(state, line, pos, skip.from);
+        state.lastId = skip.to;
+        state.follow = skip.to;
+        pos = lineEnd + 1;
+        line++;
+        continue;
+      }
+    }
+    const unread = readRecordAt(bytes, pos, end, state.verify, found, pet);
+    if (unread === undefined && !(found.id > state.lastId)) {
+      // An intact line out of order (lines swapped, or one repeated): damage to the file, not to the
+      // pet, whose line is kept aside for whoever repairs (displaced.ts) and set back in id order.
+      const resume = resumeAt(bytes, pos + 1, end);
+      const damage = damageAt(state, line, pos, resume, `id ${found.id} is not above the previous id ${state.lastId}`, undefined);
+      damage.kind = 'out-of-order';
+      open.push(damage);
+      state.displaced?.push({ ...found, line: Buffer.from(bytes.subarray(found.lineStart, found.end)), damage });
+      line += breaksIn(bytes, pos, resume);
+      pos = resume;
+      continue;
+    }
+    const problem = unread;
     if (problem === undefined) {
+      if (state.follow !== undefined) {
+        missingBefore(state, line, pos, found.id);
+        state.follow = found.id;
+      }
       if (open.length > 0) {
         for (const d of open) (d.between as [number, number])[1] = found.id;
         open.length = 0;
@@ -78,12 +123,25 @@ export function scanRecords(state: ScanState, start: number, end: number, firstL
       pos = resume;
       continue;
     }
+    // Which ids damaged bytes held is not known: the next intact line is not held to follow them.
+    if (state.follow !== undefined) state.follow = Number.NaN;
     const resume = resumeAt(bytes, pos + 1, end);
     open.push(damageAt(state, line, pos, resume, state.verify ? checksumVerdict(bytes, pos, end, commas) ?? problem : problem, idNamedAt(bytes, pos, resume)));
     line += breaksIn(bytes, pos, resume);
     pos = resume;
   }
   return line;
+}
+
+/**
+ * In a journal of format 4, a line whose id is more than one above the id it must follow: the lines
+ * between are missing (no skip line says they were never written). Damage without bytes.
+ */
+function missingBefore(state: ScanState, line: number, pos: number, id: number): void {
+  const follow = state.follow as number;
+  if (!(id > follow + 1)) return;
+  const which = id === follow + 2 ? `the line of pet ${follow + 1} is missing` : `the lines of pets ${follow + 1}–${id - 1} are missing`;
+  state.damage.push({ file: state.file, line, offset: pos, bytes: Buffer.alloc(0), reason: `${which}: pet ${id} follows pet ${follow}`, id: undefined, between: [follow, id], kind: 'missing' });
 }
 
 /** The intact record line at `pos`, checksum checked, or undefined when there is none. */

@@ -1,11 +1,12 @@
 import { crc32, readHex8, writeHex8 } from '../../lib/crc32.js';
 import type { PetIndex } from './pet-index.js';
 import { checksumMatches, readLineTail, withoutRecord } from './record-line.js';
-import { checkFormat, FORMAT_NAME, namedFormat } from './data-format.js';
+import type { Damage } from './damage.js';
+import { checkFormat, FORMAT_NAME, FORMAT_VERSION, namedFormat } from './data-format.js';
 import { intactRecordAt, scanRecords, type ScannedRecord, type ScanState } from './record-scan.js';
 
 /**
- * `pets.json` of format 3 (data-format.ts): a head naming the first journal it does not cover, one
+ * `pets.json` of format 4, laid out as format 3 was (data-format.ts): a head naming the first journal it does not cover, one
  * record line (record-line.ts) per pet, and an end giving the number of pets, the highest id ever
  * handed out and the CRC-32 of every byte of the file before that checksum:
  *
@@ -17,8 +18,7 @@ import { intactRecordAt, scanRecords, type ScannedRecord, type ScanState } from 
  * At start the whole file's checksum is computed in one call into zlib; when it matches, every byte is
  * as written and the lines are not checked one by one. Only when it does not are they, to say which.
  */
-export const SNAPSHOT_V3 = 'petstore-pets/3';
-const HEAD = /^\{"format":"petstore-pets\/3","journal":([1-9][0-9]{0,14}),"pets":\[$/;
+const HEAD = /^\{"format":"petstore-pets\/[34]","journal":([1-9][0-9]{0,14}),"pets":\[$/;
 const END = /^\],"count":(0|[1-9][0-9]{0,15}),"lastId":(0|[1-9][0-9]{0,15}),"crc":"([0-9a-f]{8})"\}$/;
 const CRC_MEMBER = '"crc":"';
 const CHUNK_BYTES = 64 * 1024;
@@ -26,11 +26,11 @@ const CHUNK_BYTES = 64 * 1024;
 export interface SnapshotContents {
   /** The first journal generation it does not cover; undefined when its head is damaged. */
   journal: number | undefined;
-  /** The highest id it says was ever handed out (0 when its end is damaged). */
-  lastId: number;
+  /** The highest id it says was ever handed out; undefined when its end is damaged. */
+  lastId: number | undefined;
 }
 
-/** The end line of a format-3 snapshot, when its last line is one: where it starts, and what it says. */
+/** The end line of a snapshot of format 3 or 4, when its last line is one: where it starts, and what it says. */
 function endOf(bytes: Buffer): { start: number; count: number; lastId: number; crcAt: number } | undefined {
   const lineBreakAtEnd = bytes.length > 0 && bytes[bytes.length - 1] === 0x0a;
   if (!lineBreakAtEnd) return undefined;
@@ -41,25 +41,40 @@ function endOf(bytes: Buffer): { start: number; count: number; lastId: number; c
 }
 
 /**
- * Whether `bytes` is a snapshot of format 3, judged by its layout rather than by the format its head
- * names, which a flipped bit may have changed: it ends as format 3 does, or its first pet's line is an
- * intact line of format 3 (no earlier format has either). A head naming a newer format over a file
- * whose whole checksum matches is what a newer version wrote, and refused as such.
+ * 3 or 4 when `bytes` is a snapshot laid out as those formats are, judged by its layout rather than by
+ * the format its head names, which a flipped bit may have changed: it ends as they do, its first pet's
+ * line is an intact line of theirs (no earlier format has either), its first line is their head, or
+ * it was cut short inside that head (an empty file too). Which of the two: the one its head names,
+ * else 4. A head naming a newer format over a file whose whole checksum matches is what a newer
+ * version wrote, and refused as such. Undefined: an earlier format.
  */
-export function isFormat3(bytes: Buffer, file: string): boolean {
+export function checksummedFormat(bytes: Buffer, file: string): 3 | 4 | undefined {
   const end = endOf(bytes);
   const firstLine = bytes.indexOf('\n[{"id":');
-  const layout = end !== undefined || (firstLine !== -1 && firstLine < 4096 && intactRecordAt(bytes, firstLine + 1, bytes.length) !== undefined);
-  if (!layout) return false;
+  const headEnd = bytes.indexOf(0x0a);
+  const headCut = headEnd === -1 && bytes.length < 100 && isCutHead(bytes.toString('latin1'));
+  const layout = end !== undefined || headCut || (headEnd !== -1 && HEAD.test(bytes.toString('latin1', 0, Math.min(headEnd, 100))))
+    || (firstLine !== -1 && firstLine < 4096 && intactRecordAt(bytes, firstLine + 1, bytes.length) !== undefined);
+  if (!layout) return undefined;
   const named = namedFormat(bytes);
-  if (named !== undefined && named !== '3' && end !== undefined && crc32(bytes, 0, end.crcAt - CRC_MEMBER.length) === readHex8(bytes, end.crcAt)) {
+  if (named !== undefined && named !== '3' && named !== '4' && end !== undefined && crc32(bytes, 0, end.crcAt - CRC_MEMBER.length) === readHex8(bytes, end.crcAt)) {
     checkFormat(`${FORMAT_NAME}/${named}`, file);
   }
-  return true;
+  return named === '3' ? 3 : 4;
+}
+
+/** Whether `text` is the start of a head of format 3 or 4 (nothing at all, too): a file cut short inside its head. */
+function isCutHead(text: string): boolean {
+  return ['3', '4'].some((version) => {
+    const start = `{"format":"${FORMAT_NAME}/${version}","journal":`;
+    if (start.startsWith(text)) return true;
+    const rest = text.startsWith(start) ? text.slice(start.length).replace(/^[1-9][0-9]{0,14}/, '') : undefined;
+    return rest !== undefined && ',"pets":['.startsWith(rest);
+  });
 }
 
 /**
- * Reads a format-3 snapshot into `onRecord`; damage goes to `state.damage`, never to an exception.
+ * Reads a snapshot of format 3 or 4 into `onRecord`; damage goes to `state.damage`, never to an exception.
  * Only a first line that is the head is taken for it, and only a last line that is the end: lines
  * between are read as pets whatever became of the line breaks around them, so a damaged head or end
  * takes no pet with it. A damaged end is read as damage that may have held pets after the last one.
@@ -97,9 +112,11 @@ export function readSnapshot(state: ScanState, onRecord: (r: ScannedRecord) => v
   } else if (end.count !== count && state.damage.length === found) {
     problem(endLine, end.start, `it holds ${count} pets but says it holds ${end.count}`, bytes.length);
   } else if (!intact && state.damage.length === found) {
-    problem(endLine, end.start, 'the file\'s checksum does not match, though every pet\'s line does: a line break, the pet count or the checksum itself is damaged', bytes.length);
+    problem(endLine, end.start, 'the file\'s checksum does not match its records, though every pet\'s line matches its own: a line break, the pet count or the checksum '
+      + 'itself is damaged, or a line was changed and checksummed anew, and which line cannot be known', bytes.length);
+    (state.damage.at(-1) as Damage).kind = 'whole-file';
   }
-  return { journal: head === null ? undefined : Number(head[1]), lastId: end?.lastId ?? 0 };
+  return { journal: head === null ? undefined : Number(head[1]), lastId: end?.lastId };
 }
 
 /** A pet's line in memory no longer matches its checksum: RAM, not the disk, changed it. Never written on. */
@@ -121,7 +138,7 @@ export function* snapshotChunks(
   index: PetIndex, count: number, journal: number, lastId: number, keepsRecord: (id: number) => boolean,
 ): Generator<Uint8Array> {
   let checksum = 0;
-  let out = Buffer.from(`{"format":"${SNAPSHOT_V3}","journal":${journal},"pets":[\n`);
+  let out = Buffer.from(`{"format":"${FORMAT_NAME}/${FORMAT_VERSION}","journal":${journal},"pets":[\n`);
   let used = out.length;
   let written = 0;
   let highest = lastId;

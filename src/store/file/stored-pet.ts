@@ -1,5 +1,5 @@
 import type { JsonValue } from '../../lib/json.js';
-import { petJson, type Pet } from '../../pet/pet.js';
+import { petJson, type NewPet, type Pet } from '../../pet/pet.js';
 import { validateCategoryId, validateName, validateStatus, ValidationError } from '../../pet/validate.js';
 
 /**
@@ -22,4 +22,9 @@ export function storedPet(value: JsonValue, extra?: string): Pet {
 /** Whether `text` is exactly the text the API answers for `pet`, so that it can be served as it is. */
 export function isPetText(pet: Pet, text: string): boolean {
   return petJson(pet) === text;
+}
+
+/** The same pet, as the client meant it: name, the exact categoryId digits and status. */
+export function samePet(stored: Pet, pet: NewPet): boolean {
+  return stored.name === pet.name && stored.categoryId === pet.categoryId && stored.status === pet.status;
 }

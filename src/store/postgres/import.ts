@@ -14,11 +14,14 @@ const CHUNK = 1000;
 
 /**
  * Copies pets (ascending ids, kept as they are) and key records into a database that holds no pet
- * and never handed out an id, in one transaction: the id counter continues after the last pet, the
- * count and the last id are checked before COMMIT, and on any failure nothing is left behind.
+ * and never handed out an id, in one transaction: the id counter continues after `handedOut`, the
+ * highest id the file store may have handed out (its last pet's, or past it after an unclean stop:
+ * its reservation), the count and the last pet's id are checked before COMMIT, and on any failure
+ * nothing is left behind.
  */
-export function importPets(sql: Sql, pets: readonly Pet[], keys: readonly KeyRecord[]): Promise<ImportResult> {
-  const lastId = pets.at(-1)?.id ?? 0;
+export function importPets(sql: Sql, pets: readonly Pet[], keys: readonly KeyRecord[], handedOut = 0): Promise<ImportResult> {
+  const lastPet = pets.at(-1)?.id ?? 0;
+  const lastId = Math.max(lastPet, handedOut);
   return sql.begin(async (tx) => {
     await tx`SET LOCAL statement_timeout = '10min'`;
     const [ids] = await tx<[{ last_id: string }]>`SELECT last_id::text FROM petstore.pet_ids FOR UPDATE`;
@@ -37,8 +40,8 @@ export function importPets(sql: Sql, pets: readonly Pet[], keys: readonly KeyRec
     for (const key of keys) if (await insertKey(tx, key)) added++;
     if (keys.length > 0) await tx`INSERT INTO petstore.api_keys_initialised DEFAULT VALUES ON CONFLICT DO NOTHING`;
     const [check] = await tx<[{ count: string; last: string }]>`SELECT count(*)::text AS count, coalesce(max(id), 0)::text AS last FROM petstore.pets`;
-    if (check?.count !== String(pets.length) || check.last !== String(lastId)) {
-      throw new Error(`verification failed: the database would hold ${check?.count} pets up to id ${check?.last}, the file store has ${pets.length} up to id ${lastId}`);
+    if (check?.count !== String(pets.length) || check.last !== String(lastPet)) {
+      throw new Error(`verification failed: the database would hold ${check?.count} pets up to id ${check?.last}, the file store has ${pets.length} up to id ${lastPet}`);
     }
     return { pets: pets.length, lastId, keys: added };
   });
