@@ -1,5 +1,6 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from '../lib/logger.js';
+import { monotonicMs } from '../lib/monotonic.js';
 import { keyFileVersion, readKeyFile } from './key-file.js';
 import { ALL_SCOPES, scopeBits, type ScopeBits } from './key-scopes.js';
 import { checkQuota, type QuotaPolicy } from './quota.js';
@@ -8,7 +9,8 @@ import { checkQuota, type QuotaPolicy } from './quota.js';
 export const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 // How often, at most, the key file is checked for changes: a revoked key stops working within this
-// time, without a restart and without a timer that wakes an idle server.
+// time, without a restart and without a timer that wakes an idle server. Measured on the monotonic
+// clock: a wall clock set back must not put the next check off by as much.
 const RELOAD_INTERVAL_MS = 1000;
 
 /** A key kept in the key file or the database: its id, its SHA-256 digest in hex, what it may do. */
@@ -65,7 +67,7 @@ export class Keyring {
   #fileIds: ReadonlySet<string> | undefined;
   #sharedIds: ReadonlySet<string> | undefined;
   #fileVersion = '';
-  #checkedAt = 0;
+  #checkedAt = -Infinity;
 
   constructor(options: KeyringOptions) {
     this.#fixed = (options.keys ?? []).map((text, i) => {
@@ -76,14 +78,14 @@ export class Keyring {
     this.#keyFile = options.keyFile;
     this.#onReloadError = options.onReloadError ?? (() => {});
     this.#onChange = options.onChange ?? (() => {});
-    this.#reload(Date.now(), true);
+    this.#reload(monotonicMs(), true);
   }
 
   /**
    * Whether `key` is one of the accepted keys. The presented key is hashed, and the digest compared
    * with every stored digest without stopping early, so the time taken says nothing about the keys.
    */
-  accepts(key: string, now = Date.now()): boolean {
+  accepts(key: string, now = monotonicMs()): boolean {
     return this.identify(key, now) !== undefined;
   }
 
@@ -91,7 +93,7 @@ export class Keyring {
    * The accepted key `key` is, or undefined. A key given directly is found before the same key in the
    * file or the database.
    */
-  identify(key: string, now = Date.now()): AcceptedKey | undefined {
+  identify(key: string, now = monotonicMs()): AcceptedKey | undefined {
     this.#reload(now, false);
     const presented = digest(key);
     let found = find(this.#fixed, presented, undefined);
