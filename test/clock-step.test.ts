@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { startServer, tempDirFor, TEST_KEY, type TestServer } from './helpers.js';
+import { startServer, tempDir, TEST_KEY, type TestServer } from './helpers.js';
 
 const HOUR = 3_600_000;
 // operations.md: a revoked key is refused within a second; this leaves half a second for the test.
@@ -26,7 +26,8 @@ function setWallClock(t: TestContext, offsetMs: number): void {
 }
 
 async function serve(t: TestContext, options: Parameters<typeof startServer>[0] = {}): Promise<TestServer> {
-  const server = await startServer({ dataDir: await tempDirFor(t, 'petstore-clock-'), ...options });
+  // The directory is removed by server.close(), once the server has stopped.
+  const server = await startServer({ dataDir: await tempDir('petstore-clock-'), ...options });
   t.after(() => server.close());
   return server;
 }
@@ -39,7 +40,7 @@ async function writeKeys(dir: string, keys: Array<{ id: string; key: string }>):
 }
 
 test('a key revoked after the wall clock is set back an hour is refused within the reload delay', async (t) => {
-  const dir = await tempDirFor(t, 'petstore-clock-');
+  const dir = await tempDir('petstore-clock-');
   await writeKeys(dir, [{ id: 'k1', key: FILE_KEY }]);
   const server = await serve(t, { dataDir: dir });
   assert.equal((await server.request('GET', '/v1/pets', { auth: FILE_KEY })).status, 200);
