@@ -1,5 +1,7 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from '../lib/logger.js';
+import { monotonicMs } from '../lib/monotonic.js';
+import { mergeDuplicates, stricterKey, type KeyEntry, type KeyPlace } from './key-duplicates.js';
 import { keyFileVersion, readKeyFile } from './key-file.js';
 import { ALL_SCOPES, scopeBits, type ScopeBits } from './key-scopes.js';
 import { checkQuota, type QuotaPolicy } from './quota.js';
@@ -8,7 +10,8 @@ import { checkQuota, type QuotaPolicy } from './quota.js';
 export const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 // How often, at most, the key file is checked for changes: a revoked key stops working within this
-// time, without a restart and without a timer that wakes an idle server.
+// time, without a restart and without a timer that wakes an idle server. Measured on the monotonic
+// clock: a wall clock set back must not put the next check off by as much.
 const RELOAD_INTERVAL_MS = 1000;
 
 /** A key kept in the key file or the database: its id, its SHA-256 digest in hex, what it may do. */
@@ -35,10 +38,7 @@ export interface AcceptedKey {
   readonly quota: QuotaPolicy | undefined;
 }
 
-interface Entry {
-  digest: Buffer;
-  key: AcceptedKey;
-}
+type Entry = KeyEntry<AcceptedKey>;
 
 export interface KeyringOptions {
   /**
@@ -51,6 +51,12 @@ export interface KeyringOptions {
   onReloadError?: (error: unknown) => void;
   /** Called with the ids of the keys that came and went when the key file or the database keys change (not at the first read). */
   onChange?: (added: readonly string[], removed: readonly string[]) => void;
+  /**
+   * Called when a change of the key file or the database keys brings a key that is already there:
+   * the stricter entry is kept (see stricterKey); at start such a key is thrown instead. Also when a
+   * key given directly is withdrawn because its copy in the file or the database was revoked.
+   */
+  onDuplicate?: (message: string, fields: Record<string, string>) => void;
 }
 
 /** The accepted API keys, held only as SHA-256 digests and compared in constant time. */
@@ -59,45 +65,51 @@ export class Keyring {
   readonly #keyFile: string | undefined;
   readonly #onReloadError: (error: unknown) => void;
   readonly #onChange: (added: readonly string[], removed: readonly string[]) => void;
+  readonly #onDuplicate: NonNullable<KeyringOptions['onDuplicate']>;
   #fromFile: Entry[] = [];
   #shared: Entry[] = [];
+  // Every key once, a key found twice merged into its stricter entry: what requests are matched with.
+  #entries: Entry[] = [];
+  // Keys given directly that are also in the file or the database (digest in hex, their entry), and
+  // those withdrawn because that copy was revoked: a revocation must not leave the key working.
+  #givenTwice = new Map<string, Entry>();
+  readonly #withdrawn = new Set<string>();
   // The ids of the keys last read from the file and from the database; undefined before the first read.
   #fileIds: ReadonlySet<string> | undefined;
   #sharedIds: ReadonlySet<string> | undefined;
   readonly #removalListeners: Array<(removed: readonly string[]) => void> = [];
   #fileVersion = '';
-  #checkedAt = 0;
+  #checkedAt = -Infinity;
 
   constructor(options: KeyringOptions) {
     this.#fixed = (options.keys ?? []).map((text, i) => {
       const { key, scopes } = parseGivenKey(text);
       const sha256 = digest(key);
-      return { digest: sha256, key: { id: `env-${i + 1}`, identity: sha256.toString('base64url'), scopes, quota: undefined } };
+      return { digest: sha256, key: { id: `env-${i + 1}`, identity: sha256.toString('base64url'), scopes, quota: undefined }, place: 'given' as const };
     });
     this.#keyFile = options.keyFile;
     this.#onReloadError = options.onReloadError ?? (() => {});
     this.#onChange = options.onChange ?? (() => {});
-    this.#reload(Date.now(), true);
+    this.#onDuplicate = options.onDuplicate ?? (() => {});
+    this.#resolve(true);
+    this.#reload(monotonicMs(), true);
   }
 
   /**
    * Whether `key` is one of the accepted keys. The presented key is hashed, and the digest compared
    * with every stored digest without stopping early, so the time taken says nothing about the keys.
    */
-  accepts(key: string, now = Date.now()): boolean {
+  accepts(key: string, now = monotonicMs()): boolean {
     return this.identify(key, now) !== undefined;
   }
 
   /**
-   * The accepted key `key` is, or undefined. A key given directly is found before the same key in the
-   * file or the database.
+   * The accepted key `key` is, or undefined. A key that is in two places (see onDuplicate) is one
+   * entry, the stricter.
    */
-  identify(key: string, now = Date.now()): AcceptedKey | undefined {
+  identify(key: string, now = monotonicMs()): AcceptedKey | undefined {
     this.#reload(now, false);
-    const presented = digest(key);
-    let found = find(this.#fixed, presented, undefined);
-    found = find(this.#fromFile, presented, found);
-    return find(this.#shared, presented, found);
+    return find(this.#entries, digest(key));
   }
 
   /** Reads the key file again if it changed, as a request would, for those who hold on to a key past its request. */
@@ -112,10 +124,17 @@ export class Keyring {
 
   /**
    * Replaces the keys kept elsewhere (a database); see KeyPoller. A record that cannot be used (an
-   * unknown scope) is thrown, and the keys in force stay.
+   * unknown scope) is thrown, and the keys in force stay; so is a key found twice at the first read.
    */
   setSharedKeys(keys: readonly KeyRecordDigest[]): void {
-    this.#shared = keys.map(entry);
+    const before = this.#shared;
+    this.#shared = keys.map((record) => entry(record, 'database'));
+    try {
+      this.#resolve(this.#sharedIds === undefined);
+    } catch (error) {
+      this.#shared = before;
+      throw error;
+    }
     this.#sharedIds = this.#report(this.#sharedIds, keys);
   }
 
@@ -126,7 +145,8 @@ export class Keyring {
       const version = keyFileVersion(this.#keyFile);
       if (version === this.#fileVersion) return;
       const keys = readKeyFile(this.#keyFile) ?? [];
-      this.#fromFile = keys.map(entry);
+      this.#fromFile = keys.map((record) => entry(record, 'file'));
+      this.#resolve(strict);
       this.#fileVersion = version;
       this.#fileIds = this.#report(this.#fileIds, keys);
     } catch (error) {
@@ -134,6 +154,38 @@ export class Keyring {
       if (strict) throw error;
       this.#onReloadError(error);
     }
+  }
+
+  /**
+   * Makes #entries from the keys of every place. A key given directly whose copy in the file or the
+   * database is gone was revoked there: it is withdrawn here too until a restart (which then finds it
+   * given directly only). At start (`strict`) a key found twice is thrown.
+   */
+  #resolve(strict: boolean): void {
+    const elsewhere = new Set([...this.#fromFile, ...this.#shared].map((e) => e.digest.toString('hex')));
+    for (const [hex, given] of this.#givenTwice) {
+      if (elsewhere.has(hex)) continue;
+      this.#withdrawn.add(hex);
+      this.#onDuplicate('API key given directly withdrawn: its copy was revoked', {
+        keyId: given.key.id, result: `${this.#describe(given)} is refused until a restart; remove it there too`,
+      });
+    }
+    const givenTwice = new Map<string, Entry>();
+    const given = this.#fixed.filter((e) => !this.#withdrawn.has(e.digest.toString('hex')));
+    this.#entries = mergeDuplicates([...given, ...this.#fromFile, ...this.#shared], strict, (e) => this.#describe(e), stricterKey, (first, again) => {
+      const original = this.#fixed.find((e) => e.digest.equals(first.digest));
+      if (original !== undefined && again.place !== 'given') givenTwice.set(again.digest.toString('hex'), original);
+      this.#onDuplicate('API key given twice; the stricter entry is in force', {
+        keyId: again.key.id, alsoKeyId: first.key.id, places: `${this.#describe(first)}; ${this.#describe(again)}`,
+        result: 'the scopes both hold, the lower quota; a revocation of either ends it; remove one of the two',
+      });
+    });
+    this.#givenTwice = givenTwice;
+  }
+
+  #describe({ key, place }: Entry): string {
+    if (place === 'given') return `${key.id} (key ${key.id.slice('env-'.length)} of PETSTORE_API_KEYS, or of createPetstore's keys)`;
+    return place === 'file' ? `${key.id} in ${this.#keyFile ?? 'the key file'}` : `${key.id} in the database`;
   }
 
   /** Reports which ids came and went since `before` (nothing at the first read); returns the ids now. */
@@ -157,19 +209,25 @@ export function logKeyChanges(logger: Logger): NonNullable<KeyringOptions['onCha
   };
 }
 
+/** A Keyring's `onDuplicate` that logs it as a warning: ids and places, never the key. */
+export function logKeyDuplicates(logger: Logger): NonNullable<KeyringOptions['onDuplicate']> {
+  return (message, fields) => logger.error(message, undefined, fields);
+}
+
 /**
  * Compares the presented digest with every entry without stopping early, so the time taken says
- * nothing about the keys; returns `found`, or else the first entry that matches.
+ * nothing about the keys; returns the entry that matches (each key is there once).
  */
-function find(entries: readonly Entry[], presented: Buffer, found: AcceptedKey | undefined): AcceptedKey | undefined {
+function find(entries: readonly Entry[], presented: Buffer): AcceptedKey | undefined {
+  let found: AcceptedKey | undefined;
   for (const stored of entries) if (timingSafeEqual(stored.digest, presented) && found === undefined) found = stored.key;
   return found;
 }
 
-function entry(record: KeyRecordDigest): Entry {
+function entry(record: KeyRecordDigest, place: KeyPlace): Entry {
   const sha256 = Buffer.from(record.sha256, 'hex');
   const quota = record.rateLimit === undefined ? undefined : checkQuota(record.rateLimit);
-  return { digest: sha256, key: { id: record.id, identity: sha256.toString('base64url'), scopes: scopeBits(record.scopes), quota } };
+  return { digest: sha256, key: { id: record.id, identity: sha256.toString('base64url'), scopes: scopeBits(record.scopes), quota }, place };
 }
 
 /**

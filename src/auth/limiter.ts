@@ -1,6 +1,8 @@
 /**
  * Counts failed authentications per client address in fixed one-minute windows. Past the limit the
  * address is refused until its window ends. No timer: expired entries are swept when the table grows.
+ * Every `now` is on the monotonic clock (lib/monotonic.ts): a block lasts its minute whatever is
+ * done to the wall clock.
  */
 export class AuthLimiter {
   readonly #limit: number;

@@ -61,7 +61,7 @@ export class QuotaCounter {
   #sweepAt = MIN_SWEEP;
 
   /**
-   * Counts one request of the key `key` (its identity) under `policy` at `now` (ms). The answer is
+   * Counts one request of the key `key` (its identity) under `policy` at `now` (ms, on the monotonic clock: lib/monotonic.ts). The answer is
    * the key's own window, updated in place rather than a new object per request: read it before the
    * next call.
    */
@@ -72,7 +72,8 @@ export class QuotaCounter {
       window = { start: now, end: now, count: 0, admitted: false, remaining: 0, resetSeconds: 0 };
       this.#windows.set(key, window);
     }
-    // An ended window, or one from before the clock was set back, gives way to a new one.
+    // An ended window gives way to a new one. The server counts on the monotonic clock, which never
+    // goes back; a `now` before the window's start still starts a new window rather than block a key.
     if (now >= window.end || now < window.start) {
       window.start = now;
       window.end = now + policy.seconds * 1000;

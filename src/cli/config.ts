@@ -130,7 +130,12 @@ export function envKeys(env: NodeJS.ProcessEnv): string[] {
   const keys = (env['PETSTORE_API_KEYS'] ?? '').split(',').map((k) => k.trim()).filter((k) => k !== '');
   // A key that cannot be sent as a bearer token would leave the server refusing everyone. The key
   // itself is not repeated in the message, only its place.
-  for (const [i, key] of keys.entries()) embedderCheck(parseGivenKey)(key, `PETSTORE_API_KEYS, key ${i + 1}`);
+  const given = keys.map((key, i) => embedderCheck(parseGivenKey)(key, `PETSTORE_API_KEYS, key ${i + 1}`).key);
+  // The same key twice (`K,K:pets:read`) would keep the first entry's scopes without a word.
+  for (const [i, key] of given.entries()) {
+    const again = given.indexOf(key, i + 1);
+    if (again !== -1) throw new UsageError(`PETSTORE_API_KEYS, keys ${i + 1} and ${again + 1}: the same key twice (env-${i + 1}, env-${again + 1}); give each key once, with the scopes it should hold`);
+  }
   return keys;
 }
 

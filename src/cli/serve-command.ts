@@ -1,5 +1,6 @@
 import { keyFilePath, readKeyFile } from '../auth/key-file.js';
 import { jsonLogger } from '../lib/logger.js';
+import { monotonicMs } from '../lib/monotonic.js';
 import { listen, type RunningServer } from '../service/listen.js';
 import { envKeys, type Config } from './config.js';
 import { certificateDateProblems, isLoopback, readTlsFiles } from './tls.js';
@@ -45,11 +46,11 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv): Promise<voi
     }
     stopping = true;
     logger.info('stopping', { signal });
-    const started = Date.now();
+    const started = monotonicMs();
     running.close().then(
       // close() has already written out the gathered request lines (createPetstore's close flushes its logger).
       () => {
-        logger.info('stopped', { signal, ms: Date.now() - started, ...where, result: 'requests in flight finished, store closed and durable, lock released' });
+        logger.info('stopped', { signal, ms: Math.round(monotonicMs() - started), ...where, result: 'requests in flight finished, store closed and durable, lock released' });
         process.exit(0);
       },
       (error: unknown) => {

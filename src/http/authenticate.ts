@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { AUTH_REALM } from '../pet/contract.js';
 import { clientKey, type AuthLimiter } from '../auth/limiter.js';
+import { monotonicMs } from '../lib/monotonic.js';
 import { headerCount } from './headers.js';
 import { HttpError, type ErrorCode } from './http-error.js';
 import type { AcceptedKey, Keyring } from '../auth/keyring.js';
@@ -26,7 +27,8 @@ const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
  */
 export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: AuthLimiter): AcceptedKey {
   const address = clientKey(req.socket.remoteAddress ?? 'unknown');
-  const now = Date.now();
+  // Monotonic: a block ends a minute after it began, however the wall clock is set meanwhile.
+  const now = monotonicMs();
   const wait = limiter.blockedFor(address, now);
   if (wait > 0) {
     throw new AuthenticationError('address_blocked', 429, 'too_many_requests', 'too many failed authentications from this address', { 'retry-after': String(wait) });

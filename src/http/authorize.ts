@@ -2,6 +2,7 @@ import type { AcceptedKey } from '../auth/keyring.js';
 import { scopeBit } from '../auth/key-scopes.js';
 import type { QuotaCounter, QuotaPolicy } from '../auth/quota.js';
 import { AUTH_REALM, type Scope } from '../pet/contract.js';
+import { monotonicMs } from '../lib/monotonic.js';
 import { HttpError } from './http-error.js';
 
 /** The quotas of a server: one counter for every key, and its own policy (undefined: only keys with a quota of their own are counted). */
@@ -37,7 +38,7 @@ function policyField(policy: QuotaPolicy): string {
 export function authorize(key: AcceptedKey, scope: Scope | undefined, quotas: Quotas, context: string[]): void {
   const policy = key.quota ?? quotas.policy;
   if (policy !== undefined) {
-    const { admitted, remaining, resetSeconds } = quotas.counter.take(key.identity, policy, Date.now());
+    const { admitted, remaining, resetSeconds } = quotas.counter.take(key.identity, policy, monotonicMs());
     context.push('ratelimit-policy', policyField(policy), 'ratelimit', `${NAME};r=${remaining};t=${resetSeconds}`);
     if (!admitted) {
       const message = `this API key's quota of ${policy.requests} request${policy.requests === 1 ? '' : 's'} per ${policy.seconds} s is used up; retry after Retry-After seconds`;

@@ -1,6 +1,7 @@
 import { closeSync, constants, lstatSync, lutimesSync, openSync, readFileSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { currentOwner, formatOwner, inOtherNamespace, isLiveOwner, parseOwner, type LockOwner } from './lock-owner.js';
+import { monotonicMs } from './monotonic.js';
 import { errorCode } from './system-error.js';
 
 /**
@@ -52,11 +53,11 @@ export class LockFile {
 
   /** Waits up to `timeoutMs` for a lock held by another process (for short critical sections). */
   static async acquire(path: string, timeoutMs: number): Promise<LockFile> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = monotonicMs() + timeoutMs;
     for (;;) {
       const lock = LockFile.tryAcquire(path);
       if (lock instanceof LockFile) return lock;
-      if (Date.now() >= deadline) throw new Error(`${path} is held by process ${lock.owner}`);
+      if (monotonicMs() >= deadline) throw new Error(`${path} is held by process ${lock.owner}`);
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
@@ -80,6 +81,9 @@ const STALE_AFTER_MS = 5000;
  */
 function isLive(owner: LockOwner, self: LockOwner, path: string): boolean {
   if (!inOtherNamespace(owner, self)) return isLiveOwner(owner, self);
+  // The wall clock, not the monotonic one: a file's mtime is a date, written by another process.
+  // Both processes read the same system clock, and the holder rewrites the date every second, so a
+  // step of the clock misleads this test for at most one heartbeat.
   const touched = lstatSync(path, { throwIfNoEntry: false })?.mtimeMs;
   return touched !== undefined && Date.now() - touched < STALE_AFTER_MS && !differsFrom(owner, self);
 }

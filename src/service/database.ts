@@ -5,7 +5,7 @@
  */
 import { newKey } from '../auth/key-file.js';
 import { KeyPoller } from '../auth/key-poller.js';
-import { Keyring, logKeyChanges } from '../auth/keyring.js';
+import { Keyring, logKeyChanges, logKeyDuplicates } from '../auth/keyring.js';
 import type { Logger } from '../lib/logger.js';
 import { describeUrl } from '../store/postgres/driver.js';
 import { PostgresStore } from '../store/postgres/store.js';
@@ -45,7 +45,7 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
       const { key, record } = newKey('generated at first start');
       if (await store.addFirstKey(record)) options.onKeyGenerated(key);
     }
-    const keyring = new Keyring({ keys: options.keys ?? [], onChange: logKeyChanges(logger) });
+    const keyring = new Keyring({ keys: options.keys ?? [], onChange: logKeyChanges(logger), onDuplicate: logKeyDuplicates(logger) });
     const poller = await KeyPoller.start(keyring, () => store.keys(), (error) => {
       logger.error('cannot read the API keys from the database; the keys read last stay in force', error, { database: where });
     });

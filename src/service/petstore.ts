@@ -6,7 +6,7 @@ import { corsPolicy } from '../http/cors.js';
 import { Feed } from '../http/feed.js';
 import { createMount, type Mount } from '../http/mount.js';
 import { generateFirstKey, keyFilePath } from '../auth/key-file.js';
-import { Keyring, logKeyChanges } from '../auth/keyring.js';
+import { Keyring, logKeyChanges, logKeyDuplicates } from '../auth/keyring.js';
 import { jsonLogger, type Logger } from '../lib/logger.js';
 import { FileStore } from '../store/file/file-store.js';
 import type { PetStore } from '../store/store.js';
@@ -26,7 +26,8 @@ export interface PetstoreOptions {
   databasePool?: number | undefined;
   /**
    * API keys accepted besides those in `<dataDir>/keys.json`; only their SHA-256 hashes are kept. A key
-   * holds every scope, or only those after a ':' (`key:pets:read`; several joined by '+').
+   * holds every scope, or only those after a ':' (`key:pets:read`; several joined by '+'). Each key
+   * once, and not also in keys.json: a DuplicateKeyError otherwise.
    */
   keys?: readonly string[];
   /**
@@ -157,6 +158,7 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
       keyFile: options.dataDir === undefined ? undefined : keyFilePath(options.dataDir),
       onReloadError: (error) => logger.error('cannot reload the key file; the previous keys stay in force', error),
       onChange: logKeyChanges(logger),
+      onDuplicate: logKeyDuplicates(logger),
     });
   } catch (error) {
     await opened.close();

@@ -2,11 +2,13 @@
  * Scopes and quotas over PostgreSQL: keys made with scopes in the database reach every instance
  * within the key-poll delay and hold there as on the file store; the schema version that added the
  * columns migrates a database of the previous version, its keys keeping full access; `migrate` copies
- * scopes and rate limits; a quota is counted per instance.
+ * scopes and rate limits; a quota is counted per instance; a key also in PETSTORE_API_KEYS refuses
+ * the start, and one added later is kept stricter.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
+import { addKey, removeKey } from '#dist/store/postgres/keys.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION } from '#dist/store/postgres/schema.js';
 import { request, runCli, spawnServerFor, startServer, tempDirFor, TEST_KEY } from '../helpers.js';
 import type { Cluster } from '../postgres-support.js';
@@ -103,6 +105,35 @@ export function scopeTests(cluster: () => Cluster): void {
     assert.deepEqual(await statuses(server.url, key), [200, 429, 429], 'pets:read, and its own quota of 1 per 600 s');
     const refused = await request(server.url, 'GET', '/v1/pets', { auth: key });
     assert.equal(refused.headers['ratelimit-policy'], '"per-key";q=1;w=600');
+  });
+
+  test('a key both in PETSTORE_API_KEYS and in the database refuses the start; one added to the database later is kept stricter, and its removal ends it', async (t) => {
+    const url = await cluster().createDatabase();
+    const reader = await createKey(url, ['--scope', 'pets:read']);
+    const refused = await runCli(['--port', '0', '--database-url', url], { PETSTORE_API_KEYS: `${TEST_KEY},${reader.key}` });
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.equal(refused.stderr.split('\n')[0], `cannot start: the API key env-2 (key 2 of PETSTORE_API_KEYS, or of createPetstore's keys) is also ${reader.id} in the database; give each key once: remove one of the two`);
+
+    const lines: string[] = [];
+    const server = await startServer({ databaseUrl: url, keys: [TEST_KEY], logger: { request() {}, info() {}, error: (message, _error, fields) => lines.push(`${message}: ${fields?.['keyId']}`) } });
+    t.after(() => server.close());
+    const sql = connect(t, url);
+    await addKey(sql, { id: 'copy1', label: 'copy', created: new Date().toISOString(), sha256: createHash('sha256').update(TEST_KEY).digest('hex'), scopes: ['pets:read'] });
+    const until = async (wanted: number[]): Promise<void> => {
+      const started = performance.now();
+      let got: number[] = [];
+      while (performance.now() - started <= POLL_BOUND_MS) {
+        got = [(await request(server.url, 'GET', '/v1/pets')).status, (await request(server.url, 'POST', '/v1/pets', { headers: JSON_HEADERS, body: '{"name":"x","categoryId":1}' })).status];
+        if (got.join() === wanted.join()) return;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.fail(`${got.join()} instead of ${wanted.join()} after ${POLL_BOUND_MS} ms`);
+    };
+    await until([200, 403]);
+    assert.deepEqual(lines, ['API key given twice; the stricter entry is in force: copy1']);
+    assert.equal(await removeKey(sql, 'copy1'), true);
+    await until([401, 401]);
+    assert.equal(lines.at(-1), 'API key given directly withdrawn: its copy was revoked: env-1');
   });
 
   test('a quota is counted per instance: each of two instances admits the key\'s quota', async (t) => {
