@@ -75,6 +75,24 @@ test('once a revocation refuses new requests, a pet created reaches neither the 
   assert.deepEqual(stream.events(), [], `no pet reached the revoked key's stream: ${stream.text()}`);
 });
 
+test('after a stream has come and gone, a key revoked later is still refused on new requests within the reload delay (the feed\'s checks and the requests\' share one clock)', { timeout: 20_000 }, async (t) => {
+  const { url, key, id, dir } = await serveWithKeyFile(t);
+  const stream = await openStream(url, '/v1/pets', [], key);
+  assert.equal(stream.status, 200);
+  await sleep(600); // the feed asks the keyring to check the key file while the stream is held
+  stream.close();
+  await sleep(300);
+  assert.equal((await request(url, 'GET', '/v1/pets', { auth: key })).status, 200);
+  assert.equal((await runCli(['keys', 'revoke', id, '--data-dir', dir])).code, 0);
+  const revokedAt = performance.now();
+  let status = 200;
+  while (status !== 401 && performance.now() - revokedAt < 3000) {
+    status = (await request(url, 'GET', '/v1/pets', { auth: key })).status;
+    if (status !== 401) await sleep(50);
+  }
+  assert.equal(status, 401, 'the revocation reached new requests within 3 s');
+});
+
 test('a wait or a stream whose first page was still being read when its key was revoked gets the 401, not a place', { timeout: 20_000 }, async (t) => {
   const dir = await tempDirFor(t);
   const { key, id } = await createKey(dir, 'watcher');

@@ -113,7 +113,7 @@ export class Keyring {
   }
 
   /** Reads the key file again if it changed, as a request would, for those who hold on to a key past its request. */
-  refresh(now = Date.now()): void {
+  refresh(now = monotonicMs()): void {
     this.#reload(now, false);
   }
 

@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { monotonicMs } from '../lib/monotonic.js';
 
 /**
  * Every TCP connection the listener has accepted, from its accept to its close, whatever became of
@@ -45,7 +46,7 @@ export class AcceptedSockets {
       socket.destroy();
       return;
     }
-    this.#open.set(socket, Date.now());
+    this.#open.set(socket, monotonicMs());
     this.#unserved.set(socket, { turn: this.#turn, address });
     let from = this.#unservedFrom.get(address);
     if (from === undefined) this.#unservedFrom.set(address, (from = new Set()));
@@ -78,7 +79,7 @@ export class AcceptedSockets {
 
   /** Closes the connections that have not sent a byte in the `graceMs` since they were accepted. */
   closeSilent(graceMs: number): void {
-    const now = Date.now();
+    const now = monotonicMs();
     for (const [socket, since] of this.#open) if (socket.bytesRead === 0 && now - since >= graceMs) socket.destroy();
   }
 

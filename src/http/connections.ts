@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { monotonicMs } from '../lib/monotonic.js';
 
 /** What the server knows of one open connection. */
 interface Connection {
@@ -25,7 +26,7 @@ export class Connections {
   readonly #open = new Map<Socket, Connection>();
 
   add(socket: Socket): void {
-    this.#open.set(socket, { socket, owed: new Set(), last: undefined, quietSince: Date.now(), bytesAtQuiet: 0, then: undefined });
+    this.#open.set(socket, { socket, owed: new Set(), last: undefined, quietSince: monotonicMs(), bytesAtQuiet: 0, then: undefined });
     socket.once('close', () => this.#open.delete(socket));
   }
 
@@ -77,7 +78,7 @@ export class Connections {
    * `graceMs`: a client that was about to send on one has had that long to be answered instead.
    */
   closeQuiet(graceMs: number): void {
-    const now = Date.now();
+    const now = monotonicMs();
     for (const [socket, connection] of this.#open) {
       if (connection.owed.size === 0 && socket.bytesRead === connection.bytesAtQuiet && now - connection.quietSince >= graceMs) socket.destroy();
     }
@@ -91,7 +92,7 @@ function responseClosed(this: OwedResponse): void {
   const connection = this[CONNECTION] as Connection;
   connection.owed.delete(this);
   if (connection.owed.size > 0) return;
-  connection.quietSince = Date.now();
+  connection.quietSince = monotonicMs();
   connection.bytesAtQuiet = connection.socket.bytesRead;
   const then = connection.then;
   connection.then = undefined;
