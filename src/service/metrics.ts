@@ -15,6 +15,8 @@ import type { PetStore } from '../store/store.js';
 import { listenMetrics, type MetricsListener } from './metrics-listener.js';
 import { ProcessMetrics } from './process-metrics.js';
 import { addStoreMetrics } from './store-metrics.js';
+import { addReplicationMetrics } from './replication-metrics.js';
+import type { Replicator } from '../store/file/replication/replicator.js';
 
 /**
  * A registry of its own (two services in one process count apart) with what the HTTP layer
@@ -44,6 +46,11 @@ export class ServiceMetrics {
     this.#registry.add(new CollectedMetric('gauge', 'petstore_http_max_connections', 'Connections open to the API at most (--max-connections)', [], () => single(server.maxConnections)));
     const refused = this.#registry.add(new Counter('petstore_http_refused_connections_total', 'Connections closed at once because --max-connections were open')).labels();
     server.on('drop', () => refused.inc());
+  }
+
+  /** Adds the replication families (replication.ts). */
+  watchReplication(replicator: Replicator): void {
+    addReplicationMetrics(this.#registry, replicator);
   }
 
   /** Serves `GET /metrics` on a listener of its own (metrics-listener.ts). */

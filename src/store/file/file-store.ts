@@ -22,19 +22,16 @@ interface PendingCreate {
 }
 
 const NEWLINE = Buffer.from('\n');
-
 // How often a failed journal is tried again while no create arrives, so that readiness comes back by itself.
 const RECOVERY_INTERVAL_MS = 1000;
 
 export type { FileStoreOptions } from './open-store.js';
 
 /**
- * Pets kept in a JSON snapshot plus JSON-lines journals in one directory (see data-format.ts).
- *
- * A create is acknowledged only after its line is appended to the journal and fdatasync'ed; creates
- * that arrive while a commit is under way wait and are committed together (group commit), so a
- * create costs one append, never a rewrite. This class keeps the queue and the public interface;
- * loading, the journal and compaction each live in a module of their own.
+ * Pets kept in a JSON snapshot plus JSON-lines journals in one directory (see data-format.ts). A create
+ * is acknowledged only after its line is appended to the journal and fdatasync'ed; creates that arrive
+ * while a commit is under way wait and are committed together (group commit), so a create costs one
+ * append, never a rewrite. The queue and the public interface are here; the rest in modules of its own.
  */
 export class FileStore implements PetStore {
   readonly #lock: LockFile;
@@ -61,10 +58,7 @@ export class FileStore implements PetStore {
     this.#ids = ids;
   }
 
-  /**
-   * Opens (creating if needed) the store in `dir` (see open-store.ts). Refuses with a StoreOpenError
-   * naming the file when the data cannot be used.
-   */
+  /** Opens (creating if needed) the store in `dir` (open-store.ts); a StoreOpenError names the file it cannot use. */
   static async open(dir: string, options: FileStoreOptions = {}): Promise<FileStore> {
     const opened = await openStore(dir, options);
     const store = new FileStore(opened);
@@ -88,6 +82,11 @@ export class FileStore implements PetStore {
 
   stats(): StoreStats {
     return { createsWaiting: this.#queue.length };
+  }
+
+  /** For replication: the open journal's generation and fdatasync'ed length, and the highest id handed out. */
+  durableJournal(): { generation: number; length: number; idsHandedOut: number } {
+    return { generation: this.#journal.generation, length: this.#journal.length, idsHandedOut: this.#ids.last };
   }
 
   observe(observer: StoreObserver): void {

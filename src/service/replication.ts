@@ -1,0 +1,26 @@
+import type { Logger } from '../lib/logger.js';
+import type { FileStore } from '../store/file/file-store.js';
+import { openDestination } from '../store/file/replication/open-destination.js';
+import { Replicator } from '../store/file/replication/replicator.js';
+
+export interface ReplicationOptions {
+  /** A directory (--replicate-to) to keep a continuous copy of the data directory in. */
+  replicateTo: string;
+  /** Seconds between rounds (default 1). */
+  replicateInterval?: number | undefined;
+  /** The store id of another store whose destination this one may take over. */
+  replicateTakeOver?: string | undefined;
+}
+
+export const DEFAULT_REPLICATE_INTERVAL = 1;
+
+/** Starts replicating the file store in `dataDir`; refuses the start when the destination cannot be used. */
+export async function startReplication(store: FileStore, dataDir: string, options: ReplicationOptions, logger: Logger): Promise<Replicator> {
+  const destination = await openDestination(options.replicateTo, dataDir);
+  const replicator = await Replicator.start({
+    dataDir, store, destination, logger, takeOver: options.replicateTakeOver,
+    intervalMs: (options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL) * 1000,
+  });
+  logger.info('replicating', { destination: destination.name, lineage: replicator.lineage, intervalSeconds: options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL });
+  return replicator;
+}
