@@ -119,7 +119,7 @@ test('verify --from finds an object changed at the destination and a position mi
   assert.match(refused.stderr, /^restore failed: .*full is not empty; a restore goes into a new or empty directory\n$/);
   const usage = await runCli(['restore', join(root, 'x')]);
   assert.equal(usage.code, 2);
-  assert.match(usage.stderr, /usage: restore <new-dir> --from <replica-dir>/);
+  assert.match(usage.stderr, /usage: restore <new-dir> --from <replica-dir | s3:\/\/bucket\/prefix>/);
 });
 
 test('a destination that cannot be used refuses the start: inside the data directory, another store\'s (until taken over by its id), a URL', async (t) => {

@@ -1,8 +1,9 @@
 import { lstat, rm } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import { errorCode } from '../lib/system-error.js';
-import { ReplicationError } from '../store/file/replication/destination.js';
+import { ReplicationError, type Destination } from '../store/file/replication/destination.js';
+import { openDestination } from '../store/file/replication/open-destination.js';
 import { DirectoryDestination } from '../store/file/replication/directory-destination.js';
 import { verifyReplicas } from '../store/file/replication/replica.js';
 import { restoreReplica, writeRestored, type RestorePoint } from '../store/file/replication/restore.js';
@@ -10,10 +11,10 @@ import { writeStoreId } from '../store/file/replication/store-id.js';
 import { checkDestination, writeDataDirectory } from './data-copy.js';
 import { UsageError } from './errors.js';
 
-/** The replicas in `from`, which must be an existing directory: a mistyped --from is not made. */
-async function replicaSource(from: string | undefined, usage: string): Promise<DirectoryDestination> {
+/** The replicas in `from`: s3://bucket/prefix, or an existing directory (a mistyped --from is not made). */
+async function replicaSource(from: string | undefined, usage: string): Promise<Destination> {
   if (from === undefined) throw new UsageError(usage);
-  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(from)) throw new UsageError(`--from ${from}: only a directory is supported in this version`);
+  if (from.startsWith('s3://')) return openDestination(from, undefined, { warn: (message) => void process.stderr.write(`warning: ${message}\n`) });
   const stats = await lstat(from).catch((error: unknown) => {
     if (errorCode(error) === 'ENOENT') throw new ReplicationError('not_found', `there is no directory ${from}; is --from right?`);
     throw error;
@@ -39,12 +40,13 @@ export function parseUntil(raw: string | undefined): RestorePoint {
  * continues after every id the lost one may have handed out (restore.ts, idMargin).
  */
 export async function runRestoreCommand(args: readonly string[], from: string | undefined, until: string | undefined, out: (line: string) => void, fs: FileSystem = nodeFileSystem): Promise<void> {
-  const usage = 'usage: restore <new-dir> --from <replica-dir> [--until <id | ISO time>]';
+  const usage = 'usage: restore <new-dir> --from <replica-dir | s3://bucket/prefix> [--until <id | ISO time>]';
   const [target, ...extra] = args;
   if (target === undefined || extra.length > 0) throw new UsageError(usage);
   const point = parseUntil(until);
   const source = await replicaSource(from, usage);
-  await checkDestination(target, from as string, 'a restore');
+  // A directory of replicas must not hold the target; a bucket cannot, so the check is made against a path beside the target.
+  await checkDestination(target, (from as string).startsWith('s3://') ? join(dirname(resolve(target)), '.petstore-none') : from as string, 'a restore');
   const restored = await restoreReplica(fs, source, point, target);
   try {
     await writeDataDirectory(fs, restored.staging, target, async (dir) => {
@@ -60,7 +62,7 @@ export async function runRestoreCommand(args: readonly string[], from: string | 
 
 /** `verify --from <replicas>`: every position, the chain and every object's checksum; 0 intact, 1 damaged. */
 export async function runReplicaVerify(args: readonly string[], from: string | undefined, out: (line: string) => void): Promise<number> {
-  const usage = 'usage: verify --from <replica-dir>';
+  const usage = 'usage: verify --from <replica-dir | s3://bucket/prefix>';
   if (args.length > 0) throw new UsageError(usage);
   const problems = await verifyReplicas(await replicaSource(from, usage), out);
   if (problems.length === 0) {

@@ -4,7 +4,7 @@ import { openDestination } from '../store/file/replication/open-destination.js';
 import { Replicator } from '../store/file/replication/replicator.js';
 
 export interface ReplicationOptions {
-  /** A directory (--replicate-to) to keep a continuous copy of the data directory in. */
+  /** A directory or s3://bucket/prefix (--replicate-to) to keep a continuous copy of the data directory in. */
   replicateTo: string;
   /** Seconds between rounds (default 1). */
   replicateInterval?: number | undefined;
@@ -16,7 +16,8 @@ export const DEFAULT_REPLICATE_INTERVAL = 1;
 
 /** Starts replicating the file store in `dataDir`; refuses the start when the destination cannot be used. */
 export async function startReplication(store: FileStore, dataDir: string, options: ReplicationOptions, logger: Logger): Promise<Replicator> {
-  const destination = await openDestination(options.replicateTo, dataDir);
+  const warn = (message: string): void => ('warn' in logger && typeof logger.warn === 'function' ? logger.warn(message) : logger.error(message));
+  const destination = await openDestination(options.replicateTo, dataDir, { warn });
   const replicator = await Replicator.start({
     dataDir, store, destination, logger, takeOver: options.replicateTakeOver,
     intervalMs: (options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL) * 1000,
