@@ -49,7 +49,7 @@ async function replicating(t: import('node:test').TestContext, calls: DirectoryC
     warn: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'warn', msg, fields }),
   };
   const destination = new DirectoryDestination(join(root, 'replica'), calls, 200);
-  const replicator = await Replicator.start({ dataDir: join(root, 'data'), store, destination, intervalMs: 50, logger });
+  const replicator = await Replicator.start({ dataDir: join(root, 'data'), store, destination, intervalMs: 50, logger, retentionMs: 86_400_000 });
   done = async () => {
     done = async () => {};
     await replicator.stop();

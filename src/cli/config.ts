@@ -4,7 +4,7 @@ import { LOG_LEVELS, type LogLevel } from '../lib/logger.js';
 import { SERVER_DEFAULTS } from '../service/listen.js';
 import { createMount, parsePublicUrls } from '../http/mount.js';
 import { DEFAULTS } from '../service/petstore.js';
-import { DEFAULT_REPLICATE_INTERVAL } from '../service/replication.js';
+import { DEFAULT_REPLICATE_INTERVAL, DEFAULT_REPLICATE_RETENTION } from '../service/replication.js';
 import { UsageError } from './errors.js';
 
 export { UsageError } from './errors.js';
@@ -42,6 +42,7 @@ export interface Config {
   replicateTo: string | undefined;
   replicateInterval: number;
   replicateTakeOver: string | undefined;
+  replicateRetention: number;
 }
 
 interface Setting<K extends keyof Config> {
@@ -118,6 +119,7 @@ export const SETTINGS = [
   setting({ key: 'replicateTo', flag: 'replicate-to', env: 'PETSTORE_REPLICATE_TO', default: undefined, help: 'directory or s3://bucket/prefix (AWS_* from the environment) to keep a continuous copy of the data directory in (docs/operations.md, Replication; default: off)', parse: text }),
   setting({ key: 'replicateInterval', flag: 'replicate-interval', env: 'PETSTORE_REPLICATE_INTERVAL', default: DEFAULT_REPLICATE_INTERVAL, help: 'seconds between replication rounds (0.05 to 3600)', parse: seconds }),
   setting({ key: 'replicateTakeOver', flag: 'replicate-take-over', env: 'PETSTORE_REPLICATE_TAKE_OVER', default: undefined, help: 'the store id of another store whose --replicate-to destination this one may take over', parse: text }),
+  setting({ key: 'replicateRetention', flag: 'replicate-retention', env: 'PETSTORE_REPLICATE_RETENTION', default: DEFAULT_REPLICATE_RETENTION, help: 'seconds back a restore may reach; older replicas are removed', parse: integer(60, 10 * 365 * 86400) }),
 ] as const;
 
 /** Resolves every setting: flag, else environment, else default. */

@@ -82,6 +82,8 @@ export interface PetstoreOptions {
   replicateTo?: string | undefined;
   replicateInterval?: number | undefined;
   replicateTakeOver?: string | undefined;
+  /** Seconds back that a restore may reach (default 86400); older replicas are removed. */
+  replicateRetention?: number | undefined;
   /**
    * Called with a newly generated key when no key is configured anywhere (no `keys`, no key file in
    * `dataDir`): the key is shown once and only its hash is kept. Without it, no key is generated.

@@ -10,9 +10,12 @@ export interface ReplicationOptions {
   replicateInterval?: number | undefined;
   /** The store id of another store whose destination this one may take over. */
   replicateTakeOver?: string | undefined;
+  /** Seconds back that a restore may reach (default 86400, a day); older positions and lineages are removed. */
+  replicateRetention?: number | undefined;
 }
 
 export const DEFAULT_REPLICATE_INTERVAL = 1;
+export const DEFAULT_REPLICATE_RETENTION = 86_400;
 
 /** Starts replicating the file store in `dataDir`; refuses the start when the destination cannot be used. */
 export async function startReplication(store: FileStore, dataDir: string, options: ReplicationOptions, logger: Logger): Promise<Replicator> {
@@ -21,6 +24,7 @@ export async function startReplication(store: FileStore, dataDir: string, option
   const replicator = await Replicator.start({
     dataDir, store, destination, logger, takeOver: options.replicateTakeOver,
     intervalMs: (options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL) * 1000,
+    retentionMs: (options.replicateRetention ?? DEFAULT_REPLICATE_RETENTION) * 1000,
   });
   logger.info('replicating', { destination: destination.name, lineage: replicator.lineage, intervalSeconds: options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL });
   return replicator;

@@ -4,6 +4,7 @@ import { journalFile } from '../file-names.js';
 import { reasonOf, ReplicationError, type Destination, type FailureReason } from './destination.js';
 import { ChangedDuringRead, type DurableJournal } from './durable-files.js';
 import { newLineage } from './layout.js';
+import { applyRetention } from './retention.js';
 import { shipRound, type ShippedState } from './round.js';
 import { claimDestination, localStoreId } from './store-id.js';
 
@@ -22,6 +23,8 @@ export interface ReplicatorOptions {
   logger: Logger & { warn?(message: string, fields?: Record<string, string | number | boolean | undefined>): void };
   /** The store id of another store whose destination this one may take over. */
   takeOver?: string | undefined;
+  /** How far back a restore may reach, in milliseconds (retention.ts). */
+  retentionMs: number;
 }
 
 export interface ReplicationStats {
@@ -34,6 +37,8 @@ export interface ReplicationStats {
   failures: ReadonlyMap<FailureReason, number>;
 }
 
+// How often what is past the retention window is removed, at most.
+const RETENTION_EVERY_MS = 10 * 60_000;
 // Past this many intervals (and 10 s) of lag, replication counts as behind even while rounds succeed.
 const BEHIND_INTERVALS = 10;
 
@@ -56,6 +61,7 @@ export class Replicator {
   #timer: NodeJS.Timeout | undefined;
   #round: Promise<void> | undefined;
   #stopped = false;
+  #retainedAt = 0;
 
   private constructor(options: ReplicatorOptions, store: string) {
     this.#options = options;
@@ -121,6 +127,10 @@ export class Replicator {
     try {
       const outcome = await shipRound(this.#options.dataDir, this.#options.destination, this.#state, () => this.#options.store.durableJournal(), this.#committedId);
       if (outcome.shipped) this.#lastSuccess = Date.now();
+      if (Date.now() - this.#retainedAt >= RETENTION_EVERY_MS && this.#lastSuccess !== undefined) {
+        this.#retainedAt = Date.now();
+        await applyRetention(this.#options.destination, this.#state.store, this.#state.lineage, this.#options.retentionMs);
+      }
       if (this.#lastCommitAt === committedBefore) this.#pendingSince = undefined;
       else this.#pendingSince = Math.min(this.#pendingSince ?? began, began);
       this.#checkBehind(undefined);
