@@ -4,7 +4,8 @@
  * PostgreSQL store beside the file store (see bench/postgres.js); `--keys` what remembered
  * Idempotency-Keys cost in memory (see bench/keys.js); `--feed` the latency of waiting requests and
  * streams, and what gzip costs (see bench/feed.js); `--instructions` what a quota and metrics cost in
- * instructions per request, under callgrind (see bench/instructions.js). Results are printed and written to
+ * instructions per request, under callgrind (see bench/instructions.js); `--replication` creates and reads
+ * with continuous replication on and off (see bench/replication.js). Results are printed and written to
  * bench/results.md (each mode replaces only its own section).
  *
  * Main mode: the built server on a temp data dir seeded with 1,000 pets (half "sold"), and the floor
@@ -34,6 +35,7 @@ const POSTGRES = process.argv.includes('--postgres');
 const KEYS = process.argv.includes('--keys');
 const FEED = process.argv.includes('--feed');
 const INSTRUCTIONS = process.argv.includes('--instructions');
+const REPLICATION = process.argv.includes('--replication');
 const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is noisy: more rounds, steadier medians
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
@@ -473,6 +475,7 @@ try {
   else if (KEYS) await (await import('./keys.js')).keysMode();
   else if (FEED) await (await import('./feed.js')).feedMode();
   else if (INSTRUCTIONS) await (await import('./instructions.js')).instructionsMode();
+  else if (REPLICATION) await (await import('./replication.js')).replicationMode();
   else await (SCALE ? scaleMode() : mainMode());
 } catch (error) {
   console.error(error);
