@@ -10,7 +10,7 @@ import { FileStore } from '#dist/store/file/file-store.js';
 import { DirectoryDestination, nodeDirectoryCalls, type DirectoryCalls } from '#dist/store/file/replication/directory-destination.js';
 import { Replicator } from '#dist/store/file/replication/replicator.js';
 import { positionKeys, readPosition } from '#dist/store/file/replication/replica.js';
-import { waitFor, within } from './helpers.js';
+import { runCli, waitFor, within } from './helpers.js';
 import { dataDir } from './store-support.js';
 
 /** The real calls, made to hang (never return until released) or fail with a code while `mode` says so. */
@@ -36,12 +36,12 @@ function faultyCalls(): { calls: DirectoryCalls; mode: { now: 'ok' | 'hang' | 'E
 
 interface Line { level: string; msg: string; fields: Record<string, unknown> | undefined }
 
-async function replicating(t: import('node:test').TestContext, calls: DirectoryCalls) {
+async function replicating(t: import('node:test').TestContext, calls: DirectoryCalls, compactAfterBytes?: number) {
   let done = async (): Promise<void> => {};
   // Registered before dataDir's hook, so that the store is closed before its directory goes.
   t.after(() => done());
   const root = await dataDir(t);
-  const store = await FileStore.open(join(root, 'data'));
+  const store = await FileStore.open(join(root, 'data'), compactAfterBytes === undefined ? {} : { compactAfterBytes });
   const lines: Line[] = [];
   const logger = {
     request() {}, info: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'info', msg, fields }),
@@ -55,7 +55,7 @@ async function replicating(t: import('node:test').TestContext, calls: DirectoryC
     await replicator.stop();
     await store.close();
   };
-  return { store, replicator, destination, lines };
+  return { store, replicator, destination, lines, root };
 }
 
 /** The pets of the newest position: ids in its journal lines. */
@@ -103,4 +103,25 @@ test('a destination that refuses writes: rounds counted as refused, the store un
   await waitFor(() => replicator.stats().lagBytes === 0 && replicator.stats().lagSeconds === 0, 5000, 'caught up');
   assert.equal(await newestShippedBytes(destination), store.durableJournal().length);
   assert.equal(lines.filter((l) => l.msg === 'replication has caught up').length, 1);
+});
+
+test('30 s offline while pets are created and the journals compacted: everything arrives once the destination is back, and restores', { timeout: 60_000 }, async (t) => {
+  const fault = faultyCalls();
+  const { store, replicator, lines, root } = await replicating(t, fault.calls, 2000);
+  await waitFor(() => replicator.stats().lastSuccess !== undefined, 5000, 'the first position');
+  fault.mode.now = 'EACCES';
+  const offline = Date.now();
+  for (let i = 0; Date.now() - offline < 30_000; i++) {
+    await store.create({ name: `offline ${i}`, categoryId: '1' } as never);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(replicator.stats().lagSeconds >= 29, `lag ${replicator.stats().lagSeconds} s after 30 s offline`);
+  fault.mode.now = 'ok';
+  await waitFor(() => replicator.stats().lagBytes === 0 && replicator.stats().lagSeconds === 0, 10_000, 'caught up');
+  assert.equal(lines.filter((l) => l.msg.startsWith('replication is falling behind')).length, 1);
+  assert.equal(lines.filter((l) => l.msg === 'replication has caught up').length, 1);
+  const restored = await runCli(['restore', join(root, 'restored'), '--from', join(root, 'replica')]);
+  assert.equal(restored.code, 0, restored.stderr);
+  assert.match(restored.stdout, new RegExp(`^restored ${store.size} pets \\(last id ${store.size}\\)`));
+  t.diagnostic(`${store.size} pets created during 30 s offline, journal generation ${store.durableJournal().generation} at the end`);
 });

@@ -144,3 +144,30 @@ test('a destination that cannot be used refuses the start: inside the data direc
   await taken.stop();
   assert.equal(JSON.parse(await readFile(join(replica, 'store.json'), 'utf8')).store, JSON.parse(await readFile(join(root, 'two', 'replication.json'), 'utf8')).store);
 });
+
+test('after repair the new directory is a store of its own: its start with the old destination is refused until told to take it over, and it then writes a lineage of its own', async (t) => {
+  const servers = stopsFor(t);
+  const root = await dataDir(t);
+  const dir = join(root, 'data');
+  const replica = join(root, 'replica');
+  const first = await startServer({ dataDir: dir, replicateTo: replica, replicateInterval: 0.05, metricsPort: 0 });
+  servers.push(first);
+  assert.equal((await post(first.url, 'before the repair')).status, 201);
+  await caughtUp(first.running.metricsUrl as string);
+  await first.stop();
+  const repaired = join(root, 'repaired');
+  const repair = await runCli(['repair', repaired, '--data-dir', dir]);
+  assert.equal(repair.code, 0, repair.stderr);
+  const refused = await runCli(['--data-dir', repaired, '--replicate-to', replica], { PETSTORE_API_KEYS: TEST_KEY });
+  assert.equal(refused.code, 1);
+  const owner = /another store \(([0-9a-f]{32})\)/.exec(refused.stderr)?.[1] as string;
+  assert.equal(owner, JSON.parse(await readFile(join(dir, 'replication.json'), 'utf8')).store);
+  const taken = await startServer({ dataDir: repaired, replicateTo: replica, replicateInterval: 0.05, replicateTakeOver: owner, metricsPort: 0 });
+  servers.push(taken);
+  await caughtUp(taken.running.metricsUrl as string);
+  await taken.stop();
+  assert.equal((await readdir(join(replica, 'lineages'))).length, 2);
+  const restored = await runCli(['restore', join(root, 'restored'), '--from', replica]);
+  assert.equal(restored.code, 0, restored.stderr);
+  assert.match(restored.stdout, /^restored 1 pets \(last id 1\)/);
+});
