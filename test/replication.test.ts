@@ -171,3 +171,18 @@ test('after repair the new directory is a store of its own: its start with the o
   assert.equal(restored.code, 0, restored.stderr);
   assert.match(restored.stdout, /^restored 1 pets \(last id 1\)/);
 });
+
+test('a stop ships what the last interval created: restored after a stop between rounds, every pet is there', async (t) => {
+  const servers = stopsFor(t);
+  const root = await dataDir(t);
+  const replica = join(root, 'replica');
+  const server = await startServer({ dataDir: join(root, 'data'), replicateTo: replica, replicateInterval: 3600 });
+  servers.push(server);
+  // The first round, at start, has shipped the empty store; the next would come in an hour.
+  await new Promise((r) => setTimeout(r, 300));
+  for (let i = 1; i <= 5; i++) assert.equal((await post(server.url, `pet ${i}`)).status, 201);
+  await server.stop();
+  const restored = await runCli(['restore', join(root, 'restored'), '--from', replica]);
+  assert.equal(restored.code, 0, restored.stderr);
+  assert.match(restored.stdout, /^restored 5 pets \(last id 5\)/);
+});

@@ -37,6 +37,8 @@ export interface ReplicationStats {
   failures: ReadonlyMap<FailureReason, number>;
 }
 
+// How long a stop gives its last round.
+const FINAL_ROUND_MS = 5000;
 // How often what is past the retention window is removed, at most.
 const RETENTION_EVERY_MS = 10 * 60_000;
 // Past this many intervals (and 10 s) of lag, replication counts as behind even while rounds succeed.
@@ -101,12 +103,18 @@ export class Replicator {
     };
   }
 
-  /** Stops the rounds, waiting for one under way (a hung destination's calls time out). */
+  /**
+   * Stops the rounds: waits for one under way (a hung destination's calls time out), then ships what
+   * is left in one last round, given FINAL_ROUND_MS; a destination that takes longer does not hold the stop.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    this.#unwatch();
     await this.#round;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.#ship(), new Promise((resolve) => (timer = setTimeout(resolve, FINAL_ROUND_MS)))]);
+    clearTimeout(timer);
+    this.#unwatch();
   }
 
   #schedule(ms: number): void {
