@@ -6,8 +6,10 @@
  * streams, and what gzip costs (see bench/feed.js); `--instructions` what a quota and metrics cost in
  * instructions per request, under callgrind (see bench/instructions.js); `--flood` Idempotency-Keys
  * made to collide under the table's old hash against random ones (see bench/flood.js); `--slots`
- * whether clients that send no request can take the connection slots (see bench/slots.js). Results
- * are printed and written to bench/results.md (each mode replaces only its own section).
+ * whether clients that send no request can take the connection slots (see bench/slots.js);
+ * `--replication` creates and reads with continuous replication on and off (see
+ * bench/replication.js). Results are printed and written to bench/results.md (each mode replaces
+ * only its own section).
  *
  * Main mode: the built server on a temp data dir seeded with 1,000 pets (half "sold"), and the floor
  * (bench/floor.js, a bare node:http server with the same auth and JSON), both fresh in every round,
@@ -38,6 +40,7 @@ const FEED = process.argv.includes('--feed');
 const INSTRUCTIONS = process.argv.includes('--instructions');
 const FLOOD = process.argv.includes('--flood');
 const SLOTS = process.argv.includes('--slots');
+const REPLICATION = process.argv.includes('--replication');
 const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is noisy: more rounds, steadier medians
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
@@ -479,6 +482,7 @@ try {
   else if (INSTRUCTIONS) await (await import('./instructions.js')).instructionsMode();
   else if (FLOOD) await (await import('./flood.js')).floodMode();
   else if (SLOTS) await (await import('./slots.js')).slotsMode();
+  else if (REPLICATION) await (await import('./replication.js')).replicationMode();
   else await (SCALE ? scaleMode() : mainMode());
 } catch (error) {
   console.error(error);

@@ -9,6 +9,8 @@ const OPTIONS = {
   version: { type: 'boolean' },
   label: { type: 'string' },
   scope: { type: 'string', multiple: true },
+  from: { type: 'string' },
+  until: { type: 'string' },
   ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'string' }])),
 } as const;
 

@@ -4,6 +4,7 @@ import { LOG_LEVELS, type LogLevel } from '../lib/logger.js';
 import { SERVER_DEFAULTS } from '../service/listen.js';
 import { createMount, parsePublicUrls } from '../http/mount.js';
 import { DEFAULTS } from '../service/petstore.js';
+import { DEFAULT_REPLICATE_INTERVAL, DEFAULT_REPLICATE_RETENTION } from '../service/replication.js';
 import { UsageError } from './errors.js';
 
 export { UsageError } from './errors.js';
@@ -38,6 +39,10 @@ export interface Config {
   databasePool: number;
   metricsPort: number | undefined;
   metricsHost: string;
+  replicateTo: string | undefined;
+  replicateInterval: number;
+  replicateTakeOver: string | undefined;
+  replicateRetention: number;
 }
 
 interface Setting<K extends keyof Config> {
@@ -52,6 +57,11 @@ interface Setting<K extends keyof Config> {
 const integer = (min: number, max: number) => (raw: string, source: string): number => {
   const value = /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
   if (!(value >= min && value <= max)) throw new UsageError(`${source} must be an integer from ${min} to ${max}, got "${raw}"`);
+  return value;
+};
+const seconds = (raw: string, source: string): number => {
+  const value = /^[0-9]+(\.[0-9]+)?$/.test(raw) ? Number(raw) : NaN;
+  if (!(value >= 0.05 && value <= 3600)) throw new UsageError(`${source} must be a number of seconds from 0.05 to 3600, got "${raw}"`);
   return value;
 };
 const text = (raw: string, source: string): string => {
@@ -106,6 +116,10 @@ export const SETTINGS = [
   setting({ key: 'databasePool', flag: 'database-pool', env: 'PETSTORE_DATABASE_POOL', default: DEFAULTS.databasePool, help: 'database connections at most, per instance', parse: integer(1, 1000) }),
   setting({ key: 'metricsPort', flag: 'metrics-port', env: 'PETSTORE_METRICS_PORT', default: undefined, help: 'serve Prometheus metrics at GET /metrics on this port, without a key (0: any free port; default: off)', parse: integer(0, 65535) }),
   setting({ key: 'metricsHost', flag: 'metrics-host', env: 'PETSTORE_METRICS_HOST', default: SERVER_DEFAULTS.metricsHost, help: 'address of the metrics listener', parse: text }),
+  setting({ key: 'replicateTo', flag: 'replicate-to', env: 'PETSTORE_REPLICATE_TO', default: undefined, help: 'directory or s3://bucket/prefix (AWS_* from the environment) to keep a continuous copy of the data directory in (docs/operations.md, Replication; default: off)', parse: text }),
+  setting({ key: 'replicateInterval', flag: 'replicate-interval', env: 'PETSTORE_REPLICATE_INTERVAL', default: DEFAULT_REPLICATE_INTERVAL, help: 'seconds between replication rounds (0.05 to 3600)', parse: seconds }),
+  setting({ key: 'replicateTakeOver', flag: 'replicate-take-over', env: 'PETSTORE_REPLICATE_TAKE_OVER', default: undefined, help: 'the store id of another store whose --replicate-to destination this one may take over', parse: text }),
+  setting({ key: 'replicateRetention', flag: 'replicate-retention', env: 'PETSTORE_REPLICATE_RETENTION', default: DEFAULT_REPLICATE_RETENTION, help: 'seconds back a restore may reach; older replicas are removed', parse: integer(60, 10 * 365 * 86400) }),
 ] as const;
 
 /** Resolves every setting: flag, else environment, else default. */
@@ -170,6 +184,11 @@ export function helpText(command: string): string {
     `  ${command} repair <dest-dir> [--data-dir <dir>]`,
     `${under}write every intact pet into a new data directory, the damaged records`,
     `${under}set aside beside them; <dir> is only read`,
+    `  ${command} restore <new-dir> --from <replica-dir | s3://bucket/prefix> [--until <id | ISO time>]`,
+    `${under}a new data directory from the replicas of --replicate-to, as of the newest`,
+    `${under}position (or the newest at or before --until)`,
+    `  ${command} verify --from <replica-dir | s3://bucket/prefix>`,
+    `${under}check every replicated object against its checksum, and the chain; exit 0 intact, 1 damaged`,
     '',
     'Options (a flag wins over its environment variable):',
     ...rows,

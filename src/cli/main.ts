@@ -10,6 +10,7 @@ import { UsageError } from './errors.js';
 import { failure } from './failure.js';
 import { commandLine, invocation } from './invocation.js';
 import { runRepairCommand } from './repair-command.js';
+import { runReplicaVerify, runRestoreCommand } from './restore-command.js';
 import { runVerifyCommand } from './verify-command.js';
 import { keyFileStorage, runKeysCommand, type NewKeyOptions } from './keys-command.js';
 import { FailedStart, serve } from './serve-command.js';
@@ -45,6 +46,19 @@ async function main(args: readonly string[]): Promise<void> {
     await runBackupCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
     return;
   }
+  const from = values['from'] as string | undefined;
+  const until = values['until'] as string | undefined;
+  if ((from !== undefined && positionals[0] !== 'restore' && positionals[0] !== 'verify') || (until !== undefined && positionals[0] !== 'restore')) {
+    throw new UsageError(from !== undefined ? '--from applies only to "restore" and "verify"' : '--until applies only to "restore"');
+  }
+  if (positionals[0] === 'restore') {
+    await runRestoreCommand(positionals.slice(1), from, until, print);
+    return;
+  }
+  if (positionals[0] === 'verify' && from !== undefined) {
+    process.exitCode = await runReplicaVerify(positionals.slice(1), from, print);
+    return;
+  }
   if (positionals[0] === 'verify') {
     process.exitCode = await runVerifyCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
     return;
@@ -73,7 +87,7 @@ export function runCommandLine(args: readonly string[]): void {
 }
 
 const COMMANDS: Record<string, string> = {
-  backup: 'backup failed', verify: 'verify failed', repair: 'repair failed', migrate: 'migrate failed', 'keys create': 'keys create failed', 'keys list': 'keys list failed', 'keys revoke': 'keys revoke failed',
+  backup: 'backup failed', restore: 'restore failed', verify: 'verify failed', repair: 'repair failed', migrate: 'migrate failed', 'keys create': 'keys create failed', 'keys list': 'keys list failed', 'keys revoke': 'keys revoke failed',
 };
 
 /** How a failure of the command in `args` begins: `cannot start` for the server, `<command> failed` for the others. */

@@ -17,6 +17,8 @@ import type { PetStore } from '../store/store.js';
 import { listenMetrics, type MetricsListener } from './metrics-listener.js';
 import { ProcessMetrics } from './process-metrics.js';
 import { addStoreMetrics } from './store-metrics.js';
+import { addReplicationMetrics } from './replication-metrics.js';
+import type { Replicator } from '../store/file/replication/replicator.js';
 
 /**
  * A registry of its own (two services in one process count apart) with what the HTTP layer
@@ -53,6 +55,11 @@ export class ServiceMetrics {
       const series = Object.fromEntries(HANDSHAKE_FAILURES.map((reason) => [reason, failures.labels(reason)]));
       server.on('tlsClientError', (error: Error) => series[handshakeFailure(error)]?.inc());
     }
+  }
+
+  /** Adds the replication families (replication.ts). */
+  watchReplication(replicator: Replicator): void {
+    addReplicationMetrics(this.#registry, replicator);
   }
 
   /** Serves `GET /metrics` on a listener of its own (metrics-listener.ts). */

@@ -10,7 +10,9 @@ import { Keyring, logKeyChanges, logKeyDuplicates } from '../auth/keyring.js';
 import { jsonLogger, type Logger } from '../lib/logger.js';
 import { FileStore } from '../store/file/file-store.js';
 import type { PetStore } from '../store/store.js';
+import type { Replicator } from '../store/file/replication/replicator.js';
 import type { ServiceMetrics } from './metrics.js';
+import { startReplication } from './replication.js';
 
 export interface PetstoreOptions {
   /** Directory of the pet data and the key file. Required unless `store` is given. */
@@ -74,6 +76,16 @@ export interface PetstoreOptions {
    */
   metrics?: boolean | undefined;
   /**
+   * A directory to keep a continuous copy of the file store in (docs/operations.md, "Replication"),
+   * shipped every `replicateInterval` seconds (default 1) off the request path; the start is refused
+   * when it cannot be used. `replicateTakeOver`: the id of another store whose destination this takes.
+   */
+  replicateTo?: string | undefined;
+  replicateInterval?: number | undefined;
+  replicateTakeOver?: string | undefined;
+  /** Seconds back that a restore may reach (default 86400); older replicas are removed. */
+  replicateRetention?: number | undefined;
+  /**
    * Called with a newly generated key when no key is configured anywhere (no `keys`, no key file in
    * `dataDir`): the key is shown once and only its hash is kept. Without it, no key is generated.
    */
@@ -125,6 +137,9 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
   const mount = createMount(options.basePath, options.publicUrls);
   if (options.store !== undefined) checkStore(options.store);
   if (options.rateLimit !== undefined) checkQuota(options.rateLimit);
+  if (options.replicateTo !== undefined && (options.store !== undefined || options.databaseUrl !== undefined || options.dataDir === undefined)) {
+    throw new TypeError('replicateTo replicates the file store in dataDir; a database or a store of your own keeps its copies itself');
+  }
   if (options.databaseUrl !== undefined && options.store === undefined) {
     const { openDatabase } = await import('./database.js');
     const database = await openDatabase({
@@ -136,6 +151,7 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
     return service(database.store, database.keyring, options, logger, database.close, mount, metrics);
   }
   let store = options.store;
+  let replicator: Replicator | undefined;
   if (store === undefined) {
     if (options.dataDir === undefined) throw new TypeError('createPetstore needs a dataDir or a store');
     store = await FileStore.open(options.dataDir, {
@@ -146,6 +162,10 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
     });
   }
   const opened = store;
+  const closeStore = async (): Promise<void> => {
+    await replicator?.stop();
+    await opened.close();
+  };
   let keyring: Keyring;
   try {
     // After the store is open: its directory lock keeps two first starts from generating two keys.
@@ -160,11 +180,15 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
       onChange: logKeyChanges(logger),
       onDuplicate: logKeyDuplicates(logger),
     });
+    if (options.replicateTo !== undefined && opened instanceof FileStore) {
+      replicator = await startReplication(opened, options.dataDir as string, { ...options, replicateTo: options.replicateTo }, logger);
+      metrics?.watchReplication(replicator);
+    }
   } catch (error) {
-    await opened.close();
+    await closeStore();
     throw error;
   }
-  return service(opened, keyring, options, logger, () => opened.close(), mount, metrics);
+  return service(opened, keyring, options, logger, closeStore, mount, metrics);
 }
 
 function service(

@@ -2,6 +2,8 @@
 export const SNAPSHOT_FILE = 'pets.json';
 /** The ids reserved ahead (id-reservation.ts). */
 export const IDS_FILE = 'pets-ids.json';
+/** The directory lock (lock.ts): a file of this server's running, never copied. */
+export const LOCK_FILE = 'petstore.lock';
 const JOURNAL_NAME = /^pets-journal\.([0-9]{1,15})\.jsonl$/;
 // Temp files of a snapshot write, or of taking the directory lock, that a crash left behind.
 const TEMP_NAME = /^(\.pets\.json|\.pets-ids\.json|petstore\.lock)\.[0-9a-f]+\.tmp$/;

@@ -81,16 +81,15 @@ export class FileStore implements PetStore {
     return this.#ids.last;
   }
 
-  get size(): number {
-    return this.#index.size;
-  }
+  get size(): number { return this.#index.size; }
 
-  countByStatus(): StatusCounts {
-    return this.#index.countByStatus();
-  }
+  countByStatus(): StatusCounts { return this.#index.countByStatus(); }
 
-  stats(): StoreStats {
-    return { createsWaiting: this.#queue.length };
+  stats(): StoreStats { return { createsWaiting: this.#queue.length }; }
+
+  /** For replication: the open journal's generation and fdatasync'ed length, and the highest id handed out. */
+  durableJournal(): { generation: number; length: number; idsHandedOut: number } {
+    return { generation: this.#journal.generation, length: this.#journal.length, idsHandedOut: this.#ids.last };
   }
 
   observe(observer: StoreObserver): void {

@@ -2,8 +2,7 @@ import { join } from 'node:path';
 import { LockFile } from '../../lib/lock-file.js';
 import { errorCode } from '../../lib/system-error.js';
 import { StoreOpenError } from '../store.js';
-
-const LOCK_FILE = 'petstore.lock';
+import { LOCK_FILE } from './file-names.js';
 
 /** One server per data directory; a crashed owner's lock is taken over (see LockFile). */
 export class DirectoryLock {

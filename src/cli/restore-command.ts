@@ -1,0 +1,75 @@
+import { lstat, rm } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
+import { errorCode } from '../lib/system-error.js';
+import { ReplicationError, type Destination } from '../store/file/replication/destination.js';
+import { openDestination } from '../store/file/replication/open-destination.js';
+import { DirectoryDestination } from '../store/file/replication/directory-destination.js';
+import { verifyReplicas } from '../store/file/replication/replica.js';
+import { restoreReplica, writeRestored, type RestorePoint } from '../store/file/replication/restore.js';
+import { writeStoreId } from '../store/file/replication/store-id.js';
+import { checkDestination, writeDataDirectory } from './data-copy.js';
+import { UsageError } from './errors.js';
+
+/** The replicas in `from`: s3://bucket/prefix, or an existing directory (a mistyped --from is not made). */
+async function replicaSource(from: string | undefined, usage: string): Promise<Destination> {
+  if (from === undefined) throw new UsageError(usage);
+  if (from.startsWith('s3://')) return openDestination(from, undefined, { warn: (message) => void process.stderr.write(`warning: ${message}\n`) });
+  const stats = await lstat(from).catch((error: unknown) => {
+    if (errorCode(error) === 'ENOENT') throw new ReplicationError('not_found', `there is no directory ${from}; is --from right?`);
+    throw error;
+  });
+  if (!stats.isDirectory()) throw new ReplicationError('not_found', `${from} is not a directory`);
+  return new DirectoryDestination(resolve(from));
+}
+
+/** `--until`: a pet id (digits) or an ISO 8601 time. */
+export function parseUntil(raw: string | undefined): RestorePoint {
+  if (raw === undefined) return undefined;
+  if (/^[0-9]{1,16}$/.test(raw) && Number.isSafeInteger(Number(raw))) return { id: Number(raw) };
+  const time = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T/.test(raw) ? new Date(raw) : new Date(NaN);
+  if (Number.isNaN(time.getTime())) throw new UsageError(`--until must be a pet id or an ISO 8601 time such as 2026-11-27T01:30:00Z, got "${raw}"`);
+  return { time };
+}
+
+/**
+ * `restore <new-dir> --from <replicas> [--until <id | time>]`: a new data directory made from the
+ * replicas, which a server started on it serves, as `backup` makes one: refused for a target that
+ * exists and is not empty, written beside it and renamed into place last. The restored store keeps
+ * the replicated store's id (its next start replicates to the same place, in a new lineage) and
+ * continues after every id the lost one may have handed out (restore.ts, idMargin).
+ */
+export async function runRestoreCommand(args: readonly string[], from: string | undefined, until: string | undefined, out: (line: string) => void, fs: FileSystem = nodeFileSystem): Promise<void> {
+  const usage = 'usage: restore <new-dir> --from <replica-dir | s3://bucket/prefix> [--until <id | ISO time>]';
+  const [target, ...extra] = args;
+  if (target === undefined || extra.length > 0) throw new UsageError(usage);
+  const point = parseUntil(until);
+  const source = await replicaSource(from, usage);
+  // A directory of replicas must not hold the target; a bucket cannot, so the check is made against a path beside the target.
+  await checkDestination(target, (from as string).startsWith('s3://') ? join(dirname(resolve(target)), '.petstore-none') : from as string, 'a restore');
+  const restored = await restoreReplica(fs, source, point, target);
+  try {
+    await writeDataDirectory(fs, restored.staging, target, async (dir) => {
+      await writeRestored(fs, dir, restored);
+      await writeStoreId(dir, restored.store);
+    });
+  } finally {
+    await rm(restored.staging, { recursive: true, force: true });
+  }
+  const { position } = restored.position;
+  out(`restored ${restored.live.index.size} pets (last id ${restored.live.index.lastId}) as of ${position.time} (lineage ${position.lineage}, position ${position.seq}) from ${from} to ${target}; new pets get ids after ${restored.lastId}`);
+}
+
+/** `verify --from <replicas>`: every position, the chain and every object's checksum; 0 intact, 1 damaged. */
+export async function runReplicaVerify(args: readonly string[], from: string | undefined, out: (line: string) => void): Promise<number> {
+  const usage = 'usage: verify --from <replica-dir | s3://bucket/prefix>';
+  if (args.length > 0) throw new UsageError(usage);
+  const problems = await verifyReplicas(await replicaSource(from, usage), out);
+  if (problems.length === 0) {
+    out('every position and object intact');
+    return 0;
+  }
+  out(`${problems.length} ${problems.length === 1 ? 'problem' : 'problems'}:`);
+  for (const problem of problems) out(`  ${problem}`);
+  return 1;
+}

@@ -1,0 +1,31 @@
+import type { Logger } from '../lib/logger.js';
+import type { FileStore } from '../store/file/file-store.js';
+import { openDestination } from '../store/file/replication/open-destination.js';
+import { Replicator } from '../store/file/replication/replicator.js';
+
+export interface ReplicationOptions {
+  /** A directory or s3://bucket/prefix (--replicate-to) to keep a continuous copy of the data directory in. */
+  replicateTo: string;
+  /** Seconds between rounds (default 1). */
+  replicateInterval?: number | undefined;
+  /** The store id of another store whose destination this one may take over. */
+  replicateTakeOver?: string | undefined;
+  /** Seconds back that a restore may reach (default 86400, a day); older positions and lineages are removed. */
+  replicateRetention?: number | undefined;
+}
+
+export const DEFAULT_REPLICATE_INTERVAL = 1;
+export const DEFAULT_REPLICATE_RETENTION = 86_400;
+
+/** Starts replicating the file store in `dataDir`; refuses the start when the destination cannot be used. */
+export async function startReplication(store: FileStore, dataDir: string, options: ReplicationOptions, logger: Logger): Promise<Replicator> {
+  const warn = (message: string): void => ('warn' in logger && typeof logger.warn === 'function' ? logger.warn(message) : logger.error(message));
+  const destination = await openDestination(options.replicateTo, dataDir, { warn });
+  const replicator = await Replicator.start({
+    dataDir, store, destination, logger, takeOver: options.replicateTakeOver,
+    intervalMs: (options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL) * 1000,
+    retentionMs: (options.replicateRetention ?? DEFAULT_REPLICATE_RETENTION) * 1000,
+  });
+  logger.info('replicating', { destination: destination.name, lineage: replicator.lineage, intervalSeconds: options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL });
+  return replicator;
+}

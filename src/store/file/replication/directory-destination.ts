@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import { open, readdir, readFile, rename, unlink, mkdir } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { errorCode } from '../../../lib/system-error.js';
+import { ReplicationError, reasonOf, type Destination } from './destination.js';
+
+/** The file calls a directory destination makes; tests pass ones that hang or refuse. */
+export interface DirectoryCalls {
+  mkdir(path: string): Promise<unknown>;
+  writeDurably(path: string, bytes: Uint8Array): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  syncDir(path: string): Promise<void>;
+  readFile(path: string): Promise<Buffer>;
+  /** The entries of a directory, each with whether it is one itself. */
+  readdir(path: string): Promise<Array<{ name: string; directory: boolean }>>;
+  unlink(path: string): Promise<void>;
+}
+
+export const nodeDirectoryCalls: DirectoryCalls = {
+  mkdir: (path) => mkdir(path, { recursive: true, mode: 0o700 }),
+  async writeDurably(path, bytes) {
+    const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    try {
+      await handle.writeFile(bytes);
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+  },
+  rename,
+  async syncDir(path) {
+    const handle = await open(path, constants.O_RDONLY | constants.O_DIRECTORY);
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  },
+  readFile: (path) => readFile(path),
+  readdir: async (path) => (await readdir(path, { withFileTypes: true })).map((entry) => ({ name: entry.name, directory: entry.isDirectory() })),
+  unlink,
+};
+
+/** How long one file call may take before the destination counts as hung. */
+export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+
+/**
+ * A directory (a NAS, NFS or SMB share, a USB disk) as a destination. An NFS server that is gone
+ * makes file calls that never return, each holding one of the four threads of libuv's pool, which
+ * the store's own fdatasyncs need: so at most ONE call is outstanding here at any time. A call that
+ * outlasts its timeout fails the round ('timeout'); while it still hangs, every further call fails
+ * at once ('busy') without touching the pool, and the one thread it holds is all the store loses.
+ */
+export class DirectoryDestination implements Destination {
+  readonly name: string;
+  readonly #root: string;
+  readonly #calls: DirectoryCalls;
+  readonly #timeoutMs: number;
+  #outstanding: Promise<unknown> | undefined;
+
+  constructor(root: string, calls: DirectoryCalls = nodeDirectoryCalls, timeoutMs = DEFAULT_CALL_TIMEOUT_MS) {
+    this.name = root;
+    this.#root = root;
+    this.#calls = calls;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** Written to a temp name, fdatasync'ed, renamed into place, the directory fsync'ed: a key that exists is whole. */
+  async put(key: string, bytes: Uint8Array): Promise<void> {
+    const path = join(this.#root, key);
+    const temp = join(dirname(path), `.${randomBytes(6).toString('hex')}.tmp`);
+    await this.#call(() => this.#calls.mkdir(dirname(path)));
+    await this.#call(() => this.#calls.writeDurably(temp, bytes));
+    await this.#call(() => this.#calls.rename(temp, path));
+    await this.#call(() => this.#calls.syncDir(dirname(path)));
+  }
+
+  async get(key: string): Promise<Buffer | undefined> {
+    try {
+      return await this.#call(() => this.#calls.readFile(join(this.#root, key)));
+    } catch (error) {
+      if (reasonOf(error) === 'not_found') return undefined;
+      throw error;
+    }
+  }
+
+  /** Keys are paths below the root; '/'-separated whatever the platform. Temp files of a put cut short are left out. */
+  async list(prefix: string): Promise<string[]> {
+    const found: string[] = [];
+    const walk = async (relative: string): Promise<void> => {
+      let entries: Array<{ name: string; directory: boolean }>;
+      try {
+        entries = await this.#call(() => this.#calls.readdir(join(this.#root, relative)));
+      } catch (error) {
+        if (reasonOf(error) === 'not_found') return;
+        throw error;
+      }
+      for (const { name, directory } of entries) {
+        const key = relative === '' ? name : `${relative}/${name}`;
+        if (directory) {
+          if (key.startsWith(prefix) || prefix.startsWith(`${key}/`)) await walk(key);
+        } else if (key.startsWith(prefix) && !name.endsWith('.tmp')) {
+          found.push(key);
+        }
+      }
+    };
+    await walk(prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : '');
+    return found.sort();
+  }
+
+  async delete(key: string): Promise<void> {
+    try {
+      await this.#call(() => this.#calls.unlink(join(this.#root, key)));
+    } catch (error) {
+      if (reasonOf(error) !== 'not_found') throw error;
+    }
+  }
+
+  /** Runs one file call, never two at once; a call past the timeout fails, and so does any while it hangs. */
+  #call<T>(call: () => Promise<T>): Promise<T> {
+    if (this.#outstanding !== undefined) {
+      return Promise.reject(new ReplicationError('busy', `a file call to ${this.name} has not returned yet (a hung network file system?)`));
+    }
+    const running = call();
+    this.#outstanding = running;
+    const settle = (): void => {
+      if (this.#outstanding === running) this.#outstanding = undefined;
+    };
+    running.then(settle, settle);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ReplicationError('timeout', `a file call to ${this.name} took longer than ${this.#timeoutMs} ms`)), this.#timeoutMs);
+    });
+    return Promise.race([running, late]).catch((error: unknown) => {
+      if (error instanceof ReplicationError) throw error;
+      throw new ReplicationError(reasonOf(error), `${this.name}: ${errorCode(error) ?? String(error)}`, { cause: error });
+    }).finally(() => clearTimeout(timer));
+  }
+}

@@ -1,0 +1,168 @@
+import type { Logger } from '../../../lib/logger.js';
+import type { CommitListener } from '../../store.js';
+import { journalFile } from '../file-names.js';
+import { reasonOf, ReplicationError, type Destination, type FailureReason } from './destination.js';
+import { ChangedDuringRead, type DurableJournal } from './durable-files.js';
+import { newLineage } from './layout.js';
+import { applyRetention } from './retention.js';
+import { shipRound, type ShippedState } from './round.js';
+import { claimDestination, localStoreId } from './store-id.js';
+
+/** What replication needs of the file store: its durable journal, and word of each commit. */
+export interface ReplicatedStore {
+  durableJournal(): DurableJournal;
+  watchCommits(listener: CommitListener): () => void;
+}
+
+export interface ReplicatorOptions {
+  dataDir: string;
+  store: ReplicatedStore;
+  destination: Destination;
+  /** Milliseconds between the end of a round and the start of the next. */
+  intervalMs: number;
+  logger: Logger & { warn?(message: string, fields?: Record<string, string | number | boolean | undefined>): void };
+  /** The store id of another store whose destination this one may take over. */
+  takeOver?: string | undefined;
+  /** How far back a restore may reach, in milliseconds (retention.ts). */
+  retentionMs: number;
+}
+
+export interface ReplicationStats {
+  /** Seconds since the oldest commit not yet in a written position; 0 when all is shipped. */
+  lagSeconds: number;
+  /** Bytes of the open journal durable but not yet shipped. */
+  lagBytes: number;
+  /** When a position was last written, in seconds since the epoch; undefined before the first. */
+  lastSuccess: number | undefined;
+  failures: ReadonlyMap<FailureReason, number>;
+}
+
+// How long a stop gives its last round.
+const FINAL_ROUND_MS = 5000;
+// How often what is past the retention window is removed, at most.
+const RETENTION_EVERY_MS = 10 * 60_000;
+// Past this many intervals (and 10 s) of lag, replication counts as behind even while rounds succeed.
+const BEHIND_INTERVALS = 10;
+
+/**
+ * Ships the data directory to the destination every interval, off the request path: the store's only
+ * part is one call per commit (the commit listener, which notes the time) and answering
+ * durableJournal(). A round that fails is logged once as falling behind and done again next interval;
+ * what is unshipped meanwhile stays where it is anyway, in the data directory (see round.ts).
+ */
+export class Replicator {
+  readonly #options: ReplicatorOptions;
+  readonly #state: ShippedState;
+  readonly #failures = new Map<FailureReason, number>();
+  readonly #unwatch: () => void;
+  #pendingSince: number | undefined;
+  #lastCommitAt = 0;
+  #committedId = 0;
+  #lastSuccess: number | undefined;
+  #behindSince: number | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #round: Promise<void> | undefined;
+  #stopped = false;
+  #retainedAt = 0;
+
+  private constructor(options: ReplicatorOptions, store: string) {
+    this.#options = options;
+    this.#state = { store, lineage: newLineage(), seq: 0, previous: null, files: new Map() };
+    this.#pendingSince = Date.now(); // the first round ships everything
+    this.#unwatch = options.store.watchCommits((lastId) => {
+      this.#committedId = lastId;
+      this.#lastCommitAt = Date.now();
+      this.#pendingSince ??= this.#lastCommitAt;
+    });
+  }
+
+  /**
+   * Checks that the destination can be used and is this store's (refusing the start otherwise, with
+   * what to do), begins a new lineage, and starts the rounds; the first runs at once.
+   */
+  static async start(options: ReplicatorOptions): Promise<Replicator> {
+    const store = await localStoreId(options.dataDir);
+    await claimDestination(options.destination, store, options.takeOver);
+    const replicator = new Replicator(options, store);
+    replicator.#schedule(0);
+    return replicator;
+  }
+
+  get lineage(): string {
+    return this.#state.lineage;
+  }
+
+  stats(): ReplicationStats {
+    const durable = this.#options.store.durableJournal();
+    const shipped = this.#state.files.get(journalFile(durable.generation))?.file.length ?? 0;
+    return {
+      lagSeconds: this.#pendingSince === undefined ? 0 : Math.max(0, Date.now() - this.#pendingSince) / 1000,
+      lagBytes: Math.max(0, durable.length - shipped),
+      lastSuccess: this.#lastSuccess === undefined ? undefined : this.#lastSuccess / 1000,
+      failures: this.#failures,
+    };
+  }
+
+  /**
+   * Stops the rounds: waits for one under way (a hung destination's calls time out), then ships what
+   * is left in one last round, given FINAL_ROUND_MS; a destination that takes longer does not hold the stop.
+   */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#round;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.#ship(), new Promise((resolve) => (timer = setTimeout(resolve, FINAL_ROUND_MS)))]);
+    clearTimeout(timer);
+    this.#unwatch();
+  }
+
+  #schedule(ms: number): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#round = this.#ship().finally(() => {
+        this.#round = undefined;
+        this.#schedule(this.#options.intervalMs);
+      });
+    }, ms);
+    this.#timer.unref();
+  }
+
+  async #ship(): Promise<void> {
+    const began = Date.now();
+    // Commits up to here are in the files the round reads; one after it may or may not be.
+    const committedBefore = this.#lastCommitAt;
+    try {
+      const outcome = await shipRound(this.#options.dataDir, this.#options.destination, this.#state, () => this.#options.store.durableJournal(), this.#committedId);
+      if (outcome.shipped) this.#lastSuccess = Date.now();
+      if (Date.now() - this.#retainedAt >= RETENTION_EVERY_MS && this.#lastSuccess !== undefined) {
+        this.#retainedAt = Date.now();
+        await applyRetention(this.#options.destination, this.#state.store, this.#state.lineage, this.#options.retentionMs);
+      }
+      if (this.#lastCommitAt === committedBefore) this.#pendingSince = undefined;
+      else this.#pendingSince = Math.min(this.#pendingSince ?? began, began);
+      this.#checkBehind(undefined);
+    } catch (error) {
+      // A compaction replaced the snapshot under the round: nothing is wrong, the next round reads again.
+      if (error instanceof ChangedDuringRead) return;
+      const reason = reasonOf(error);
+      this.#failures.set(reason, (this.#failures.get(reason) ?? 0) + 1);
+      this.#checkBehind(error instanceof ReplicationError ? error : new ReplicationError(reason, String(error instanceof Error ? error.message : error)));
+    }
+  }
+
+  /** One line when replication falls behind (a failed round, or lag past the bound), one when it has caught up. */
+  #checkBehind(failure: ReplicationError | undefined): void {
+    const { logger, destination, intervalMs } = this.#options;
+    const lag = this.stats().lagSeconds;
+    const behind = failure !== undefined || lag > Math.max(10, (BEHIND_INTERVALS * intervalMs) / 1000);
+    if (behind && this.#behindSince === undefined) {
+      this.#behindSince = Date.now();
+      const fields = { destination: destination.name, reason: failure?.reason ?? 'slow', error: failure?.message, lagSeconds: Math.round(lag * 10) / 10 };
+      (logger.warn ?? ((m: string, f: typeof fields) => logger.error(m, undefined, f))).call(logger, 'replication is falling behind: what was created since is only on this machine until it catches up', fields);
+    } else if (!behind && this.#behindSince !== undefined && this.#pendingSince === undefined) {
+      logger.info('replication has caught up', { destination: destination.name, behindSeconds: Math.round((Date.now() - this.#behindSince) / 100) / 10 });
+      this.#behindSince = undefined;
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { SNAPSHOT_FILE } from '../file-names.js';
+import type { Destination } from './destination.js';
+import { ChangedDuringRead, durableFiles, readRange, readWhole, stillSame, type DurableJournal } from './durable-files.js';
+import { POSITION_FORMAT, positionKey, segmentKey, sha256, type Position, type ReplicatedFile, type Segment } from './layout.js';
+
+/** What a lineage has shipped so far: the files of its newest position. */
+export interface ShippedState {
+  store: string;
+  lineage: string;
+  seq: number;
+  /** SHA-256 of the newest position's text. */
+  previous: string | null;
+  files: Map<string, { file: ReplicatedFile; stamp: string }>;
+}
+
+export interface RoundOutcome {
+  /** Whether a new position was written (false: nothing had changed). */
+  shipped: boolean;
+  bytes: number;
+  durable: DurableJournal;
+}
+
+/**
+ * One round: reads what the data directory holds durably beyond what `state` shipped, uploads it as
+ * new objects, then writes the position that lists every file — last, so that a position names only
+ * objects that are there. `state` moves on only when the position is written; a failed round is
+ * simply done again (its objects have the same names and contents). Uploads go one at a time: a
+ * destination is never asked more than one thing at once.
+ */
+export async function shipRound(dir: string, destination: Destination, state: ShippedState, journal: () => DurableJournal, committedAtLeast: number): Promise<RoundOutcome> {
+  const time = new Date().toISOString();
+  const { files, durable } = await durableFiles(dir, journal);
+  const seq = state.seq + 1;
+  const uploads: Array<{ key: string; bytes: Buffer }> = [];
+  const next: ShippedState['files'] = new Map();
+  const segment = (name: string, offset: number, bytes: Buffer): Segment => {
+    const digest = sha256(bytes);
+    const key = segmentKey(state.lineage, seq, name, offset, digest);
+    uploads.push({ key, bytes });
+    return { key, offset, length: bytes.length, sha256: digest };
+  };
+  for (const f of files) {
+    const previous = state.files.get(f.name);
+    if (f.kind === 'appended') {
+      // A journal only grows; one found shorter than shipped is another file of that name: shipped anew.
+      const kept = previous !== undefined && previous.file.length <= f.length ? previous.file : { name: f.name, length: 0, segments: [] };
+      const segments = f.length > kept.length ? [...kept.segments, segment(f.name, kept.length, await readRange(dir, f.name, kept.length, f.length))] : kept.segments;
+      next.set(f.name, { file: { name: f.name, length: f.length, segments }, stamp: '' });
+      continue;
+    }
+    if (previous !== undefined && previous.stamp === f.stamp) {
+      next.set(f.name, previous);
+      continue;
+    }
+    const { bytes, stamp } = await readWhole(dir, f.name);
+    if (f.name === SNAPSHOT_FILE && stamp !== f.stamp) throw new ChangedDuringRead(`${SNAPSHOT_FILE} was replaced while it was read`);
+    const same = previous !== undefined && previous.file.length === bytes.length && (previous.file.segments[0]?.sha256 ?? sha256('')) === sha256(bytes);
+    const file = same ? previous.file : { name: f.name, length: bytes.length, segments: bytes.length === 0 ? [] : [segment(f.name, 0, bytes)] };
+    next.set(f.name, { file, stamp });
+  }
+  if (!(await stillSame(dir, files))) throw new ChangedDuringRead(`${SNAPSHOT_FILE} was replaced while the journals were read`);
+  const gone = [...state.files.keys()].some((name) => !next.has(name));
+  if (uploads.length === 0 && !gone && state.seq > 0) return { shipped: false, bytes: 0, durable };
+  let bytes = 0;
+  for (const upload of uploads) {
+    await destination.put(upload.key, upload.bytes);
+    bytes += upload.bytes.length;
+  }
+  const position: Position = {
+    format: POSITION_FORMAT, store: state.store, lineage: state.lineage, seq, time, previous: state.previous,
+    idsHandedOut: durable.idsHandedOut, committedAtLeast, files: [...next.values()].map((entry) => entry.file),
+  };
+  const text = JSON.stringify(position);
+  await destination.put(positionKey(state.lineage, seq), Buffer.from(text));
+  state.seq = seq;
+  state.previous = sha256(text);
+  state.files = next;
+  return { shipped: true, bytes: bytes + text.length, durable };
+}
