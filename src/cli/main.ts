@@ -9,6 +9,8 @@ import { helpText, resolveConfig, resolveSetting } from './config.js';
 import { UsageError } from './errors.js';
 import { failure } from './failure.js';
 import { commandLine, invocation } from './invocation.js';
+import { UnsafeFileError } from '../lib/private-file.js';
+import { errorCode } from '../lib/system-error.js';
 import { runRepairCommand } from './repair-command.js';
 import { runVerifyCommand } from './verify-command.js';
 import { keyFileStorage, runKeysCommand, type NewKeyOptions } from './keys-command.js';
@@ -68,8 +70,18 @@ export function runCommandLine(args: readonly string[]): void {
   main(args).catch((error: unknown) => {
     const { status, text } = failure(error instanceof FailedStart ? error.reason : error, failedWhat(args));
     process.stderr.write(text + (error instanceof FailedStart ? error.epilogue : ''));
-    process.exit(status);
+    process.exit(commandWords(args)[0] === 'verify' && !readIt(error) ? 2 : status);
   });
+}
+
+/**
+ * Whether a failed `verify` read the data it judged: its exit 1 means damage alone, so a file it was
+ * refused or could not read (a permission, a system error) exits 2, as a wrong --data-dir does.
+ */
+function readIt(error: unknown): boolean {
+  const cause = error instanceof Error ? error.cause : undefined;
+  const systemCode = (e: unknown): boolean => /^E[A-Z]+$/.test(errorCode(e) ?? '');
+  return !(error instanceof UnsafeFileError || cause instanceof UnsafeFileError || systemCode(error) || systemCode(cause));
 }
 
 const COMMANDS: Record<string, string> = {
