@@ -4,7 +4,7 @@ import { replaceFile } from '../lib/replace-file.js';
 import { reportToStderr } from '../lib/system-error.js';
 import { readLiveDirectory, writeStoreCopy } from '../store/file/backup.js';
 import { damageReport } from '../store/file/damage.js';
-import { checkDestination, checkSource, writeDataDirectory } from './data-copy.js';
+import { checkDestination, checkSource, counted, writeDataDirectory } from './data-copy.js';
 import { UsageError } from './errors.js';
 
 /** Where a repair sets the damaged bytes aside, in the new directory; the server ignores the file. */
@@ -27,5 +27,5 @@ export async function runRepairCommand(dataDir: string, args: readonly string[],
     if (live.damage.length > 0) await replaceFile(fs, join(dir, DAMAGE_FILE), [damageReport(live.damage)], reportToStderr);
   });
   const aside = live.damage.length === 0 ? 'nothing was damaged' : `set aside ${live.damage.length} damaged ${live.damage.length === 1 ? 'place' : 'places'} in ${join(dest, DAMAGE_FILE)}`;
-  out(`repaired ${dataDir} into ${dest}: kept ${live.index.size} pets and ${keys} API key hashes, ${aside}; new pets get ids from ${live.lastId + 1}`);
+  out(`repaired ${dataDir} into ${dest}: kept ${counted(live.index.size, 'pet')} and ${counted(keys, 'API key hash', 'API key hashes')}, ${aside}; new pets get ids from ${live.lastId + 1}`);
 }
