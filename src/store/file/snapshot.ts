@@ -97,7 +97,7 @@ export function readSnapshot(state: ScanState, onRecord: (r: ScannedRecord) => v
   } else if (end.count !== count && state.damage.length === found) {
     problem(endLine, end.start, `it holds ${count} pets but says it holds ${end.count}`, bytes.length);
   } else if (!intact && state.damage.length === found) {
-    problem(endLine, end.start, 'the file\'s checksum does not match, though every pet\'s line does: a line break, the pet count or the checksum itself is damaged', bytes.length);
+    problem(endLine, end.start, 'the file\'s checksum does not match, though every pet\'s line does: a line break, the pet count, the last id or the checksum itself is damaged', bytes.length);
   }
   return { journal: head === null ? undefined : Number(head[1]), lastId: end?.lastId ?? 0 };
 }
