@@ -3,13 +3,14 @@
  * its first-start key, its signals and its refusals to start.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { SETTINGS } from '#dist/cli/config.js';
-import { request, runCli, spawnServerFor, stopProcess, tempDirFor, waitFor, within } from './helpers.js';
+import { SERVER_JS, request, runCli, spawnServerFor, stopProcess, tempDirFor, waitFor, within } from './helpers.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -309,4 +310,18 @@ test('a second server on the same data directory exits non-zero naming the lock;
   assert.doesNotMatch(second.stdout, /listening/);
   assert.equal((await request(first.url, 'GET', '/v1/pets', { auth: key })).status, 200);
   assert.equal(await stop(first), 0);
+});
+
+test('a command whose reader stops early ("keys create | head -1") ends quietly with its own status, no EPIPE stack', async (t) => {
+  const dir = await tempDirFor(t);
+  for (const args of [['keys', 'create'], ['keys', 'list'], ['--help']]) {
+    // The reader gone before the command writes: its write meets a closed pipe (EPIPE).
+    const child = spawn(process.execPath, [SERVER_JS, ...args, '--data-dir', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const code = await within(new Promise((resolve) => child.on('close', resolve)), 10_000, `${args.join(' ')} ends`);
+    assert.equal(stderr, '', args.join(' '));
+    assert.equal(code, 0, args.join(' '));
+  }
 });

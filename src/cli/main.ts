@@ -18,6 +18,7 @@ import { FailedStart, serve } from './serve-command.js';
 
 async function main(args: readonly string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(args);
+  if (positionals.length > 0 || values['help'] === true || values['version'] === true) endQuietlyWhenReaderGoes();
   if (values['help'] === true) {
     process.stdout.write(helpText(invocation()));
     return;
@@ -71,6 +72,18 @@ export function runCommandLine(args: readonly string[]): void {
     const { status, text } = failure(error instanceof FailedStart ? error.reason : error, failedWhat(args));
     process.stderr.write(text + (error instanceof FailedStart ? error.epilogue : ''));
     process.exit(commandWords(args)[0] === 'verify' && !readIt(error) ? 2 : status);
+  });
+}
+
+/**
+ * A command's reader that stops early (`keys list | head -1`) closes the pipe: the rest goes unread,
+ * as with any Unix tool, with the command's own exit status and without a stack on stderr. Not for
+ * the server, whose stop must stay the signal's.
+ */
+function endQuietlyWhenReaderGoes(): void {
+  process.stdout.on('error', (error: unknown) => {
+    if (errorCode(error) !== 'EPIPE') throw error;
+    process.exit();
   });
 }
 
