@@ -325,3 +325,24 @@ test('a command whose reader stops early ("keys create | head -1") ends quietly 
     assert.equal(code, 0, args.join(' '));
   }
 });
+
+test('a database password on the command line is warned about at start, without the password; in PETSTORE_DATABASE_URL or a URL without one, it is not', async () => {
+  const warning = 'the database password is on the command line (--database-url), where ps shows it to every user of this machine; '
+    + 'give the URL in PETSTORE_DATABASE_URL instead, or leave the password out of the URL and set PGPASSWORD';
+  // Port 1 refuses the connection at once: the start fails after the warning.
+  for (const url of ['postgres://petstore:s3cret@127.0.0.1:1/petstore', 'postgres://petstore@127.0.0.1:1/petstore?password=s3cret']) {
+    const started = await runCli(['--port', '0', '--database-url', url]);
+    assert.equal(started.code, 1, started.stderr);
+    // Warnings are log lines on stderr, before the line that says why the start failed.
+    const lines = started.stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { level: string; msg: string });
+    assert.deepEqual(lines.map(({ level, msg }) => ({ level, msg })), [{ level: 'warn', msg: warning }], url);
+    const listed = await runCli(['keys', 'list', '--database-url', url]);
+    assert.equal(listed.stderr.split('\n')[0], `warning: ${warning}`, url);
+    assert.doesNotMatch(started.stdout + started.stderr + listed.stderr, /s3cret/);
+  }
+  for (const [args, env] of [[['--database-url', 'postgres://petstore@127.0.0.1:1/petstore'], {}], [[], { PETSTORE_DATABASE_URL: 'postgres://petstore:s3cret@127.0.0.1:1/petstore' }]] as const) {
+    const started = await runCli(['--port', '0', ...args], env);
+    assert.equal(started.code, 1, started.stderr);
+    assert.match(started.stderr, /^cannot start: cannot use the database/, 'no warning before it');
+  }
+});

@@ -12,6 +12,7 @@ import { commandLine, invocation } from './invocation.js';
 import { UnsafeFileError } from '../lib/private-file.js';
 import { errorCode } from '../lib/system-error.js';
 import { runRepairCommand } from './repair-command.js';
+import { databaseUrlWarning } from './secret-arguments.js';
 import { runVerifyCommand } from './verify-command.js';
 import { keyFileStorage, runKeysCommand, type NewKeyOptions } from './keys-command.js';
 import { FailedStart, serve } from './serve-command.js';
@@ -35,6 +36,8 @@ async function main(args: readonly string[]): Promise<void> {
   if (newKey.scopes !== undefined && !creating) throw new UsageError('--scope applies only to "keys create"');
   const print = (line: string): void => void process.stdout.write(line + '\n');
   const databaseUrl = resolveSetting('databaseUrl', flags, process.env);
+  const passwordWarning = databaseUrlWarning(flags['database-url']);
+  if (passwordWarning !== undefined && positionals.length > 0) process.stderr.write(`warning: ${passwordWarning}\n`);
   if (positionals[0] === 'keys' && databaseUrl !== undefined) {
     const { runDatabaseKeysCommand } = await import('./database-command.js');
     await runDatabaseKeysCommand(databaseUrl, positionals.slice(1), newKey, print);
@@ -63,7 +66,7 @@ async function main(args: readonly string[]): Promise<void> {
   }
   const config = resolveConfig(flags, process.env);
   if (positionals[0] !== undefined) throw unknownCommand(positionals[0], process.env);
-  await serve(config, process.env);
+  await serve(config, process.env, passwordWarning);
 }
 
 /** Runs the command line with `args` (without node and the script); exits the process on failure. */

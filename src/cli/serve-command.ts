@@ -12,9 +12,13 @@ export class FailedStart extends Error {
   }
 }
 
-/** Serves the API as configured until SIGTERM or SIGINT, then stops gracefully and exits. */
-export async function serve(config: Config, env: NodeJS.ProcessEnv): Promise<void> {
+/**
+ * Serves the API as configured until SIGTERM or SIGINT, then stops gracefully and exits; `warning`,
+ * when given, is logged first (a database password on the command line).
+ */
+export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: string): Promise<void> {
   const logger = jsonLogger(config.logLevel);
+  if (warning !== undefined) logger.warn(warning);
   const keys = envKeys(env);
   const tls = readTlsFiles(config.tlsCert, config.tlsKey);
   for (const { subject, problem, date } of tls === undefined ? [] : certificateDateProblems(tls.cert)) {
