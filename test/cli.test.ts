@@ -10,7 +10,7 @@ import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { SETTINGS } from '#dist/cli/config.js';
-import { SERVER_JS, request, runCli, spawnServerFor, stopProcess, tempDirFor, waitFor, within } from './helpers.js';
+import { SERVER_JS, launchServer, request, runCli, spawnServerFor, stopProcess, tempDirFor, waitFor, within } from './helpers.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -345,4 +345,17 @@ test('a database password on the command line is warned about at start, without 
     assert.equal(started.code, 1, started.stderr);
     assert.match(started.stderr, /^cannot start: cannot use the database/, 'no warning before it');
   }
+});
+
+test('the start names the data directory by its absolute path: the default ./data is that of the directory it was started in', async (t) => {
+  const cwd = await temp(t);
+  const server = await launchServer(process.execPath, [SERVER_JS, '--port', '0'], { cwd, env: { PATH: process.env['PATH'] } });
+  t.after(async () => {
+    if (server.child.exitCode === null) server.child.kill('SIGKILL');
+    await server.exited;
+  });
+  const listening = JSON.parse(server.stdout().split('\n')[0] as string) as Record<string, unknown>;
+  assert.equal(listening['dataDir'], join(cwd, 'data'));
+  assert.ok(server.stderr().includes(`only its SHA-256 hash is kept in ${join(cwd, 'data', 'keys.json')}:`), server.stderr());
+  assert.equal(await stopProcess(server), 0);
 });
