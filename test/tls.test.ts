@@ -10,7 +10,9 @@ import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';
+import { valueOf } from './exposition-parser.js';
+import { TEST_KEY, rawRequest, request, runCli, spawnServerFor, stopProcess, tempDirFor, within } from './helpers.js';
+import { scrape } from './metrics-support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
 const ENV = { PETSTORE_API_KEYS: TEST_KEY };
@@ -147,4 +149,30 @@ test('a certificate that has expired, or is not valid yet, is a warning at start
     assert.equal(warnings[0]?.['subject'], 'CN=127.0.0.1');
     assert.equal(warnings[0]?.[name === 'expired' ? 'notAfter' : 'notBefore'], name === 'expired' ? '2001-01-01T00:00:00.000Z' : '2099-01-01T00:00:00.000Z');
   }
+});
+
+test('plain HTTP sent to the HTTPS port gets a 400 saying the port speaks TLS, counted and logged; HTTPS goes on; a silent client is closed at --headers-timeout', needsOpenssl, async (t) => {
+  const { data, certs } = await dirs(t);
+  const { cert, key } = certificate(certs, 'server');
+  const server = await spawnServerFor(t, ['--data-dir', data, '--tls-cert', cert, '--tls-key', key, '--metrics-port', '0', '--headers-timeout', '400'], ENV);
+  const port = Number(new URL(server.url).port);
+  const plain = await rawRequest(`http://127.0.0.1:${port}`, 'GET /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+  const [head, body] = plain.split('\r\n\r\n') as [string, string];
+  assert.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/);
+  assert.match(head, /\r\nconnection: close\r\n/);
+  assert.deepEqual(JSON.parse(body), { code: 'invalid_request', message: 'this port speaks HTTPS (TLS): send the request with https://', status: 400 });
+  const ca = await readFile(cert);
+  assert.equal((await get(server.url, '/v1/pets', ca)).status, 200, 'TLS is served as before, after a plain request');
+  // A client that sends nothing is closed at the handshake's deadline, as before the first bytes were looked at.
+  const silent = connect(port, '127.0.0.1');
+  t.after(() => silent.destroy());
+  const closed = await within(new Promise<boolean>((resolve) => silent.once('close', () => resolve(true))), 5000, 'the silent connection is closed');
+  assert.ok(closed);
+  const metricsUrl = (JSON.parse(server.stdout().split('\n')[0] as string) as { metrics: string }).metrics;
+  const { families } = await scrape(metricsUrl);
+  assert.equal(valueOf(families, 'petstore_tls_plain_http_total'), 1);
+  assert.equal(await stopProcess(server), 0);
+  const logged = server.stdout().split('\n').filter((line) => line.includes('plain HTTP on the HTTPS port'));
+  assert.equal(logged.length, 1, server.stdout());
+  assert.equal((JSON.parse(logged[0] as string) as { remote: string }).remote, '127.0.0.1');
 });

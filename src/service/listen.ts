@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerOptions, ty
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { createSecureContext } from 'node:tls';
+import { answerPlainHttp } from './plain-http-on-tls.js';
 import { AcceptedSockets } from '../http/accepted-sockets.js';
 import { Connections } from '../http/connections.js';
 import { clientErrorHandler, connectHandler, refuseExpectation, refuseWhileStopping } from '../http/edge.js';
@@ -87,6 +88,14 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     ? createServer(httpOptions, onRequest)
     : createHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
   server.maxConnections = options.maxConnections ?? SERVER_DEFAULTS.maxConnections;
+  if (options.tls !== undefined) {
+    const counted = metrics?.countPlainHttp();
+    answerPlainHttp(server as HttpsServer, headersTimeout, (socket) => {
+      counted?.();
+      // At the level of request lines: a client that sent http:// to this port.
+      logger.info('plain HTTP on the HTTPS port: answered 400', { remote: socket.remoteAddress });
+    });
+  }
   metrics?.watchServer(server);
   // Every TCP connection, TLS or not, from its accept: with TLS, a client that never sends its hello
   // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
