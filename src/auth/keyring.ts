@@ -1,4 +1,5 @@
-import { hash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { sha256 } from '../lib/sha256.js';
 import type { Logger } from '../lib/logger.js';
 import { keyFileVersion, readKeyFile } from './key-file.js';
 import { ALL_SCOPES, scopeBits, type ScopeBits } from './key-scopes.js';
@@ -175,5 +176,5 @@ export function parseGivenKey(text: string): { key: string; scopes: ScopeBits } 
 
 function digest(key: string): Buffer {
   // One-shot hashing (Node 20.12+): no Hash object per request.
-  return hash('sha256', key, 'buffer');
+  return sha256(key);
 }
