@@ -10,6 +10,7 @@ import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { SETTINGS } from '#dist/cli/config.js';
+import { nodeVersionProblem } from '#dist/cli/node-version.js';
 import { SERVER_JS, launchServer, request, runCli, spawnServerFor, stopProcess, tempDirFor, waitFor, within } from './helpers.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
@@ -358,4 +359,13 @@ test('the start names the data directory by its absolute path: the default ./dat
   assert.equal(listening['dataDir'], join(cwd, 'data'));
   assert.ok(server.stderr().includes(`only its SHA-256 hash is kept in ${join(cwd, 'data', 'keys.json')}:`), server.stderr());
   assert.equal(await stopProcess(server), 0);
+});
+
+test('a Node older than engines asks is refused at once, saying the version needed and the one found', async () => {
+  const engines = (JSON.parse(await readFile(join(__dirname, '../../package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+  assert.equal(engines, '>=20.12');
+  for (const old of ['18.19.1', '20.11.1', '19.9.0']) {
+    assert.equal(nodeVersionProblem(old), `this server needs Node 20.12 or later; this is Node ${old} (${process.execPath})`);
+  }
+  for (const fine of ['20.12.0', '20.20.2', '21.0.0', '22.11.0', '100.0.0']) assert.equal(nodeVersionProblem(fine), undefined, fine);
 });

@@ -11,6 +11,7 @@ import { failure } from './failure.js';
 import { commandLine, invocation } from './invocation.js';
 import { UnsafeFileError } from '../lib/private-file.js';
 import { errorCode } from '../lib/system-error.js';
+import { nodeVersionProblem } from './node-version.js';
 import { runRepairCommand } from './repair-command.js';
 import { databaseUrlWarning } from './secret-arguments.js';
 import { runVerifyCommand } from './verify-command.js';
@@ -71,6 +72,11 @@ async function main(args: readonly string[]): Promise<void> {
 
 /** Runs the command line with `args` (without node and the script); exits the process on failure. */
 export function runCommandLine(args: readonly string[]): void {
+  const tooOld = nodeVersionProblem(process.versions.node);
+  if (tooOld !== undefined) {
+    process.stderr.write(`${failedWhat(args)}: ${tooOld}\n`);
+    process.exit(1);
+  }
   main(args).catch((error: unknown) => {
     const { status, text } = failure(error instanceof FailedStart ? error.reason : error, failedWhat(args));
     process.stderr.write(text + (error instanceof FailedStart ? error.epilogue : ''));
