@@ -67,3 +67,11 @@ test('the sample scrape in docs/operations.md shows each family with the HELP te
   const { text } = await scrape(server.metricsUrl);
   for (const line of sample) assert.ok(text.split('\n').includes(line), `the server says it so: ${line}`);
 });
+
+test('every 200 with a JSON body in api.md\'s transcripts shows its ETag, as the server sends one on each', () => {
+  const text = readFileSync(resolve(__dirname, '../../docs/api.md'), 'utf8');
+  const heads = [...text.matchAll(/^HTTP\/1\.1 200 OK\n((?:[a-z-]+: .*\n)*)/gm)].map((m) => m[1] as string);
+  const json = heads.filter((head) => head.includes('content-type: application/json'));
+  assert.ok(json.length >= 5, `${json.length} transcripts of a JSON 200`);
+  for (const head of json) assert.match(head, /^etag: W\/"[^"]+"$/m, head);
+});
