@@ -48,7 +48,7 @@ test('backup of a stopped data directory: the copy holds the same pets and key h
   assert.equal(await stopProcess(original), 0);
 
   const dest = join(root, 'backups', 'monday');
-  assert.equal(await backup(dir, dest), `backed up 20 pets (last id 20) and 1 API key hashes from ${dir} to ${dest}\n`);
+  assert.equal(await backup(dir, dest), `backed up 20 pets (last id 20) and 1 API key hash from ${dir} to ${dest}\n`);
   assert.equal((await stat(dest)).mode & 0o777, 0o700);
   assert.equal(await assertStopped(dest, ['keys.json', 'pets-ids.json']), 1, 'compacted: one snapshot and its empty journal');
   assert.equal(await readFile(join(dest, 'keys.json'), 'utf8'), await readFile(join(dir, 'keys.json'), 'utf8'));
@@ -180,7 +180,7 @@ test('backup refuses a destination inside the data directory, or a symbolic link
   assert.deepEqual((await readdir(root)).filter((name) => name.endsWith('.tmp')), [], 'no temp directory was made');
 
   // A sibling whose name starts like the data directory's is outside it.
-  assert.match(await backup(dir, join(root, 'data-copy')), /^backed up 1 pets/);
+  assert.match(await backup(dir, join(root, 'data-copy')), /^backed up 1 pet /);
 });
 
 test('backup of a directory that holds no store (a mistyped --data-dir) is refused, and makes nothing', async (t) => {
@@ -220,7 +220,7 @@ test('a backup that fails before it is complete leaves no destination, only a te
   await assert.rejects(stat(dest), { code: 'ENOENT' }, 'the destination does not exist');
 
   // The next backup to the same destination is whole.
-  assert.equal(await backup(dir, dest), `backed up 1 pets (last id 1) and 0 API key hashes from ${dir} to ${dest}\n`);
+  assert.equal(await backup(dir, dest), `backed up 1 pet (last id 1) and 0 API key hashes from ${dir} to ${dest}\n`);
   assert.equal(await readFile(join(dest, 'pets.json'), 'utf8'), snapshotText([pet], 1));
   await dying.closeAbandoned();
 });

@@ -3,13 +3,15 @@
  * its first-start key, its signals and its refusals to start.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { SETTINGS } from '#dist/cli/config.js';
-import { request, runCli, spawnServerFor, stopProcess, tempDirFor, waitFor, within } from './helpers.js';
+import { nodeVersionProblem } from '#dist/cli/node-version.js';
+import { SERVER_JS, launchServer, request, runCli, spawnServerFor, stopProcess, tempDirFor, waitFor, within } from './helpers.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -43,6 +45,8 @@ test('--help lists every flag with its environment twin and default, and exits 0
     assert.ok(start !== undefined, `--${s.flag} is listed`);
     const next = /^[ \t]+--/m.exec(stdout.slice(start + 3));
     const block = stdout.slice(start, next === null ? undefined : start + 3 + next.index);
+    // The flag and its description stay apart: at least two spaces, or a line of its own.
+    assert.match(block, new RegExp(`^[ \\t]+--${s.flag} <value>(  |\n)`), `--${s.flag} is not run into its description`);
     assert.match(block, new RegExp(`\\b${s.env}\\b`), `--${s.flag} names ${s.env}`);
     if (s.default !== undefined) assert.ok(block.includes(`default ${String(s.default)}`), `--${s.flag} shows its default ${String(s.default)}`);
     else assert.match(block, /default/, `--${s.flag} says what happens by default`);
@@ -307,4 +311,61 @@ test('a second server on the same data directory exits non-zero naming the lock;
   assert.doesNotMatch(second.stdout, /listening/);
   assert.equal((await request(first.url, 'GET', '/v1/pets', { auth: key })).status, 200);
   assert.equal(await stop(first), 0);
+});
+
+test('a command whose reader stops early ("keys create | head -1") ends quietly with its own status, no EPIPE stack', async (t) => {
+  const dir = await tempDirFor(t);
+  for (const args of [['keys', 'create'], ['keys', 'list'], ['--help']]) {
+    // The reader gone before the command writes: its write meets a closed pipe (EPIPE).
+    const child = spawn(process.execPath, [SERVER_JS, ...args, '--data-dir', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const code = await within(new Promise((resolve) => child.on('close', resolve)), 10_000, `${args.join(' ')} ends`);
+    assert.equal(stderr, '', args.join(' '));
+    assert.equal(code, 0, args.join(' '));
+  }
+});
+
+test('a database password on the command line is warned about at start, without the password; in PETSTORE_DATABASE_URL or a URL without one, it is not', async () => {
+  const warning = 'the database password is on the command line (--database-url), where ps shows it to every user of this machine; '
+    + 'give the URL in PETSTORE_DATABASE_URL instead, or leave the password out of the URL and set PGPASSWORD';
+  // Port 1 refuses the connection at once: the start fails after the warning.
+  for (const url of ['postgres://petstore:s3cret@127.0.0.1:1/petstore', 'postgres://petstore@127.0.0.1:1/petstore?password=s3cret']) {
+    const started = await runCli(['--port', '0', '--database-url', url]);
+    assert.equal(started.code, 1, started.stderr);
+    // Warnings are log lines on stderr, before the line that says why the start failed.
+    const lines = started.stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { level: string; msg: string });
+    assert.deepEqual(lines.map(({ level, msg }) => ({ level, msg })), [{ level: 'warn', msg: warning }], url);
+    const listed = await runCli(['keys', 'list', '--database-url', url]);
+    assert.equal(listed.stderr.split('\n')[0], `warning: ${warning}`, url);
+    assert.doesNotMatch(started.stdout + started.stderr + listed.stderr, /s3cret/);
+  }
+  for (const [args, env] of [[['--database-url', 'postgres://petstore@127.0.0.1:1/petstore'], {}], [[], { PETSTORE_DATABASE_URL: 'postgres://petstore:s3cret@127.0.0.1:1/petstore' }]] as const) {
+    const started = await runCli(['--port', '0', ...args], env);
+    assert.equal(started.code, 1, started.stderr);
+    assert.match(started.stderr, /^cannot start: cannot use the database/, 'no warning before it');
+  }
+});
+
+test('the start names the data directory by its absolute path: the default ./data is that of the directory it was started in', async (t) => {
+  const cwd = await temp(t);
+  const server = await launchServer(process.execPath, [SERVER_JS, '--port', '0'], { cwd, env: { PATH: process.env['PATH'] } });
+  t.after(async () => {
+    if (server.child.exitCode === null) server.child.kill('SIGKILL');
+    await server.exited;
+  });
+  const listening = JSON.parse(server.stdout().split('\n')[0] as string) as Record<string, unknown>;
+  assert.equal(listening['dataDir'], join(cwd, 'data'));
+  assert.ok(server.stderr().includes(`only its SHA-256 hash is kept in ${join(cwd, 'data', 'keys.json')}:`), server.stderr());
+  assert.equal(await stopProcess(server), 0);
+});
+
+test('a Node older than engines asks is refused at once, saying the version needed and the one found', async () => {
+  const engines = (JSON.parse(await readFile(join(__dirname, '../../package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+  assert.equal(engines, '>=20.12');
+  for (const old of ['18.19.1', '20.11.1', '19.9.0']) {
+    assert.equal(nodeVersionProblem(old), `this server needs Node 20.12 or later; this is Node ${old} (${process.execPath})`);
+  }
+  for (const fine of ['20.12.0', '20.20.2', '21.0.0', '22.11.0', '100.0.0']) assert.equal(nodeVersionProblem(fine), undefined, fine);
 });

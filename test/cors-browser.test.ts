@@ -5,14 +5,12 @@
  * Skipped, saying so, where Chromium is not installed (Debian: apt-get install chromium).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { startServer, tempDirFor } from './helpers.js';
+import { openInChromium, withoutChromium } from './browser-support.js';
+import { startServer } from './helpers.js';
 
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((path) => existsSync(path));
 const KEY = 'browser-page-key-0123456789';
 
 interface Seen {
@@ -39,7 +37,7 @@ const script = (api: string): string => `
   })().catch((error) => fetch('/report', { method: 'POST', body: JSON.stringify({ error: String(error) }) }));
 `;
 
-test('a page of another origin reads RateLimit-Policy, RateLimit, Retry-After and the 403\'s WWW-Authenticate in a real browser', { skip: CHROMIUM === undefined ? 'Chromium not installed: apt-get install chromium' : false, timeout: 60_000 }, async (t) => {
+test('a page of another origin reads RateLimit-Policy, RateLimit, Retry-After and the 403\'s WWW-Authenticate in a real browser', { skip: withoutChromium, timeout: 60_000 }, async (t) => {
   let report: (text: string) => void = () => {};
   const reported = new Promise<string>((resolve) => (report = resolve));
   const page: Server = createServer((req, res) => {
@@ -63,15 +61,7 @@ test('a page of another origin reads RateLimit-Policy, RateLimit, Retry-After an
   t.after(() => api.close());
   const apiUrl = api.url;
 
-  const profile = await tempDirFor(t, 'petstore-chromium-');
-  const browser = spawn(CHROMIUM as string, [
-    '--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', `--user-data-dir=${profile}`, `${origin}/`,
-  ], { stdio: 'ignore' });
-  const exited = new Promise((resolve) => browser.once('exit', resolve));
-  t.after(async () => {
-    browser.kill('SIGKILL');
-    await exited;
-  });
+  await openInChromium(t, `${origin}/`);
   const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the page did not report within 45 s')), 45_000).unref());
   const seen = JSON.parse(await Promise.race([reported, timeout])) as Seen[] | { error: string };
   assert.ok(Array.isArray(seen), `the page's script failed: ${JSON.stringify(seen)}`);

@@ -331,6 +331,15 @@ test('verify: exit 1 listing every damaged place, in both files', async (t) => {
   assert.equal(lines[3], `"repair <new-dir> --data-dir ${source.dir}" writes a new data directory with every intact pet and sets the damaged bytes aside`);
 });
 
+test('verify: a damaged last id at the end of pets.json is one of the causes it names', async (t) => {
+  const source = await makeSource(t, 12, 6);
+  const snapshot = source.files.get('pets.json') as Buffer;
+  await place(source.dir, flipped(source.files, 'pets.json', snapshot.lastIndexOf('"lastId":') + 9, 1)); // 18 becomes 38
+  const result = await runCli(['verify', '--data-dir', source.dir]);
+  assert.equal(result.code, 1, result.stderr);
+  assert.match(result.stdout, /the file's checksum does not match, though every pet's line does: a line break, the pet count, the last id or the checksum itself is damaged\n/);
+});
+
 test('repair: a new directory with every intact pet, byte for byte, the damage set aside beside it, ids going on after the highest ever seen', async (t) => {
   const source = await makeSource(t, 40, 10);
   await writeFile(join(source.dir, 'keys.json'), '{"format":"petstore-keys/1","keys":[]}\n', { mode: 0o600 });

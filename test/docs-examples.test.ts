@@ -11,6 +11,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { runNode } from './helpers.js';
+import { metricsServer, scrape } from './metrics-support.js';
 
 const GUIDE = 'docs/embedding.md';
 
@@ -58,3 +59,19 @@ for (const example of guide) {
     assert.deepEqual(printed, example.output);
   });
 }
+
+test('the sample scrape in docs/operations.md shows each family with the HELP text the server gives it', async (t) => {
+  const sample = readFileSync(resolve(__dirname, '../../docs/operations.md'), 'utf8').match(/^# HELP .*$/gm) ?? [];
+  assert.ok(sample.length >= 3, 'the guide shows a scrape');
+  const server = await metricsServer(t);
+  const { text } = await scrape(server.metricsUrl);
+  for (const line of sample) assert.ok(text.split('\n').includes(line), `the server says it so: ${line}`);
+});
+
+test('every 200 with a JSON body in api.md\'s transcripts shows its ETag, as the server sends one on each', () => {
+  const text = readFileSync(resolve(__dirname, '../../docs/api.md'), 'utf8');
+  const heads = [...text.matchAll(/^HTTP\/1\.1 200 OK\n((?:[a-z-]+: .*\n)*)/gm)].map((m) => m[1] as string);
+  const json = heads.filter((head) => head.includes('content-type: application/json'));
+  assert.ok(json.length >= 5, `${json.length} transcripts of a JSON 200`);
+  for (const head of json) assert.match(head, /^etag: W\/"[^"]+"$/m, head);
+});

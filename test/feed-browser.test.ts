@@ -6,15 +6,14 @@
  * has. Skipped, saying so, where Chromium is not installed (Debian: apt-get install chromium).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
-import { startServer, tempDirFor, TEST_KEY, within } from './helpers.js';
+import { openInChromium, withoutChromium } from './browser-support.js';
+import { startServer, TEST_KEY, within } from './helpers.js';
 
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((path) => existsSync(path));
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];
 
 /** The stream reader of docs/api.md, as written there, with this test's key, address and report. */
@@ -47,7 +46,7 @@ const conditionalCheck = (api: string): string => `
   })().catch((error) => report('error', String(error)));
 `;
 
-test('in a real browser, the fetch() reader of docs/api.md follows the stream across origins, and a page reads its ETag and gets a 304', { skip: CHROMIUM === undefined ? 'Chromium not installed: apt-get install chromium' : false, timeout: 60_000 }, async (t) => {
+test('in a real browser, the fetch() reader of docs/api.md follows the stream across origins, and a page reads its ETag and gets a 304', { skip: withoutChromium, timeout: 60_000 }, async (t) => {
   const reports: Array<[string, string]> = [];
   let changed: () => void = () => {};
   const page: Server = createServer((req, res) => {
@@ -74,15 +73,7 @@ test('in a real browser, the fetch() reader of docs/api.md follows the stream ac
   const texts: string[] = [];
   for (const name of ['One', 'Two', 'Three']) texts.push((await api.request('POST', '/v1/pets', { headers: JSON_HEADERS, body: `{"name":"${name}","categoryId":1}` })).text);
 
-  const profile = await tempDirFor(t, 'petstore-chromium-');
-  const browser = spawn(CHROMIUM as string, [
-    '--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', `--user-data-dir=${profile}`, `${origin}/`,
-  ], { stdio: 'ignore' });
-  const exited = new Promise((r) => browser.once('exit', r));
-  t.after(async () => {
-    browser.kill('SIGKILL');
-    await exited;
-  });
+  await openInChromium(t, `${origin}/`);
   const until = (count: number, what: string): Promise<void> => within(new Promise<void>((r) => {
     changed = () => {
       if (reports.filter(([kind]) => kind === 'pet').length >= count && reports.some(([kind]) => kind !== 'pet')) r();

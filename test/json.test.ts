@@ -124,6 +124,14 @@ test('unterminated strings are refused', () => {
   for (const text of ['"', '"abc', '"abc\\"', '"\\n', '["a]', '{"a']) rejects(text);
 });
 
+test('a text cut short is said to end before the JSON value does, at its end', () => {
+  for (const text of ['', '{"name":"Rex",', '{"name":"Rex"', '{"name":', '{"na', '[1,', '[', '"abc', '{"a":tr', '-']) {
+    rejects(text, text.length);
+    assert.throws(() => parseJson(text), { message: /^it ends before the JSON value does \(/ }, JSON.stringify(text));
+  }
+  assert.throws(() => parseJson('{"name":"Rex",}'), { message: 'expected a string key at position 14' });
+});
+
 test('arrays and objects parse to their contents', () => {
   assert.deepEqual(parseJson('[]'), []);
   assert.deepEqual(parseJson('[1, "a", null, [true]]'), [1n, 'a', null, [true]]);

@@ -8,8 +8,10 @@ import { rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { MetricsRegistry } from '#dist/lib/metrics/registry.js';
+import { ProcessMetrics } from '#dist/service/process-metrics.js';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { valueOf } from './exposition-parser.js';
+import { parseExposition, valueOf } from './exposition-parser.js';
 import { request, startServer, TEST_KEY, tempDir, tempDirFor, type TestServer } from './helpers.js';
 import { byLabel, metricsServer, requestCounts, scrape } from './metrics-support.js';
 import { TestFileSystem, isJournalPath } from './store-support.js';
@@ -159,4 +161,15 @@ test('a store of the embedder\'s own: readiness is there, what it does not repor
   assert.equal(valueOf(families, 'petstore_store_ready'), 0);
   assert.equal(byLabel(families, 'petstore_http_refused_total', 'reason').store_unavailable, 1);
   for (const absent of ['petstore_pets', 'petstore_store_commits_total', 'petstore_store_creates_waiting', 'petstore_db_pool_size']) assert.ok(!families.has(absent), absent);
+});
+
+test('process_open_fds counts the process\'s descriptors, not the files the scrape itself opens', { skip: process.platform === 'linux' ? false : 'reads /proc' }, async (t) => {
+  const registry = new MetricsRegistry();
+  const metrics = new ProcessMetrics(registry);
+  t.after(() => metrics.close());
+  for (let round = 0; round < 5; round++) {
+    // Nothing else of this test is open meanwhile: the listing's own descriptor is the one not counted.
+    const open = readdirSync('/proc/self/fd').length - 1;
+    assert.equal(valueOf(parseExposition(await registry.expose()), 'process_open_fds'), open);
+  }
 });

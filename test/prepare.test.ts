@@ -28,7 +28,7 @@ test('without TypeScript, prepare keeps a dist/ already built, and without one f
 
   const unbuilt = prepare();
   assert.equal(unbuilt.status, 1, unbuilt.stderr);
-  assert.match(unbuilt.stderr, /TypeScript is not installed, so dist\/ cannot be built\. For a production install run: npm ci && npm run build && npm prune --omit=dev/);
+  assert.match(unbuilt.stderr, /TypeScript is not installed, so dist\/ cannot be built\. For a production install run: npm ci && npm prune --omit=dev$/m);
 
   await mkdir(join(dir, 'dist'));
   await writeFile(join(dir, 'dist', 'server.js'), '');

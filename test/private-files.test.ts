@@ -91,7 +91,8 @@ test('the server refuses to start on a data directory, key file or data file own
     await chown(join(dir, name), NOBODY, NOBODY);
     const error = await startError(dir);
     assert.ok(error.message.includes(name === '' ? dir : join(dir, name)), error.message);
-    assert.match(error.message, new RegExp(`owned by uid ${NOBODY}, .*: if it is this server's, give it to this user \\(chown 0 `));
+    // Not "chown": given to root, a file of the service user's would be one its server can no longer use.
+    assert.match(error.message, new RegExp(`owned by uid ${NOBODY}, .*: run this as the user it belongs to \\(uid ${NOBODY}\\)$`));
   }
 });
 

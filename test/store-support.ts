@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { cp, readdir, readFile, rm, stat, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { crc32 } from 'node:zlib';
 import { nodeFileSystem, type FileSystem, type StoreFile } from '#dist/lib/file-system.js';
 import { petJson, type Pet } from '#dist/pet/pet.js';
 import { tempDir } from './helpers.js';
+import { referenceCrc32 } from './reference-crc32.js';
 
 export type Op = 'open' | 'readFile' | 'readdir' | 'mkdir' | 'rename' | 'unlink' | 'syncDir' | 'statfs' | 'write' | 'datasync' | 'truncate' | 'close';
 
@@ -207,7 +207,7 @@ export async function assertStopped(dir: string, besides: readonly string[] = ['
  */
 export function recordLine(pet: Pet, record?: { scope: string; key: string; at: number }): string {
   const covered = `[${petJson(pet)},${record === undefined ? '' : `${JSON.stringify({ scope: record.scope, key: record.key, at: record.at })},`}`;
-  return `${covered}"${hex8(crc32(Buffer.from(covered)))}"]`;
+  return `${covered}"${hex8(referenceCrc32(Buffer.from(covered)))}"]`;
 }
 
 const hex8 = (n: number): string => n.toString(16).padStart(8, '0');
@@ -215,19 +215,19 @@ const hex8 = (n: number): string => n.toString(16).padStart(8, '0');
 /** A snapshot as the store writes it: format 4, covering the journals before `journal`; its CRC covers all before `"crc":"`. */
 export function snapshotText(pets: readonly Pet[], journal: number, lastId = pets.at(-1)?.id ?? 0, format = 4): string {
   const covered = `{"format":"petstore-pets/${format}","journal":${journal},"pets":[\n${pets.map((p) => recordLine(p)).join(',\n')}${pets.length > 0 ? '\n' : ''}],"count":${pets.length},"lastId":${lastId},`;
-  return `${covered}"crc":"${hex8(crc32(Buffer.from(covered)))}"}\n`;
+  return `${covered}"crc":"${hex8(referenceCrc32(Buffer.from(covered)))}"}\n`;
 }
 
 /** pets-ids.json as a clean stop leaves it, after `last` ids were handed out (id-reservation.ts). */
 export function idsText(last: number, stopped = true): string {
   const covered = `{"format":"petstore-ids/1","reserved":${last},"stopped":${stopped},`;
-  return `${covered}"crc":"${hex8(crc32(Buffer.from(covered)))}"}\n`;
+  return `${covered}"crc":"${hex8(referenceCrc32(Buffer.from(covered)))}"}\n`;
 }
 
 /** A journal line of format 4 saying ids `from`–`to` hold no pet, its CRC covering all before `"crc":"`. */
 export function skipLine(from: number, to: number): string {
   const covered = `{"skipped":[${from},${to}],`;
-  return `${covered}"crc":"${hex8(crc32(Buffer.from(covered)))}"}\n`;
+  return `${covered}"crc":"${hex8(referenceCrc32(Buffer.from(covered)))}"}\n`;
 }
 
 /**

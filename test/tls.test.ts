@@ -11,7 +11,8 @@ import { connect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';
+import { valueOf } from './exposition-parser.js';
+import { TEST_KEY, rawRequest, request, runCli, spawnServerFor, stopProcess, tempDirFor, within } from './helpers.js';
 import { byLabel, metricsServer, scrape } from './metrics-support.js';
 import { listen, silentLoggerForTests } from './support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
@@ -131,7 +132,7 @@ test('a key of another type than the certificate (RSA and EC, either way) refuse
   }
 });
 
-test('failed TLS handshakes are counted in the metrics by reason: plain HTTP, no cipher in common, a client gone', needsOpenssl, async (t) => {
+test('failed TLS handshakes are counted in the metrics by reason (no cipher in common, a client gone), plain HTTP apart', needsOpenssl, async (t) => {
   const { certs } = await dirs(t);
   const { cert, key } = certificate(certs, 'server');
   const server = await metricsServer(t, { tls: { cert: await readFile(cert), key: await readFile(key) } });
@@ -141,6 +142,7 @@ test('failed TLS handshakes are counted in the metrics by reason: plain HTTP, no
   // Plain HTTP on the TLS port.
   const plain = connect(Number(port), '127.0.0.1', () => plain.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n'));
   plain.on('error', () => {});
+  plain.resume(); // it is answered 400 in plain HTTP (plain-http-on-tls.ts): read it to its end
   await new Promise((resolve) => plain.once('close', resolve));
   // A client that offers only a cipher the server does not have.
   const oldCipher = tlsConnect({ port: Number(port), host: '127.0.0.1', ca: await readFile(cert), maxVersion: 'TLSv1.2', ciphers: 'AES128-SHA' });
@@ -148,11 +150,13 @@ test('failed TLS handshakes are counted in the metrics by reason: plain HTTP, no
   // A client gone in the middle of its hello.
   const gone = connect(Number(port), '127.0.0.1', () => gone.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]), () => gone.resetAndDestroy()));
   gone.on('error', () => {});
-  const expected = { timeout: 0, closed: 1, plain_http: 1, refused_by_client: 0, protocol: 1, other: 0 };
+  // The plain request is answered 400 before TLS sees it: counted apart, not as a failed handshake.
+  const expected = { timeout: 0, closed: 1, plain_http: 0, refused_by_client: 0, protocol: 1, other: 0 };
   let counted = await failures();
   const deadline = Date.now() + 5000;
-  while (Date.now() < deadline && Object.values(counted).reduce((a, b) => a + b, 0) < 3) counted = await failures();
+  while (Date.now() < deadline && Object.values(counted).reduce((a, b) => a + b, 0) < 2) counted = await failures();
   assert.deepEqual(counted, expected);
+  assert.equal(valueOf((await scrape(server.metricsUrl)).families, 'petstore_tls_plain_http_total'), 1);
 });
 
 test('a missing certificate or key file refuses the start naming it; one without the other is a usage error', async (t) => {
@@ -201,4 +205,30 @@ test('a certificate that has expired, or is not valid yet, is a warning at start
     assert.equal(warnings[0]?.['subject'], 'CN=127.0.0.1');
     assert.equal(warnings[0]?.[name === 'expired' ? 'notAfter' : 'notBefore'], name === 'expired' ? '2001-01-01T00:00:00.000Z' : '2099-01-01T00:00:00.000Z');
   }
+});
+
+test('plain HTTP sent to the HTTPS port gets a 400 saying the port speaks TLS, counted and logged; HTTPS goes on; a silent client is closed at --headers-timeout', needsOpenssl, async (t) => {
+  const { data, certs } = await dirs(t);
+  const { cert, key } = certificate(certs, 'server');
+  const server = await spawnServerFor(t, ['--data-dir', data, '--tls-cert', cert, '--tls-key', key, '--metrics-port', '0', '--headers-timeout', '400'], ENV);
+  const port = Number(new URL(server.url).port);
+  const plain = await rawRequest(`http://127.0.0.1:${port}`, 'GET /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+  const [head, body] = plain.split('\r\n\r\n') as [string, string];
+  assert.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/);
+  assert.match(head, /\r\nconnection: close\r\n/);
+  assert.deepEqual(JSON.parse(body), { code: 'invalid_request', message: 'this port speaks HTTPS (TLS): send the request with https://', status: 400 });
+  const ca = await readFile(cert);
+  assert.equal((await get(server.url, '/v1/pets', ca)).status, 200, 'TLS is served as before, after a plain request');
+  // A client that sends nothing is closed at the handshake's deadline, as before the first bytes were looked at.
+  const silent = connect(port, '127.0.0.1');
+  t.after(() => silent.destroy());
+  const closed = await within(new Promise<boolean>((resolve) => silent.once('close', () => resolve(true))), 5000, 'the silent connection is closed');
+  assert.ok(closed);
+  const metricsUrl = (JSON.parse(server.stdout().split('\n')[0] as string) as { metrics: string }).metrics;
+  const { families } = await scrape(metricsUrl);
+  assert.equal(valueOf(families, 'petstore_tls_plain_http_total'), 1);
+  assert.equal(await stopProcess(server), 0);
+  const logged = server.stdout().split('\n').filter((line) => line.includes('plain HTTP on the HTTPS port'));
+  assert.equal(logged.length, 1, server.stdout());
+  assert.equal((JSON.parse(logged[0] as string) as { remote: string }).remote, '127.0.0.1');
 });

@@ -42,9 +42,27 @@ test('a valid traceparent puts trace_id and span_id in its request\'s log line, 
   assert.ok(without !== undefined && !('trace_id' in without) && !('span_id' in without));
 });
 
+test('a traceparent of a later version is read as the fields of version 00, with whatever follows them after a dash left unread', async (t) => {
+  const { server, lines, raw } = await loggedServer(t);
+  const later = [`01-${TRACE_ID}-${PARENT_ID}-01`, `cc-${TRACE_ID}-${PARENT_ID}-00-what-the-future-holds`, `fe-${TRACE_ID}-${PARENT_ID}-03-`];
+  for (const [i, value] of later.entries()) {
+    assert.equal((await server.request('GET', '/v1/pets', { headers: [['traceparent', value], ['x-request-id', `later-${i}`]] })).status, 200);
+  }
+  const logged = lines();
+  for (const i of later.keys()) {
+    const line = logged.find((l) => l['id'] === `later-${i}`);
+    assert.equal(line?.['trace_id'], TRACE_ID, later[i]);
+    assert.equal(line?.['span_id'], PARENT_ID, later[i]);
+  }
+  assert.ok(!raw().includes('future'), 'the fields after version 00\'s are not logged');
+});
+
 const MALFORMED: ReadonlyArray<readonly [string, string | string[]]> = [
-  ['version 01', `01-${TRACE_ID}-${PARENT_ID}-01`],
+  ['a later version with something but a dash after the flags', `01-${TRACE_ID}-${PARENT_ID}-01x`],
+  ['a later version given twice', [`01-${TRACE_ID}-${PARENT_ID}-01`, `01-${TRACE_ID}-${PARENT_ID}-01`]],
+  ['a later version in upper case', `0A-${TRACE_ID}-${PARENT_ID}-01`],
   ['version ff', `ff-${TRACE_ID}-${PARENT_ID}-01`],
+  ['version ff with more', `ff-${TRACE_ID}-${PARENT_ID}-01-what`],
   ['upper-case hex', `00-${TRACE_ID.toUpperCase()}-${PARENT_ID}-01`],
   ['an all-zero trace id', `00-${'0'.repeat(32)}-${PARENT_ID}-01`],
   ['an all-zero parent id', `00-${TRACE_ID}-${'0'.repeat(16)}-01`],

@@ -1,9 +1,10 @@
-import { hash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import { LockFile } from '../lib/lock-file.js';
 import { readPrivateFileSync } from '../lib/private-file.js';
+import { sha256 } from '../lib/sha256.js';
 import { replaceFile } from '../lib/replace-file.js';
 import { reportToStderr } from '../lib/system-error.js';
 import { SCOPES, type Scope } from '../pet/contract.js';
@@ -39,7 +40,7 @@ export interface StoredKey {
   rateLimit?: QuotaPolicy;
 }
 
-const hashKey = (key: string): string => hash('sha256', key, 'hex');
+const hashKey = (key: string): string => sha256(key).toString('hex');
 
 export const keyFilePath = (dataDir: string): string => join(dataDir, KEY_FILE);
 

@@ -1,4 +1,5 @@
-import { hash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { sha256 } from '../lib/sha256.js';
 import type { Logger } from '../lib/logger.js';
 import { monotonicMs } from '../lib/monotonic.js';
 import { mergeDuplicates, stricterKey, type KeyEntry, type KeyPlace } from './key-duplicates.js';
@@ -245,5 +246,5 @@ export function parseGivenKey(text: string): { key: string; scopes: ScopeBits } 
 
 function digest(key: string): Buffer {
   // One-shot hashing (Node 20.12+): no Hash object per request.
-  return hash('sha256', key, 'buffer');
+  return sha256(key);
 }

@@ -3,7 +3,7 @@ import { reportToStderr } from '../lib/system-error.js';
 import { readLiveDirectory, writeStoreCopy } from '../store/file/backup.js';
 import { StoreDamagedError } from '../store/file/damage.js';
 import { UsageError } from './config.js';
-import { checkDestination, checkSource, writeDataDirectory } from './data-copy.js';
+import { checkDestination, checkSource, counted, writeDataDirectory } from './data-copy.js';
 
 /**
  * `backup <dest>`: a consistent, compacted, durable copy of the data directory `dataDir`, which a
@@ -20,5 +20,5 @@ export async function runBackupCommand(dataDir: string, args: readonly string[],
   const live = await readLiveDirectory(fs, dataDir);
   if (live.damage.length > 0) throw new StoreDamagedError(live.damage);
   const keys = await writeDataDirectory(fs, dataDir, dest, (dir) => writeStoreCopy(fs, dir, live, reportToStderr));
-  out(`backed up ${live.index.size} pets (last id ${live.index.lastId}) and ${keys} API key hashes from ${dataDir} to ${dest}`);
+  out(`backed up ${counted(live.index.size, 'pet')} (last id ${live.index.lastId}) and ${counted(keys, 'API key hash', 'API key hashes')} from ${dataDir} to ${dest}`);
 }

@@ -157,7 +157,9 @@ export function envKeys(env: NodeJS.ProcessEnv): string[] {
 export function helpText(command: string): string {
   const under = ' '.repeat(command.length + 3);
   const rows = SETTINGS.map((s) => {
-    const left = `  --${s.flag} <value>`.padEnd(32);
+    // A flag too long for the column gets its description on the next line, not run into it.
+    const flag = `  --${s.flag} <value>`;
+    const left = flag.length < 32 ? flag.padEnd(32) : `${flag}\n${' '.repeat(32)}`;
     const fallback = s.default === undefined ? 'unset' : String(s.default);
     return `${left}${s.help}\n${' '.repeat(32)}env ${s.env}, default ${fallback}`;
   });
@@ -180,7 +182,7 @@ export function helpText(command: string): string {
     `${under}into a new or empty <dest-dir>; start a server there to restore`,
     `  ${command} verify [--data-dir <dir>]`,
     `${under}check every record against its checksum (also while a server runs on it);`,
-    `${under}exit 0 intact, 1 damaged`,
+    `${under}exit 0 intact, 1 damaged, 2 when it could not read it`,
     `  ${command} repair <dest-dir> [--data-dir <dir>]`,
     `${under}write every intact pet into a new data directory, the damaged records`,
     `${under}set aside beside them; <dir> is only read`,

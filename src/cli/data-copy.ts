@@ -87,3 +87,8 @@ export async function writeDataDirectory(fs: FileSystem, dataDir: string, dest: 
     if (!placed) await rm(temp, { recursive: true, force: true }).catch(reportToStderr);
   }
 }
+
+/** `1 pet`, `2 pets`: `count` with `noun`, plural (`plural`, or noun + s) unless it is one. */
+export function counted(count: number | bigint, noun: string, plural = `${noun}s`): string {
+  return `${count} ${count === 1 || count === 1n ? noun : plural}`;
+}

@@ -9,14 +9,19 @@ import { helpText, resolveConfig, resolveSetting } from './config.js';
 import { UsageError } from './errors.js';
 import { failure } from './failure.js';
 import { commandLine, invocation } from './invocation.js';
+import { UnsafeFileError } from '../lib/private-file.js';
+import { errorCode } from '../lib/system-error.js';
+import { nodeVersionProblem } from './node-version.js';
 import { runRepairCommand } from './repair-command.js';
 import { runReplicaVerify, runRestoreCommand } from './restore-command.js';
+import { databaseUrlWarning } from './secret-arguments.js';
 import { runVerifyCommand } from './verify-command.js';
 import { keyFileStorage, runKeysCommand, type NewKeyOptions } from './keys-command.js';
 import { FailedStart, serve } from './serve-command.js';
 
 async function main(args: readonly string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(args);
+  if (positionals.length > 0 || values['help'] === true || values['version'] === true) endQuietlyWhenReaderGoes();
   if (values['help'] === true) {
     process.stdout.write(helpText(invocation()));
     return;
@@ -33,6 +38,8 @@ async function main(args: readonly string[]): Promise<void> {
   if (newKey.scopes !== undefined && !creating) throw new UsageError('--scope applies only to "keys create"');
   const print = (line: string): void => void process.stdout.write(line + '\n');
   const databaseUrl = resolveSetting('databaseUrl', flags, process.env);
+  const passwordWarning = databaseUrlWarning(flags['database-url']);
+  if (passwordWarning !== undefined && positionals.length > 0) process.stderr.write(`warning: ${passwordWarning}\n`);
   if (positionals[0] === 'keys' && databaseUrl !== undefined) {
     const { runDatabaseKeysCommand } = await import('./database-command.js');
     await runDatabaseKeysCommand(databaseUrl, positionals.slice(1), newKey, print);
@@ -74,16 +81,43 @@ async function main(args: readonly string[]): Promise<void> {
   }
   const config = resolveConfig(flags, process.env);
   if (positionals[0] !== undefined) throw unknownCommand(positionals[0], process.env);
-  await serve(config, process.env);
+  await serve(config, process.env, passwordWarning);
 }
 
 /** Runs the command line with `args` (without node and the script); exits the process on failure. */
 export function runCommandLine(args: readonly string[]): void {
+  const tooOld = nodeVersionProblem(process.versions.node);
+  if (tooOld !== undefined) {
+    process.stderr.write(`${failedWhat(args)}: ${tooOld}\n`);
+    process.exit(1);
+  }
   main(args).catch((error: unknown) => {
     const { status, text } = failure(error instanceof FailedStart ? error.reason : error, failedWhat(args));
     process.stderr.write(text + (error instanceof FailedStart ? error.epilogue : ''));
-    process.exit(status);
+    process.exit(commandWords(args)[0] === 'verify' && !readIt(error) ? 2 : status);
   });
+}
+
+/**
+ * A command's reader that stops early (`keys list | head -1`) closes the pipe: the rest goes unread,
+ * as with any Unix tool, with the command's own exit status and without a stack on stderr. Not for
+ * the server, whose stop must stay the signal's.
+ */
+function endQuietlyWhenReaderGoes(): void {
+  process.stdout.on('error', (error: unknown) => {
+    if (errorCode(error) !== 'EPIPE') throw error;
+    process.exit();
+  });
+}
+
+/**
+ * Whether a failed `verify` read the data it judged: its exit 1 means damage alone, so a file it was
+ * refused or could not read (a permission, a system error) exits 2, as a wrong --data-dir does.
+ */
+function readIt(error: unknown): boolean {
+  const cause = error instanceof Error ? error.cause : undefined;
+  const systemCode = (e: unknown): boolean => /^E[A-Z]+$/.test(errorCode(e) ?? '');
+  return !(error instanceof UnsafeFileError || cause instanceof UnsafeFileError || systemCode(error) || systemCode(cause));
 }
 
 const COMMANDS: Record<string, string> = {

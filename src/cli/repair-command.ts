@@ -5,7 +5,7 @@ import { reportToStderr } from '../lib/system-error.js';
 import { readLiveDirectory, writeStoreCopy } from '../store/file/backup.js';
 import { damageReport, setAside } from '../store/file/damage.js';
 import { RESERVE_BLOCK } from '../store/file/id-reservation.js';
-import { CopyRefused, checkDestination, checkSource, writeDataDirectory } from './data-copy.js';
+import { CopyRefused, checkDestination, checkSource, counted, writeDataDirectory } from './data-copy.js';
 import { UsageError } from './errors.js';
 
 /** Where a repair sets the damaged bytes aside, in the new directory; the server ignores the file. */
@@ -32,10 +32,10 @@ export async function runRepairCommand(dataDir: string, args: readonly string[],
     if (aside.length > 0) await replaceFile(fs, join(dir, DAMAGE_FILE), [damageReport(aside)], reportToStderr);
   });
   const setBack = live.damage.filter((d) => d.kind === 'out-of-order' && d.kept === true).length;
-  const kept = `kept ${live.index.size} pets${setBack === 0 ? '' : ` (${setBack} of them from lines out of order, set back in id order)`}`;
+  const kept = `kept ${counted(live.index.size, 'pet')}${setBack === 0 ? '' : ` (${setBack} of them from lines out of order, set back in id order)`}`;
   const damaged = aside.length === 0 ? 'nothing was set aside' : `set aside ${aside.length} damaged ${aside.length === 1 ? 'place' : 'places'} in ${join(dest, DAMAGE_FILE)}`;
   const reserved = live.reservation !== undefined && !live.reservation.stopped && live.reservation.reserved === live.lastId ? ' (past the ids reserved before the store stopped uncleanly)' : '';
-  out(`repaired ${dataDir} into ${dest}: ${kept} and ${keys} API key hashes, ${damaged}; new pets get ids from ${live.lastId + 1}${reserved}`);
+  out(`repaired ${dataDir} into ${dest}: ${kept} and ${counted(keys, 'API key hash', 'API key hashes')}, ${damaged}; new pets get ids from ${live.lastId + 1}${reserved}`);
   if (live.damage.some((d) => d.kind === 'whole-file')) {
     out('pets.json\'s checksum does not match its records, though each record\'s own does: a record may have been changed and checksummed anew, and which one cannot be known; every such pet was kept');
   }

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { keyFilePath, readKeyFile } from '../auth/key-file.js';
 import { jsonLogger } from '../lib/logger.js';
 import { monotonicMs } from '../lib/monotonic.js';
@@ -13,16 +14,22 @@ export class FailedStart extends Error {
   }
 }
 
-/** Serves the API as configured until SIGTERM or SIGINT, then stops gracefully and exits. */
-export async function serve(config: Config, env: NodeJS.ProcessEnv): Promise<void> {
+/**
+ * Serves the API as configured until SIGTERM or SIGINT, then stops gracefully and exits; `warning`,
+ * when given, is logged first (a database password on the command line).
+ */
+export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: string): Promise<void> {
   const logger = jsonLogger(config.logLevel);
+  if (warning !== undefined) logger.warn(warning);
   const keys = envKeys(env);
   const tls = readTlsFiles(config.tlsCert, config.tlsKey);
   for (const { subject, problem, date } of tls === undefined ? [] : certificateDateProblems(tls.cert)) {
     const why = problem === 'expired' ? 'has expired' : 'is not valid yet';
     logger.warn(`the TLS certificate ${why}: clients will refuse to connect; renew it, or check this machine's clock`, { certificate: config.tlsCert, subject, [problem === 'expired' ? 'notAfter' : 'notBefore']: date });
   }
-  const keyHome = config.databaseUrl === undefined ? `${config.dataDir}/keys.json` : 'the database';
+  // Absolute: an installed `petstore` takes ./data of whatever directory it was started in.
+  const dataDir = resolve(config.dataDir);
+  const keyHome = config.databaseUrl === undefined ? `${dataDir}/keys.json` : 'the database';
   // The key is shown once the outcome is known: with the listening line, or after the reason the start failed.
   let generated: string | undefined;
   let running: RunningServer;
@@ -36,7 +43,7 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv): Promise<voi
   if (generated !== undefined) {
     process.stderr.write(`No API key was configured, so one was generated. It is shown only this once; only its SHA-256 hash is kept in ${keyHome}:\n\n  ${generated}\n\n`);
   }
-  const where = config.databaseUrl === undefined ? { dataDir: config.dataDir } : { database: 'PostgreSQL' };
+  const where = config.databaseUrl === undefined ? { dataDir } : { database: 'PostgreSQL' };
   let stopping = false;
   const stop = (signal: string): void => {
     // A second signal must not end the process by signal half-way (journal and lock left behind).

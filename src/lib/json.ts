@@ -52,6 +52,8 @@ class Parser {
   }
 
   #fail(message: string, position = this.#pos): never {
+    // Input cut short says so: "expected a string key" at its very end reads as a malformed key.
+    if (position >= this.#text.length) throw new JsonSyntaxError(`it ends before the JSON value does (${message})`, position);
     throw new JsonSyntaxError(message, position);
   }
 
@@ -83,12 +85,15 @@ class Parser {
         return this.#parseLiteral('null', null);
       default:
         if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.#parseNumber();
-        return this.#fail(Number.isNaN(c) ? 'unexpected end of JSON' : 'unexpected character');
+        return this.#fail(Number.isNaN(c) ? 'a value was expected' : 'unexpected character');
     }
   }
 
   #parseLiteral<T extends JsonValue>(word: string, value: T): T {
-    if (!this.#text.startsWith(word, this.#pos)) this.#fail('unexpected character');
+    if (!this.#text.startsWith(word, this.#pos)) {
+      // `tr` at the end is `true` cut short, not a wrong word.
+      this.#fail('unexpected character', word.startsWith(this.#text.slice(this.#pos)) ? this.#text.length : this.#pos);
+    }
     this.#pos += word.length;
     return value;
   }

@@ -1,5 +1,6 @@
 import { chmodSync, closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { errorCode } from './system-error.js';
 
 /**
@@ -14,8 +15,11 @@ export class UnsafeFileError extends Error {
 // there cannot hang the open (it has no effect on regular files).
 const NO_FOLLOW = constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-/** Throws an UnsafeFileError unless `stats` is a regular file or directory (`kind`) that only this user or root can change. */
-function assertPrivate(path: string, stats: Stats, kind: 'file' | 'directory'): void {
+/**
+ * Throws an UnsafeFileError unless `stats` is a regular file or directory (`kind`) that only this user
+ * or root can change; a file only `reading`, as root, may also be the directory owner's (see readableByRoot).
+ */
+function assertPrivate(path: string, stats: Stats, kind: 'file' | 'directory', reading = false): void {
   if (kind === 'file' ? !stats.isFile() : !stats.isDirectory()) {
     throw new UnsafeFileError(`${path} is not a regular ${kind}; refusing to use it until it is one`);
   }
@@ -24,9 +28,19 @@ function assertPrivate(path: string, stats: Stats, kind: 'file' | 'directory'): 
   }
   // Root's files are trusted too, so that an administrator's `keys create` as root does not lock the service out.
   const uid = process.getuid?.();
-  if (uid !== undefined && stats.uid !== uid && stats.uid !== 0) {
-    throw new UnsafeFileError(`${path} is owned by uid ${stats.uid}, neither this server's user (uid ${uid}) nor root; refusing to use it: if it is this server's, give it to this user (chown ${uid} ${path})`);
+  if (uid !== undefined && stats.uid !== uid && stats.uid !== 0 && !(reading && readableByRoot(path, stats))) {
+    // No chown advised: a file of the service user's given to root or to another user is one its server can no longer use.
+    throw new UnsafeFileError(`${path} is owned by uid ${stats.uid}, neither this user (uid ${uid}) nor root; refusing to use it: run this as the user it belongs to (uid ${stats.uid})`);
   }
+}
+
+/**
+ * Root reading a file of the user who owns its directory, such as `keys list`, `verify` or `backup`
+ * run as root on the service user's data directory: only that user (or root) could have put it
+ * there, and reading it changes nothing that user's server relies on. Writing stays refused.
+ */
+function readableByRoot(path: string, stats: Stats): boolean {
+  return process.geteuid?.() === 0 && statSync(dirname(path)).uid === stats.uid;
 }
 
 /** The data directory (a symlink to it is the operator's choice and is followed), if only its owner can change it. */
@@ -64,7 +78,7 @@ export async function openPrivate(path: string, flags: number, mode = 0o600): Pr
     throw symlinkRefused(path, error);
   });
   try {
-    assertPrivate(path, await handle.stat(), 'file');
+    assertPrivate(path, await handle.stat(), 'file', (flags & (constants.O_WRONLY | constants.O_RDWR)) === 0);
     return handle;
   } catch (error) {
     await handle.close();
@@ -82,7 +96,7 @@ export function readPrivateFileSync(path: string): Buffer | undefined {
     throw symlinkRefused(path, error);
   }
   try {
-    assertPrivate(path, fstatSync(fd), 'file');
+    assertPrivate(path, fstatSync(fd), 'file', true);
     return readFileSync(fd);
   } finally {
     closeSync(fd);

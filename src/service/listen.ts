@@ -3,6 +3,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo, Socket } from 'node:net';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
+import { answerPlainHttp } from './plain-http-on-tls.js';
 import { AcceptedSockets } from '../http/accepted-sockets.js';
 import { Connections } from '../http/connections.js';
 import { clientErrorHandler, connectHandler, refuseExpectation, refuseWhileStopping } from '../http/edge.js';
@@ -92,6 +93,14 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const server = options.tls === undefined
     ? createServer(httpOptions, onRequest)
     : createHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
+  if (options.tls !== undefined) {
+    const counted = metrics?.countPlainHttp();
+    answerPlainHttp(server as HttpsServer, headersTimeout, (socket) => {
+      counted?.();
+      // At the level of request lines: a client that sent http:// to this port.
+      logger.info('plain HTTP on the HTTPS port: answered 400', { remote: socket.remoteAddress });
+    });
+  }
   metrics?.watchServer(server, sockets);
   server.on('connection', (raw: Socket) => sockets.add(raw));
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
@@ -100,6 +109,9 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     server.on('secureConnection', (socket: Socket) => {
       sockets.secured(socket);
       connections.add(socket);
+      // A CONNECT or an upgrade hands out the TLS socket, not the one AcceptedSockets guards: on
+      // Node 20.12 a client's reset of it then ended the process (connections.test.ts, run on 20.12.2).
+      socket.on('error', ignoreResetOfHandedOut);
     });
   }
   // Answer `Expect: 100-continue` ourselves, so that 401, 413 and 415 go out before the body is sent.
@@ -201,3 +213,6 @@ function checkTls(tls: { cert: string | Buffer; key: string | Buffer }): void {
 function checkingInterval(headersTimeout: number, requestTimeout: number): number {
   return Math.min(5_000, Math.max(100, Math.floor(Math.min(headersTimeout, requestTimeout) / 4)));
 }
+
+/** Nothing to do about an error of a TLS socket handed out: it is destroyed with it, and its holder sees it close. */
+function ignoreResetOfHandedOut(): void {}

@@ -76,6 +76,12 @@ export class ServiceMetrics {
   close(): void {
     this.#process?.close();
   }
+
+  /** Adds the count of plain HTTP requests answered 400 on the HTTPS port (plain-http-on-tls.ts); returns what counts one. */
+  countPlainHttp(): () => void {
+    const plain = this.#registry.add(new Counter('petstore_tls_plain_http_total', 'Plain HTTP requests sent to the HTTPS port, answered 400')).labels();
+    return () => plain.inc();
+  }
 }
 
 const HANDSHAKE_FAILURES = ['timeout', 'closed', 'plain_http', 'refused_by_client', 'protocol', 'other'] as const;

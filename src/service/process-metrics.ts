@@ -4,7 +4,7 @@
  * event loop's delay as perf_hooks samples it). Loaded only when metrics are on: the event-loop
  * monitor, and perf_hooks with it, cost nothing to a server without them.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { CollectedMetric, single } from '../lib/metrics/collected.js';
 import type { Sample } from '../lib/metrics/exposition.js';
@@ -36,7 +36,7 @@ export class ProcessMetrics {
       const { user, system } = process.cpuUsage();
       return single((user + system) / 1e6);
     });
-    const started = Date.now() / 1000 - process.uptime();
+    const started = startTime() ?? Date.now() / 1000 - process.uptime();
     add('gauge', 'process_start_time_seconds', 'Start time of the process since the Unix epoch, in seconds', () => single(started));
     add('gauge', 'process_resident_memory_bytes', 'Resident memory size, in bytes', () => single(process.memoryUsage.rss()));
     add('gauge', 'process_virtual_memory_bytes', 'Virtual memory size, in bytes', () => statusField('VmSize'));
@@ -74,33 +74,56 @@ function eventLoopLag(): Promise<readonly Sample[]> {
   return new Promise((resolve) => setImmediate(() => resolve(single(Number(process.hrtime.bigint() - queued) / 1e9))));
 }
 
+/*
+ * The /proc files are read synchronously, a few microseconds each: read asynchronously, a scrape
+ * held its own descriptors open while the fd directory was listed and counted them (26 for 23).
+ */
+
 /** A field of /proc/self/status in bytes (it gives kB); no sample where there is no /proc. */
-async function statusField(name: string): Promise<readonly Sample[]> {
-  const status = await procFile('status');
+function statusField(name: string): readonly Sample[] {
+  const status = procFile('self/status');
   const kb = status === undefined ? undefined : new RegExp(`^${name}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1];
   return kb === undefined ? [] : single(Number(kb) * 1024);
 }
 
-async function openFds(): Promise<readonly Sample[]> {
+function openFds(): readonly Sample[] {
   try {
     // The listing itself holds one descriptor open while it reads.
-    return single((await readdir('/proc/self/fd')).length - 1);
+    return single(readdirSync('/proc/self/fd').length - 1);
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return [];
     throw error;
   }
 }
 
-async function maxFds(): Promise<readonly Sample[]> {
-  const limits = await procFile('limits');
+function maxFds(): readonly Sample[] {
+  const limits = procFile('self/limits');
   const soft = limits === undefined ? undefined : /^Max open files\s+(\d+|unlimited)\s/m.exec(limits)?.[1];
   return soft === undefined ? [] : single(soft === 'unlimited' ? Infinity : Number(soft));
 }
 
-/** /proc/self/<name>, or undefined on a system without /proc. */
-async function procFile(name: string): Promise<string | undefined> {
+// USER_HZ, the unit of /proc's clock ticks: 100 on every Linux architecture Node runs on.
+const TICKS_PER_SECOND = 100;
+
+/**
+ * When the kernel started this process (its exec), from /proc/self/stat's starttime (field 22, in
+ * ticks since boot) and /proc/uptime: process.uptime() counts from Node's own start-up, later by
+ * the time it takes (half a second on a small board). Undefined where there is no /proc.
+ */
+function startTime(): number | undefined {
+  const stat = procFile('self/stat');
+  const uptime = procFile('uptime');
+  if (stat === undefined || uptime === undefined) return undefined;
+  // The command name, field 2, is in parentheses and may hold spaces: the fields are counted after its last ')'.
+  const ticks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+  const sinceBoot = Number(uptime.split(' ')[0]);
+  return Number.isFinite(ticks) && Number.isFinite(sinceBoot) ? Date.now() / 1000 - sinceBoot + ticks / TICKS_PER_SECOND : undefined;
+}
+
+/** /proc/<name>, or undefined on a system without /proc. */
+function procFile(name: string): string | undefined {
   try {
-    return await readFile(`/proc/self/${name}`, 'utf8');
+    return readFileSync(`/proc/${name}`, 'utf8');
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return undefined;
     throw error;

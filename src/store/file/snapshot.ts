@@ -112,7 +112,7 @@ export function readSnapshot(state: ScanState, onRecord: (r: ScannedRecord) => v
   } else if (end.count !== count && state.damage.length === found) {
     problem(endLine, end.start, `it holds ${count} pets but says it holds ${end.count}`, bytes.length);
   } else if (!intact && state.damage.length === found) {
-    problem(endLine, end.start, 'the file\'s checksum does not match its records, though every pet\'s line matches its own: a line break, the pet count or the checksum '
+    problem(endLine, end.start, 'the file\'s checksum does not match its records, though every pet\'s line matches its own: a line break, the pet count, the last id or the checksum '
       + 'itself is damaged, or a line was changed and checksummed anew, and which line cannot be known', bytes.length);
     (state.damage.at(-1) as Damage).kind = 'whole-file';
   }
