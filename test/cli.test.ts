@@ -363,9 +363,9 @@ test('the start names the data directory by its absolute path: the default ./dat
 
 test('a Node older than engines asks is refused at once, saying the version needed and the one found', async () => {
   const engines = (JSON.parse(await readFile(join(__dirname, '../../package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
-  assert.equal(engines, '>=20.12');
-  for (const old of ['18.19.1', '20.11.1', '19.9.0']) {
-    assert.equal(nodeVersionProblem(old), `this server needs Node 20.12 or later; this is Node ${old} (${process.execPath})`);
+  assert.equal(engines, '>=20.19.2');
+  for (const old of ['18.19.1', '20.11.1', '19.9.0', '20.12.2', '20.19.1', '20.18.9']) {
+    assert.equal(nodeVersionProblem(old), `this server needs Node 20.19.2 or later; this is Node ${old} (${process.execPath})`);
   }
-  for (const fine of ['20.12.0', '20.20.2', '21.0.0', '22.11.0', '100.0.0']) assert.equal(nodeVersionProblem(fine), undefined, fine);
+  for (const fine of ['20.19.2', '20.19.10', '20.20.2', '21.0.0', '22.11.0', '100.0.0']) assert.equal(nodeVersionProblem(fine), undefined, fine);
 });

@@ -159,7 +159,7 @@ export function helpText(command: string): string {
   const rows = SETTINGS.map((s) => {
     // A flag too long for the column gets its description on the next line, not run into it.
     const flag = `  --${s.flag} <value>`;
-    const left = flag.length < 32 ? flag.padEnd(32) : `${flag}\n${' '.repeat(32)}`;
+    const left = flag.length <= 30 ? flag.padEnd(32) : `${flag}\n${' '.repeat(32)}`;
     const fallback = s.default === undefined ? 'unset' : String(s.default);
     return `${left}${s.help}\n${' '.repeat(32)}env ${s.env}, default ${fallback}`;
   });
