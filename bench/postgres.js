@@ -3,23 +3,26 @@
  * the same 1,000 seeded pets: the file store in a copy of the seed directory, the database as a new
  * database on a throwaway cluster (Debian's postgresql, on the same filesystem as the data
  * directories, fsync and synchronous_commit on) filled by `migrate`. Measured: durable creates/s at 1
- * and 16 connections and GET /v1/pets?limit=20 at 10 connections, through one instance and through
- * three instances on one database (the connections split between them, one autocannon each, req/s
- * summed). Medians over rounds.
+ * and 16 connections, GET /v1/pets?limit=20 and GET /v1/pets/500 at 10 connections, through one
+ * instance (reading from its copy in memory, and with --database-reads on) and through three
+ * instances on one database (the connections split between them, one autocannon each, req/s
+ * summed). Medians over rounds. Then start-up and memory at BENCH_PG_SCALE pets: the file store
+ * against an instance filling its copy from the database (the same pets, put there by `migrate`).
  *
- * Environment: BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_WARMUP (1), BENCH_TMPDIR.
+ * Environment: BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_WARMUP (1), BENCH_PG_SCALE (1,000,000), BENCH_TMPDIR.
  */
 import { spawnSync } from 'node:child_process';
-import { chownSync, copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { envNumber, fmt, machine, measure, median, removeDir, start, stop, tempDir, writeSection, ROOT } from './harness.js';
-import { writeSnapshot } from './pets.js';
+import { envNumber, fmt, get, machine, measure, median, memory, removeDir, sleep, start, stop, tempDir, writeSection, ROOT } from './harness.js';
+import { seedDirectory, writeSnapshot } from './pets.js';
 
 const ROUNDS = envNumber('BENCH_ROUNDS', 3, 1);
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
 const SEED_PETS = 1000;
+const SCALE_PETS = envNumber('BENCH_PG_SCALE', 1_000_000, 1);
 const progress = (text) => process.stderr.write(`${text}\n`);
 
 let created = 0;
@@ -28,6 +31,13 @@ const create = { method: 'POST', path: '/v1/pets', body: () => `{"name":"bench-$
 let keys = 0;
 const createKeyed = { ...create, headers: () => ({ 'idempotency-key': `"bench-key-${++keys}"` }) };
 const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
+const getPet = { method: 'GET', path: '/v1/pets/500', expect: 200 };
+
+/** Milliseconds from `since` until /readyz answers 200 (a PostgreSQL instance's copy is filled by then). */
+async function untilReady(server, since) {
+  while ((await get(server.origin, '/readyz', {})).status !== 200) await sleep(1);
+  return performance.now() - since;
+}
 
 export function postgresBin() {
   const root = '/usr/lib/postgresql';
@@ -83,6 +93,17 @@ function migrate(dataDir, url) {
   if (result.status !== 0) throw new Error(`migrate failed: ${result.stderr}`);
 }
 
+/** `migrate` from a fresh data directory of `snapshot`'s pets (migrate leaves the directory changed). */
+function migrateSeed(snapshot, url) {
+  const dir = tempDir();
+  try {
+    seedDirectory(dir, snapshot);
+    migrate(dir, url);
+  } finally {
+    removeDir(dir);
+  }
+}
+
 /** `workload` over `connections` split between `targets` at the same time; req/s summed, latencies of the busiest. */
 async function measureAll(targets, workload, connections) {
   const shares = targets.map((_, i) => Math.floor(connections / targets.length) + (i < connections % targets.length ? 1 : 0));
@@ -99,12 +120,13 @@ export async function postgresMode() {
   const bin = postgresBin();
   if (bin === undefined) throw new Error('PostgreSQL is not installed: apt-get install postgresql');
   const seedDir = tempDir();
-  writeSnapshot(join(seedDir, 'pets.json'), SEED_PETS);
-  writeFileSync(join(seedDir, 'pets-journal.1.jsonl'), '', { mode: 0o600 }); // the journal pets.json names
+  const seed = join(seedDir, 'snapshot.json');
+  writeSnapshot(seed, SEED_PETS);
   const cluster = await startCluster(bin);
-  const setups = ['file', 'pg1', 'pg3'];
-  const loads = { post1: [create, 1], post16: [create, 16], post16key: [createKeyed, 16], list: [list, 10] };
+  const setups = ['file', 'pg1', 'pgdb', 'pg3'];
+  const loads = { post1: [create, 1], post16: [create, 16], post16key: [createKeyed, 16], list: [list, 10], get: [getPet, 10] };
   const results = Object.fromEntries(setups.map((s) => [s, Object.fromEntries(Object.keys(loads).map((k) => [k, []]))]));
+  let scale = [];
   try {
     for (let r = 0; r < ROUNDS; r++) {
       progress(`postgres round ${r + 1}/${ROUNDS}`);
@@ -116,17 +138,19 @@ export async function postgresMode() {
           if (setup !== 'file') {
             const name = `bench_${r}_${setup}`;
             cluster.createDatabase(name);
-            serverArgs = ['--database-url', cluster.url(name)];
-            migrate(seedDir, cluster.url(name));
+            serverArgs = ['--database-url', cluster.url(name), ...(setup === 'pgdb' ? ['--database-reads', 'on'] : [])];
+            migrateSeed(seed, cluster.url(name));
           }
           for (let i = 0; i < (setup === 'pg3' ? 3 : 1); i++) {
             const dir = tempDir();
             dirs.push(dir);
-            if (setup === 'file') for (const file of ['pets.json', 'pets-journal.1.jsonl']) copyFileSync(join(seedDir, file), join(dir, file));
+            if (setup === 'file') seedDirectory(dir, seed);
             servers.push(await start('server', { dataDir: dir, serverArgs }));
           }
+          for (const server of servers) await untilReady(server, 0);
           for (const [key, [workload, connections]] of Object.entries(loads)) {
             if (setup === 'pg3' && key === 'post1') continue; // one connection cannot be split
+            if (setup === 'pgdb' && key.startsWith('post')) continue; // creates are the same with either reads
             if (WARMUP > 0) await measureAll(servers, workload, connections).catch(() => undefined);
             const m = await measureAll(servers, workload, connections);
             results[setup][key].push(m);
@@ -138,6 +162,8 @@ export async function postgresMode() {
         }
       }
     }
+    progress(`start-up and memory at ${fmt.int(SCALE_PETS)} pets`);
+    scale = await startupAtScale(cluster);
   } finally {
     cluster.destroy();
     removeDir(seedDir);
@@ -151,6 +177,7 @@ export async function postgresMode() {
   };
   const errors = (key) => setups.reduce((sum, s) => sum + results[s][key].reduce((n, m) => n + m.errors, 0), 0);
   const row = (label, key) => `| ${label} | ${setups.flatMap((s) => cell(s, key)).join(' | ')} | ${errors(key)} |`;
+  const ratio = (key, setup) => `${(median(results[setup][key].map((m) => m.rps)) / median(results.file[key].map((m) => m.rps))).toFixed(2)}×`;
   const m = machine();
   const markdown = [
     '## PostgreSQL store beside the file store',
@@ -160,15 +187,74 @@ export async function postgresMode() {
       'PostgreSQL: a throwaway cluster of Debian\'s package with its defaults (fsync and synchronous_commit on), on the same machine as the servers and autocannon. ' +
       'Three instances: the connections split between them, one autocannon each, req/s summed, latency of the slowest. Medians over rounds, (min–max) beside req/s.',
     '',
-    '| Measure | File store | p50 ms | p99 ms | PostgreSQL, 1 instance | p50 ms | p99 ms | PostgreSQL, 3 instances | p50 ms | p99 ms | Errors |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    '| Measure | File store | p50 ms | p99 ms | PostgreSQL, 1 instance (copy in memory) | p50 ms | p99 ms | PostgreSQL, 1 instance, `--database-reads on` | p50 ms | p99 ms | PostgreSQL, 3 instances | p50 ms | p99 ms | Errors |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     row('POST /v1/pets (durable, 201), 1 connection, creates/s', 'post1'),
     row('POST /v1/pets (durable, 201), 16 connections, creates/s', 'post16'),
     row('POST /v1/pets with an Idempotency-Key of its own (durable, 201), 16 connections, creates/s', 'post16key'),
     row('GET /v1/pets?limit=20, 10 connections, req/s', 'list'),
+    row('GET /v1/pets/500, 10 connections, req/s', 'get'),
     '',
     'Errors: responses other than 201/200, plus socket errors, summed over rounds and setups.',
+    '',
+    `Reads against the file store's req/s, same run (medians): list ${ratio('list', 'pg1')} from the copy, ${ratio('list', 'pgdb')} from the database; ` +
+      `getPet ${ratio('get', 'pg1')} from the copy, ${ratio('get', 'pgdb')} from the database.`,
+    '',
+    ...scale,
   ].join('\n');
   writeSection(join(ROOT, 'bench/results.md'), 'postgres', markdown);
   console.log(markdown);
+}
+
+/**
+ * Start-up and memory at SCALE_PETS pets, ROUNDS spawns each, taking turns: the file store on a seeded
+ * directory, and one instance on a database holding the same pets (by `migrate`), filling its copy
+ * and with --database-reads on. Start-up: spawn → /readyz 200. RSS: VmRSS 1 s after that.
+ */
+async function startupAtScale(cluster) {
+  const seed = tempDir();
+  const snapshot = join(seed, 'snapshot.json');
+  writeSnapshot(snapshot, SCALE_PETS);
+  const name = 'bench_scale';
+  cluster.createDatabase(name);
+  migrateSeed(snapshot, cluster.url(name));
+  const setups = {
+    file: () => ({ dir: (() => { const d = tempDir(); seedDirectory(d, snapshot); return d; })(), serverArgs: [] }),
+    copy: () => ({ dir: tempDir(), serverArgs: ['--database-url', cluster.url(name)] }),
+    reads: () => ({ dir: tempDir(), serverArgs: ['--database-url', cluster.url(name), '--database-reads', 'on'] }),
+  };
+  const got = { file: [], copy: [], reads: [] };
+  try {
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const setup of r % 2 === 0 ? Object.keys(setups) : Object.keys(setups).reverse()) {
+        const { dir, serverArgs } = setups[setup]();
+        const t0 = performance.now();
+        const server = await start('server', { dataDir: dir, serverArgs });
+        const ms = await untilReady(server, t0);
+        await sleep(1000);
+        const { rss } = memory(server.pid);
+        await stop(server);
+        removeDir(dir);
+        got[setup].push({ ms, rss });
+        progress(`  ${setup.padEnd(5)} start-up ${fmt.int(ms)} ms  RSS ${fmt.int(rss / 1024)} MB`);
+      }
+    }
+  } finally {
+    removeDir(seed);
+  }
+  const ms = (s) => median(got[s].map((g) => g.ms));
+  const mb = (s) => median(got[s].map((g) => g.rss)) / 1024;
+  const perPet = (s, base) => ((mb(s) - mb(base)) * 1024 * 1024) / SCALE_PETS;
+  return [
+    `### Start-up and memory at ${fmt.int(SCALE_PETS)} pets`,
+    '',
+    `${ROUNDS} spawns each, taking turns; start-up is spawn → \`/readyz\` 200 (the copy filled), RSS is VmRSS 1 s after. ` +
+      'The copy\'s memory per pet is its RSS minus that of an instance on the same database with `--database-reads on`; the file store\'s, its RSS minus that same instance\'s (which holds no pet). Medians.',
+    '',
+    '| Measure | File store | PostgreSQL, copy in memory | PostgreSQL, `--database-reads on` | copy ÷ file store |',
+    '|---|--:|--:|--:|--:|',
+    `| Start-up, spawn → /readyz 200, ms | ${fmt.int(ms('file'))} | ${fmt.int(ms('copy'))} | ${fmt.int(ms('reads'))} | ${(ms('copy') / ms('file')).toFixed(2)}× |`,
+    `| RSS, MB | ${fmt.int(mb('file'))} | ${fmt.int(mb('copy'))} | ${fmt.int(mb('reads'))} | ${(mb('copy') / mb('file')).toFixed(2)}× |`,
+    `| Memory per pet, bytes | ${fmt.int(perPet('file', 'reads'))} | ${fmt.int(perPet('copy', 'reads'))} | — | ${(perPet('copy', 'reads') / perPet('file', 'reads')).toFixed(2)}× |`,
+  ];
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PetArena, statusCode, type StatusCode } from '#dist/store/file/pet-arena.js';
+import { PetArena, statusCode, type StatusCode } from '#dist/store/pet-arena.js';
 
 /** Copies a text in as a whole line of its own (what the arena keeps around a text is tested below). */
 function copyText(arena: PetArena, id: number, status: StatusCode, bytes: Buffer, start = 0, end = bytes.length): void {

@@ -6,6 +6,8 @@
 import { after, before, describe } from 'node:test';
 import { postgresBin, SKIP_REASON, startCluster, type Cluster } from './postgres-support.js';
 import { cliTests } from './postgres/cli.js';
+import { commitWatchTests } from './postgres/commit-watch.js';
+import { copyTests } from './postgres/copy.js';
 import { driverInstallTests } from './postgres/driver-install.js';
 import { feedTests } from './postgres/feed.js';
 import { idempotencyTests } from './postgres/idempotency.js';
@@ -38,4 +40,6 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   scopeTests(context);
   orderingTests(context);
   feedTests(context);
+  commitWatchTests(context);
+  copyTests(context);
 });

@@ -37,6 +37,7 @@ export interface Config {
   tlsKey: string | undefined;
   databaseUrl: string | undefined;
   databasePool: number;
+  databaseReads: boolean;
   metricsPort: number | undefined;
   metricsHost: string;
   replicateTo: string | undefined;
@@ -114,6 +115,13 @@ export const SETTINGS = [
   setting({ key: 'shutdownTimeout', flag: 'shutdown-timeout', env: 'PETSTORE_SHUTDOWN_TIMEOUT', default: SERVER_DEFAULTS.shutdownTimeout, help: 'ms a graceful stop waits for requests in flight', parse: integer(0, 3_600_000) }),
   setting({ key: 'databaseUrl', flag: 'database-url', env: 'PETSTORE_DATABASE_URL', default: undefined, help: 'postgres://… : keep pets and keys in PostgreSQL, shared by instances (needs the postgres package: docs/postgresql.md)', parse: text }),
   setting({ key: 'databasePool', flag: 'database-pool', env: 'PETSTORE_DATABASE_POOL', default: DEFAULTS.databasePool, help: 'database connections at most, per instance', parse: integer(1, 1000) }),
+  setting({
+    key: 'databaseReads', flag: 'database-reads', env: 'PETSTORE_DATABASE_READS', default: false, help: 'on: read pets from the database on every request, not from a copy of them in memory (for stores larger than memory)',
+    parse: (raw, source) => {
+      if (raw !== 'on' && raw !== 'off') throw new UsageError(`${source} must be on or off, got "${raw}"`);
+      return raw === 'on';
+    },
+  }),
   setting({ key: 'metricsPort', flag: 'metrics-port', env: 'PETSTORE_METRICS_PORT', default: undefined, help: 'serve Prometheus metrics at GET /metrics on this port, without a key (0: any free port; default: off)', parse: integer(0, 65535) }),
   setting({ key: 'metricsHost', flag: 'metrics-host', env: 'PETSTORE_METRICS_HOST', default: SERVER_DEFAULTS.metricsHost, help: 'address of the metrics listener', parse: text }),
   setting({ key: 'replicateTo', flag: 'replicate-to', env: 'PETSTORE_REPLICATE_TO', default: undefined, help: 'directory or s3://bucket/prefix (AWS_* from the environment) to keep a continuous copy of the data directory in (docs/operations.md, Replication; default: off)', parse: text }),

@@ -14,6 +14,8 @@ import type { PetStore } from '../store/store.js';
 export interface DatabaseOptions {
   databaseUrl: string;
   databasePool: number;
+  /** Pets read from the database, not from a copy in memory (PostgresStoreOptions.databaseReads). */
+  databaseReads?: boolean | undefined;
   /** Seconds an Idempotency-Key is remembered after its create. */
   idempotencyWindow: number;
   keys?: readonly string[] | undefined;
@@ -31,6 +33,8 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
   const store = await PostgresStore.open(options.databaseUrl, {
     pool: options.databasePool,
     idempotencyWindow: options.idempotencyWindow,
+    databaseReads: options.databaseReads ?? false,
+    onFilled: (pets, seconds) => logger.info('the pets are read into memory; reads are answered from there', { pets, seconds: Number(seconds.toFixed(3)) }),
     onAvailability: (available, error) => {
       if (available) logger.info('the database is reachable again', { database: where });
       else logger.error('the database cannot be used; pets are answered 503 until it is back', error, { database: where });

@@ -27,6 +27,11 @@ export interface PetstoreOptions {
   /** Database connections at most (default 10). */
   databasePool?: number | undefined;
   /**
+   * Reads pets from the database on every request instead of from a copy of all pets kept in each
+   * instance's memory (the default): for a store larger than an instance's memory. PostgreSQL only.
+   */
+  databaseReads?: boolean | undefined;
+  /**
    * API keys accepted besides those in `<dataDir>/keys.json`; only their SHA-256 hashes are kept. A key
    * holds every scope, or only those after a ':' (`key:pets:read`; several joined by '+'). Each key
    * once, and not also in keys.json: a DuplicateKeyError otherwise.

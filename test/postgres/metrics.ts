@@ -70,7 +70,9 @@ export function metricsTests(cluster: () => Cluster): void {
     assert.equal((await server.request('POST', '/v1/pets', { headers: JSON_HEADERS, body: '{"name":"p","categoryId":1,"status":"sold"}' })).status, 201);
     await cluster().stop();
     try {
-      assert.equal((await server.request('GET', '/v1/pets')).status, 503);
+      // Lists are answered from the copy in memory; a pet above its newest is asked of the database.
+      assert.equal((await server.request('GET', '/v1/pets')).status, 200);
+      assert.equal((await server.request('GET', '/v1/pets/2')).status, 503);
       const started = Date.now();
       const { families } = await scrape(server.metricsUrl);
       assert.ok(Date.now() - started < 5000, `the scrape took ${Date.now() - started} ms`);

@@ -4,7 +4,7 @@ import { replaceFile } from '../../lib/replace-file.js';
 import { SNAPSHOT_FILE, journalFile } from './file-names.js';
 import type { IdempotencyIndex } from './idempotency.js';
 import type { Journal } from './journal.js';
-import type { PetIndex } from './pet-index.js';
+import type { PetIndex } from '../pet-index.js';
 import { snapshotChunks } from './snapshot.js';
 
 /** The highest id handed out, shared by the store that hands ids out and the compaction that keeps it. */

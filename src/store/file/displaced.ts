@@ -1,5 +1,5 @@
 import type { Damage } from './damage.js';
-import { PetIndex } from './pet-index.js';
+import { PetIndex } from '../pet-index.js';
 import { readLineTail } from './record-line.js';
 import type { DisplacedLine } from './record-scan.js';
 

@@ -6,7 +6,7 @@ import type { IdReservation } from './id-reservation.js';
 import type { IdempotencyIndex, IdempotencyRecord } from './idempotency.js';
 import type { Journal } from './journal.js';
 import { openStore, type FileStoreOptions, type OpenedStore } from './open-store.js';
-import type { PetIndex } from './pet-index.js';
+import type { PetIndex } from '../pet-index.js';
 import { buildLine } from './record-line.js';
 import { buildSkipLine } from './skip-line.js';
 import { samePet } from './stored-pet.js';

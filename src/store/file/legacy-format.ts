@@ -5,7 +5,7 @@ import { petJson, type Pet } from '../../pet/pet.js';
 import { ValidationError } from '../../pet/validate.js';
 import { checkFormat } from './data-format.js';
 import { isIdempotencyRecord, type IdempotencyRecord } from './idempotency.js';
-import { PetIndex } from './pet-index.js';
+import { PetIndex } from '../pet-index.js';
 import { readPetLine, type PetLine } from './pet-line.js';
 import { buildLine } from './record-line.js';
 import { storedPet } from './stored-pet.js';

@@ -12,7 +12,7 @@ import { setBack } from './displaced.js';
 import { checksummedFormat, readSnapshot } from './snapshot.js';
 import { IDS_FILE, SNAPSHOT_FILE, isTempFile, journalFile, journalGeneration } from './file-names.js';
 import { readReservation, RESERVE_BLOCK, type Reservation } from './id-reservation.js';
-import { PetIndex } from './pet-index.js';
+import { PetIndex } from '../pet-index.js';
 import { StoreOpenError } from '../store.js';
 
 /** What a data directory holds, checked and in memory. */
@@ -39,7 +39,7 @@ export interface LoadedDirectory {
   /**
    * The ids of the pets whose lines carry an idempotency record, ascending (expired ones included):
    * only the ids, so that a million keys are not all made into strings at once; each record is read
-   * back from its line (PetIndex.recordOf).
+   * back from its line (record-line.ts, recordOfLine).
    */
   keyed: number[];
   /** Every damaged place found; the pets in it are not in `index`. */

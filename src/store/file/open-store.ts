@@ -11,7 +11,8 @@ import { IdempotencyIndex } from './idempotency.js';
 import { Journal } from './journal.js';
 import { loadDirectory, openStep } from './load.js';
 import { DirectoryLock } from './lock.js';
-import type { PetIndex } from './pet-index.js';
+import { recordOfLine } from './record-line.js';
+import type { PetIndex } from '../pet-index.js';
 
 export interface FileStoreOptions {
   /** The file operations to use; tests pass one that records calls or injects faults. */
@@ -65,13 +66,13 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
   try {
     const { index, format, snapshotBytes, generations, journalLength, tornBytes, keyed, lastId, follow, idsMissing, reservation: loadedReservation } = await loadDirectory(fs, dir);
     const idempotency = new IdempotencyIndex(
-      options.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_SECONDS * 1000, (id) => index.recordOf(id), options.idempotencyKeyLimit ?? IDEMPOTENCY_KEY_LIMIT,
+      options.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_SECONDS * 1000, (id) => recordOfLine(index.lineOf(id)), options.idempotencyKeyLimit ?? IDEMPOTENCY_KEY_LIMIT,
     );
     // Keys past their window are not loaded: they would only be dropped at the next compaction.
     const now = Date.now();
     for (const id of keyed) {
       // Read back one at a time: each record's strings are garbage at once, never all alive together.
-      const record = index.recordOf(id);
+      const record = recordOfLine(index.lineOf(id));
       if (record !== undefined) idempotency.restore(record, id, now);
     }
     const newest = generations.at(-1);

@@ -1,5 +1,6 @@
 import { crc32, readHex8, writeHex8 } from '../../lib/crc32.js';
 import type { IdempotencyRecord } from './idempotency.js';
+import type { StoredLine } from '../pet-index.js';
 
 /**
  * One stored pet as a line of format 3, the same in pets.json and in a journal:
@@ -154,4 +155,11 @@ function isScopeChar(c: number): boolean {
 function expect(bytes: Uint8Array, pos: number, token: Uint8Array): number {
   for (let i = 0; i < token.length; i++) if (bytes[pos + i] !== token[i]) return -1;
   return pos + token.length;
+}
+
+/** The idempotency record a stored pet's line carries (PetIndex.lineOf); undefined for none or no such pet. */
+export function recordOfLine(line: StoredLine | undefined): IdempotencyRecord | undefined {
+  if (line === undefined) return undefined;
+  const tail = readLineTail(line.bytes, line.textEnd, line.bytes.length);
+  return tail === undefined || tail.recordStart < 0 ? undefined : readRecord(line.bytes, tail.recordStart, tail.recordEnd);
 }

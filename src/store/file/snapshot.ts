@@ -1,5 +1,5 @@
 import { crc32, readHex8, writeHex8 } from '../../lib/crc32.js';
-import type { PetIndex } from './pet-index.js';
+import type { PetIndex } from '../pet-index.js';
 import { checksumMatches, readLineTail, withoutRecord } from './record-line.js';
 import type { Damage } from './damage.js';
 import { checkFormat, FORMAT_NAME, FORMAT_VERSION, namedFormat } from './data-format.js';

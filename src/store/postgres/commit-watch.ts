@@ -6,6 +6,8 @@ import { isUnavailable, openListener } from './driver.js';
 
 /** While the listening connection is down, the highest id is read this often instead. */
 const POLL_INTERVAL_MS = 250;
+/** A payload that is an id: decimal digits, no sign, no leading zero. */
+const ID_TEXT = /^[1-9][0-9]{0,15}$/;
 
 export interface CommitWatchOptions {
   url: string;
@@ -63,9 +65,12 @@ export class CommitWatch {
   }
 
   #notified(channel: string, payload: string): void {
+    // Anyone may NOTIFY this channel: only an id as batch.ts writes it counts. A payload past the
+    // safe integers (1e300), or one Number() reads as another id (1e3, 0x10, " 7"), would raise the
+    // highest id heard above the pets to come, and no listener would hear of them again.
+    if (channel !== COMMIT_CHANNEL || !ID_TEXT.test(payload)) return;
     const id = Number(payload);
-    // Anyone may NOTIFY this channel: only a plain id counts.
-    if (channel === COMMIT_CHANNEL && Number.isSafeInteger(id) && id > 0) this.#listeners.committed(id);
+    if (Number.isSafeInteger(id)) this.#listeners.committed(id);
   }
 
   async #listen(): Promise<void> {

@@ -13,6 +13,10 @@ export interface PostgresStoreOptions {
   idempotencyWindow?: number;
   /** Told when the database goes away and when it is back; default: silent. */
   onAvailability?: (available: boolean, error?: unknown) => void;
+  /** Reads from the database instead of a copy of the pets in memory (pet-copy.ts): for stores larger than an instance's memory. */
+  databaseReads?: boolean;
+  /** Told once the copy is filled at start: how many pets it read, in how many seconds. */
+  onFilled?: (pets: number, seconds: number) => void;
   /** Told of a failure to learn of other instances' commits that is not the database being away; default: silent. */
   onBackgroundError?: (error: unknown) => void;
 }

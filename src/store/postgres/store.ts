@@ -1,18 +1,21 @@
 import type { Sql } from 'postgres';
-import type { NewPet, Pet } from '../../pet/pet.js';
+import { petJson, type NewPet, type Pet } from '../../pet/pet.js';
+import { CommitListeners } from '../commit-listeners.js';
 import { Availability } from './availability.js';
 import { insertBatch, type BatchEntry } from './batch.js';
 import { CommitWatch } from './commit-watch.js';
 import { isUnavailable, openError, openPool } from './driver.js';
 import { keyedPet, replayOf } from './idempotency.js';
 import { addFirstKey, readKeys, type KeyRecord } from './keys.js';
-import { plainPet, toPet, type PetRow } from './pet-row.js';
+import { plainPet } from './pet-row.js';
+import { COPY_PAGE, PetCopy } from './pet-copy.js';
+import { pageText, readHighestId, readPage, readPet, readRows } from './pet-reads.js';
 import { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
 import { migrate } from './schema.js';
 import { countByStatus } from './status-counts.js';
 import { poolStats, secondsSince, type StatusCounts, type StoreObserver, type StoreStats } from '../observer.js';
 import {
-  RequestInProgressError, StoreOpenError, StoreUnavailableError, type CommitListener, type IdempotencyKey, type ListPage, type ListQuery, type PetStore,
+  RequestInProgressError, StoreOpenError, StoreUnavailableError, type CommitListener, type IdempotencyKey, type ListPage, type ListQuery, type ListText, type PetStore, type PetText,
 } from '../store.js';
 
 interface PendingCreate extends BatchEntry {
@@ -32,6 +35,10 @@ const MAX_BATCH = 500;
  * COMMIT, so the creates of all instances commit one batch at a time, in id order: a pet with a
  * smaller id is always visible before one with a larger id, and a reader paging with `after` misses
  * none. A pet is acknowledged only after COMMIT.
+ *
+ * Reads are answered from a copy of the pets in this instance's memory (pet-copy.ts), kept current
+ * from the commits of every instance; with `databaseReads`, and while the copy is being filled at
+ * start, from the database.
  */
 export class PostgresStore implements PetStore {
   readonly #sql: Sql;
@@ -41,6 +48,9 @@ export class PostgresStore implements PetStore {
   readonly #windowSeconds: number;
   readonly #availability: Availability;
   readonly #watch: CommitWatch;
+  readonly #copy: PetCopy | undefined;
+  /** With the copy, the listeners of watchCommits, told once the copy holds the pets. */
+  readonly #listeners = new CommitListeners();
   // Keys of this instance's creates still committing: a repeat here is a 409 (one on another instance waits on the id row).
   readonly #pendingKeys = new Set<string>();
   #queue: PendingCreate[] = [];
@@ -59,8 +69,11 @@ export class PostgresStore implements PetStore {
     // The probe is a write that changes nothing: its success means creates can be taken again.
     const probe = (): Promise<unknown> => this.#guard(sql`UPDATE petstore.pet_ids SET last_id = last_id`.execute(), 'write');
     this.#availability = new Availability(options.onAvailability ?? (() => {}), probe, (error) => error instanceof StoreUnavailableError);
-    const highestId = async (): Promise<number> => Number((await sql<[{ id: string }]>`SELECT last_id::text AS id FROM petstore.pet_ids`)[0]?.id ?? 0);
-    this.#watch = new CommitWatch({ url, statementTimeout, highestId, onError: options.onBackgroundError ?? (() => {}) });
+    this.#watch = new CommitWatch({ url, statementTimeout, highestId: () => readHighestId(sql), onError: options.onBackgroundError ?? (() => {}) });
+    if (options.databaseReads === true) return;
+    const copy = (this.#copy = new PetCopy((after, upTo) => this.#read(() => readRows(sql, after, upTo, COPY_PAGE)), (id) => this.#listeners.committed(id)));
+    this.#watch.add((id) => id > copy.lastId && copy.catchUp()); // every commit heard of and not yet held is read into the copy
+    void copy.fill().then(({ pets, seconds }) => options.onFilled?.(pets, seconds));
   }
 
   /** Connects, creates or migrates the schema; refuses with a StoreOpenError when the database cannot be used. */
@@ -75,33 +88,31 @@ export class PostgresStore implements PetStore {
     return new PostgresStore(sql, url, options);
   }
 
-  /** Open, and the last statement that reached the database succeeded (or a write probe since did). */
+  /** Open, the copy filled, and the last statement that reached the database succeeded (or a write probe since did). */
   get ready(): boolean {
-    return !this.#closed && this.#availability.available;
+    return !this.#closed && this.#availability.available && (this.#copy?.filled ?? true);
   }
 
-  list(query: ListQuery): Promise<ListPage> {
-    const sql = this.#sql;
-    const limit = query.limit + 1;
-    return this.#read(async () => {
-      const rows = query.status === undefined
-        ? await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE id > ${query.after} ORDER BY pets.id LIMIT ${limit}`
-        : await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE status = ${query.status} AND id > ${query.after} ORDER BY pets.id LIMIT ${limit}`;
-      return { pets: rows.slice(0, query.limit).map(toPet), more: rows.length > query.limit };
-    });
+  list(query: ListQuery): ListPage | Promise<ListPage> {
+    return this.#copy?.filled === true ? this.#copy.list(query) : this.#read(() => readPage(this.#sql, query));
   }
 
-  get(id: number): Promise<Pet | undefined> {
-    const sql = this.#sql;
-    return this.#read(async () => {
-      const [row] = await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE id = ${id}`;
-      return row === undefined ? undefined : toPet(row);
-    });
+  /** From the copy; an id above its newest is asked of the database (a pet just created through another instance). */
+  get(id: number): Pet | undefined | Promise<Pet | undefined> {
+    return this.#copy?.filled === true && id <= this.#copy.lastId ? this.#copy.get(id) : this.#read(() => readPet(this.#sql, id));
   }
 
-  /** See PetStore.watchCommits: this instance's commits at once, other instances' by LISTEN (commit-watch.ts). */
+  listText(query: ListQuery): ListText | Promise<ListText> {
+    return this.#copy?.filled === true ? this.#copy.listText(query) : this.#read(() => readPage(this.#sql, query)).then(pageText);
+  }
+
+  getText(id: number): PetText | undefined | Promise<PetText | undefined> {
+    return this.#copy?.filled === true && id <= this.#copy.lastId ? this.#copy.getText(id) : this.#read(() => readPet(this.#sql, id)).then((p) => p && petJson(p));
+  }
+
+  /** See PetStore.watchCommits: this instance's commits at once, other instances' by LISTEN (commit-watch.ts), through the copy if there is one. */
   watchCommits(listener: CommitListener): () => void {
-    return this.#watch.add(listener);
+    return this.#copy === undefined ? this.#watch.add(listener) : this.#listeners.add(listener);
   }
 
   create(pet: NewPet): Promise<Pet> {
@@ -182,11 +193,13 @@ export class PostgresStore implements PetStore {
       if (result === undefined) throw new Error('pet ids are exhausted: the next id would not be a safe integer');
       this.#availability.set(true);
       this.#observer?.committed(secondsSince(began), batch.length);
-      for (const [i, p] of batch.entries()) {
-        const id = result.base + i + 1;
-        p.resolve(p.key === undefined || result.keyedIds.has(id) ? plainPet(id, p.pet.name, p.pet.categoryId, p.pet.status) : undefined);
-      }
-      this.#watch.committed(result.base + batch.length);
+      const stored = batch.map((p, i) => (p.key === undefined || result.keyedIds.has(result.base + i + 1) ? plainPet(result.base + i + 1, p.pet.name, p.pet.categoryId, p.pet.status) : undefined));
+      // This instance reads its own creates at once: the copy holds them before the 201s.
+      if (this.#copy?.filled === true) await this.#copy.own(result.base, stored.filter((pet) => pet !== undefined));
+      else this.#copy?.catchUp();
+      for (const [i, p] of batch.entries()) p.resolve(stored[i]);
+      if (this.#copy === undefined) this.#watch.committed(result.base + batch.length);
+      else this.#listeners.committed(this.#copy.lastId);
     } catch (error) {
       this.#observer?.failed();
       for (const p of batch) p.reject(error as Error);
@@ -229,6 +242,7 @@ export class PostgresStore implements PetStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#availability.close();
+    this.#copy?.close();
     while (this.#committing !== undefined) await this.#committing;
     await this.#watch.close();
     await this.#sql.end({ timeout: 5 });

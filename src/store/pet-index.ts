@@ -1,9 +1,7 @@
-import { PET_STATUSES, type PetStatus } from '../../pet/contract.js';
-import { petFromJson, type Pet } from '../../pet/pet.js';
-import type { IdempotencyRecord } from './idempotency.js';
+import { PET_STATUSES, type PetStatus } from '../pet/contract.js';
+import { petFromJson, type Pet } from '../pet/pet.js';
 import { PetArena, statusCode } from './pet-arena.js';
-import { readLineTail, readRecord } from './record-line.js';
-import type { ListPage, ListQuery, ListText, StatusCounts } from '../store.js';
+import type { ListPage, ListQuery, ListText, StatusCounts } from './store.js';
 
 /** A stored pet's line as the index holds it; `bytes` is a view of its memory, never to be changed. */
 export interface StoredLine {
@@ -16,7 +14,7 @@ export interface StoredLine {
 const EMPTY = Buffer.alloc(0);
 
 /**
- * The pets in memory, ascending by id, with one list per status, kept in a PetArena as their exact
+ * The pets in memory of the file store and of the PostgreSQL store's copy, ascending by id, with one list per status, kept in a PetArena as their exact
  * JSON text. Reads hand out either that text (for the HTTP answers) or plain Pet objects made from it
  * on demand (for embedders). A cursor page is a binary search plus a copy: O(log n + limit).
  */
@@ -59,13 +57,12 @@ export class PetIndex {
     this.#arena.appendInPlace(id, statusCode(status), buffer, textStart, textEnd);
   }
 
-  /** The idempotency record the pet's line carries, read from it; undefined for none or no such pet. */
-  recordOf(id: number): IdempotencyRecord | undefined {
+  /** The pet's line (a new StoredLine): what the store keeps after its text is the store's own (record-line.ts reads the file store's). */
+  lineOf(id: number): StoredLine | undefined {
     const at = this.#arena.positionOf(id);
     if (at === -1) return undefined;
-    const bytes = this.#arena.bufferAt(at);
-    const tail = readLineTail(bytes, this.#arena.textOffsetAt(at) + this.#arena.textLengthAt(at), bytes.length);
-    return tail === undefined || tail.recordStart < 0 ? undefined : readRecord(bytes, tail.recordStart, tail.recordEnd);
+    const textStart = this.#arena.textOffsetAt(at);
+    return { id, bytes: this.#arena.bufferAt(at), textStart, textEnd: textStart + this.#arena.textLengthAt(at) };
   }
 
   get(id: number): Pet | undefined {

@@ -1,4 +1,4 @@
-import { PET_STATUSES, type PetStatus } from '../../pet/contract.js';
+import { PET_STATUSES, type PetStatus } from '../pet/contract.js';
 
 // Copied texts go to chunks of 64 KiB, then twice as large each time up to 1 MiB: a store that
 // receives few creates does not hold a mostly empty megabyte.
@@ -17,8 +17,8 @@ type IdOffsets = Uint32Array | Float64Array;
 type ChunkNumbers = Uint8Array | Uint16Array | Uint32Array;
 
 /**
- * The pets in memory, off the JavaScript heap: the exact stored line of every pet (its JSON text,
- * then its checksum) in large Buffers, appended and never rewritten, and per pet a few numbers in typed arrays (id, where its text is,
+ * The pets in memory, off the JavaScript heap: the exact stored line of every pet (the file store's
+ * line: its JSON text, then its checksum; the PostgreSQL store's copy: the JSON text alone) in large Buffers, appended and never rewritten, and per pet a few numbers in typed arrays (id, where its text is,
  * status): 15 bytes a pet while ids lie within 2^32 of the first and there are at most 256 Buffers.
  * Ids only ever grow, so every list is sorted and a page is a binary search plus a copy of
  * byte ranges. A million pets are then a few dozen objects for the garbage collector, not millions.

@@ -1,0 +1,158 @@
+import { petJson, type Pet } from '../../pet/pet.js';
+import { PetIndex } from '../pet-index.js';
+import type { ListPage, ListQuery, ListText } from '../store.js';
+import { toPet, type PetRow } from './pet-row.js';
+
+/** Pets read in one statement, at start and catching up: each page is a short indexed range scan. */
+export const COPY_PAGE = 10_000;
+/** A read of the copy that failed (the database away) is tried again this often. */
+const RETRY_MS = 250;
+
+/** The pets with an id above `after` and at most `upTo`, ascending, at most COPY_PAGE of them. */
+export type ReadRows = (after: number, upTo: number) => Promise<PetRow[]>;
+
+/**
+ * The pets of the database in this instance's memory, as the file store keeps its own (PetIndex:
+ * each pet's exact JSON text off the heap), so that lists, single pets, streams and waits are
+ * answered without the database. Filled at start by reading the table in id order, page by page;
+ * then kept current by reading on from its newest id whenever a commit is heard of (commit-watch.ts)
+ * and by appending this instance's own commits. Pets commit in id order on every instance (the id
+ * row lock, batch.ts), so once a pet is read every pet with a smaller id is readable too, and
+ * reading on from the newest id never skips one. Every change runs in one chain, one at a time.
+ */
+export class PetCopy {
+  readonly #index = new PetIndex();
+  readonly #read: ReadRows;
+  /** Told the newest id each time pets were added by a catch-up (not by `own`: its caller tells). */
+  readonly #grew: (lastId: number) => void;
+  #chain: Promise<void> = Promise.resolve();
+  #filled = false;
+  /** A catch-up is waiting in the chain: another request for one joins it. */
+  #catchUpQueued = false;
+  #retry: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(read: ReadRows, grew: (lastId: number) => void) {
+    this.#read = read;
+    this.#grew = grew;
+  }
+
+  /** Whether the fill at start is complete: until then, reads go to the database. */
+  get filled(): boolean {
+    return this.#filled;
+  }
+
+  get lastId(): number {
+    return this.#index.lastId;
+  }
+
+  get size(): number {
+    return this.#index.size;
+  }
+
+  /** Reads the whole table, a page at a time, giving the event loop a turn between pages; retries while the database is away. */
+  fill(): Promise<{ pets: number; seconds: number }> {
+    const began = process.hrtime.bigint();
+    return this.#then(async () => {
+      while (!this.#closed) {
+        try {
+          await this.#readOn(Number.MAX_SAFE_INTEGER);
+          break;
+        } catch {
+          // The database away mid-fill: what was read stays; go on from there once it is back.
+          await new Promise((r) => setTimeout(r, RETRY_MS));
+        }
+      }
+      this.#filled = !this.#closed;
+      this.#grew(this.lastId);
+      return { pets: this.size, seconds: Number(process.hrtime.bigint() - began) / 1e9 };
+    });
+  }
+
+  /** Reads on from the newest id (a commit was heard of); requests made while one waits share it. */
+  catchUp(): void {
+    if (this.#catchUpQueued || this.#closed) return;
+    this.#catchUpQueued = true;
+    void this.#then(async () => {
+      this.#catchUpQueued = false;
+      const before = this.lastId;
+      try {
+        await this.#readOn(Number.MAX_SAFE_INTEGER);
+      } catch {
+        this.#retryLater();
+      }
+      if (this.lastId > before) this.#grew(this.lastId);
+    });
+  }
+
+  /**
+   * This instance's own batch, just committed with the ids after `base`: the pets other instances
+   * committed before it (ids up to `base`) are read first, so that none is skipped; then the batch is
+   * appended as it is. Resolves once the copy holds it, or could not (the database away: read later).
+   */
+  own(base: number, pets: readonly Pet[]): Promise<void> {
+    return this.#then(async () => {
+      try {
+        if (this.lastId < base) await this.#readOn(base);
+      } catch {
+        this.#retryLater();
+        return;
+      }
+      // Everything up to `base` is read (a missing id is missing for good): the batch follows.
+      for (const pet of pets) if (pet.id > this.lastId) this.#append(pet);
+    });
+  }
+
+  list(query: ListQuery): ListPage {
+    return this.#index.list(query);
+  }
+
+  listText(query: ListQuery): ListText {
+    return this.#index.listText(query);
+  }
+
+  getText(id: number): Buffer | undefined {
+    return this.#index.getText(id);
+  }
+
+  get(id: number): Pet | undefined {
+    return this.#index.get(id);
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#retry);
+  }
+
+  /** Reads and appends every pet after the newest, up to `upTo`, a page per statement. */
+  async #readOn(upTo: number): Promise<void> {
+    for (;;) {
+      const rows = await this.#read(this.lastId, upTo);
+      for (const row of rows) this.#append(toPet(row));
+      if (rows.length < COPY_PAGE || this.#closed) return;
+      // A turn for the event loop between pages: a fill of a million pets never holds it for long.
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  #append(pet: Pet): void {
+    const bytes = Buffer.from(petJson(pet));
+    this.#index.appendLine(pet.id, pet.status, bytes, 0, bytes.length, 0, bytes.length);
+  }
+
+  #retryLater(): void {
+    if (this.#retry !== undefined || this.#closed) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      this.catchUp();
+    }, RETRY_MS);
+    this.#retry.unref();
+  }
+
+  /** Runs `work` after every change before it. */
+  #then<T>(work: () => Promise<T>): Promise<T> {
+    const done = this.#chain.then(work);
+    this.#chain = done.then(() => undefined, () => undefined);
+    return done;
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The copy of the pets in each instance's memory (pet-copy.ts): filled at start while /readyz says
+ * 503, kept current from this instance's commits at once and from other instances' through the
+ * commit watch, never skipping a pet; a pet above the copy's newest is asked of the database; and
+ * `--database-reads on` reads the database instead.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PostgresStore } from '#dist/store/postgres/store.js';
+import { request, spawnServerFor, TEST_KEY, waitFor } from '../helpers.js';
+import type { Cluster } from '../postgres-support.js';
+import { connect } from './store.js';
+
+const ENV = { PETSTORE_API_KEYS: TEST_KEY };
+const FILLED = 25_000; // two pages of the fill and a half
+
+async function openFilled(t: { after(fn: () => Promise<void>): void }, url: string, options = {}): Promise<PostgresStore> {
+  const store = await PostgresStore.open(url, options);
+  t.after(() => store.close());
+  await waitFor(() => store.ready, 5000, 'the copy filled');
+  return store;
+}
+
+/** The ids a store lists from memory (a promise would mean it asked the database). */
+function listed(store: PostgresStore): number[] {
+  const page = store.list({ after: 0, limit: 100 });
+  assert.ok(!(page instanceof Promise), 'lists are answered from memory');
+  return page.pets.map((p) => p.id);
+}
+
+/** A pet committed the way another instance would, but without its NOTIFY (as if it was lost). */
+async function insertSilently(sql: ReturnType<typeof connect>, name: string): Promise<number> {
+  const [row] = await sql`WITH ids AS (UPDATE petstore.pet_ids SET last_id = last_id + 1 RETURNING last_id)
+    INSERT INTO petstore.pets (id, name_json, category_id, status) SELECT last_id, ${JSON.stringify(name)}, 1, NULL FROM ids RETURNING id::int`;
+  return row?.['id'] as number;
+}
+
+export function copyTests(cluster: () => Cluster): void {
+  test('a pet just created through one instance is read on another at once: above the copy\'s newest, getPet asks the database; lists have it once heard of', { timeout: 30_000 }, async (t) => {
+    const url = await cluster().createDatabase();
+    const one = await openFilled(t, url);
+    const other = await openFilled(t, url);
+    const sql = connect(t, url);
+    // Committed elsewhere, its NOTIFY lost: the other instance has not heard of it, and will not by itself.
+    const silent = await insertSilently(sql, 'silent');
+    await sleep(300);
+    assert.deepEqual(listed(other), [], 'not in the copy');
+    const got = other.get(silent);
+    assert.ok(got instanceof Promise, 'an id above the copy\'s newest is asked of the database');
+    assert.deepEqual(await got, { id: silent, name: 'silent', categoryId: 1n });
+    const pet = await one.create({ name: 'Rex', categoryId: 7n });
+    await waitFor(() => listed(other).length === 2, 5000, 'the next commit heard of: the copy reads on from its newest id, the silent pet too');
+    assert.deepEqual(listed(other), [silent, pet.id]);
+    assert.deepEqual(other.get(pet.id), pet, 'now from memory');
+    assert.equal(other.get(pet.id + 1) instanceof Promise, true, 'above the newest: the database again');
+  });
+
+  test('an instance reads its own creates at once, after the pets committed before them elsewhere even when their NOTIFY was lost', { timeout: 30_000 }, async (t) => {
+    const url = await cluster().createDatabase();
+    const store = await openFilled(t, url);
+    const sql = connect(t, url);
+    const mine = await store.create({ name: 'first', categoryId: 1n });
+    const lost = await insertSilently(sql, 'lost notify');
+    await sleep(300); // listening, it never polls: nothing tells it of the silent pet
+    assert.deepEqual(listed(store), [mine.id], 'not heard of');
+    const next = await store.create({ name: 'next', categoryId: 2n });
+    assert.equal(next.id, lost + 1);
+    assert.deepEqual(listed(store), [mine.id, lost, next.id], 'at once, and none skipped');
+  });
+
+  test('filled at start page by page: /healthz answers and /readyz says 503 until the copy is complete, then a log line counts the pets; --database-reads on reads the database instead', { timeout: 60_000 }, async (t) => {
+    const url = await cluster().createDatabase();
+    await (await PostgresStore.open(url, { databaseReads: true })).close(); // the schema
+    const sql = connect(t, url);
+    await sql`INSERT INTO petstore.pets (id, name_json, category_id, status) SELECT n, '"p' || n || '"', n, CASE WHEN n % 3 = 0 THEN 'sold' END FROM generate_series(1, ${FILLED}) AS n`;
+    await sql`UPDATE petstore.pet_ids SET last_id = ${FILLED}`;
+    // The fill cannot read while this transaction holds the table.
+    let release: () => void = () => {};
+    const released = new Promise<void>((r) => (release = r));
+    let locked: () => void = () => {};
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holder = sql.begin(async (tx) => {
+      await tx`LOCK TABLE petstore.pets IN ACCESS EXCLUSIVE MODE`;
+      locked();
+      await released;
+    });
+    await isLocked;
+    const server = await spawnServerFor(t, ['--database-url', url], ENV);
+    try {
+      assert.equal((await request(server.url, 'GET', '/healthz', { auth: false })).status, 200);
+      assert.equal((await request(server.url, 'GET', '/readyz', { auth: false })).status, 503, 'not ready while the copy is filled');
+    } finally {
+      release();
+      await holder;
+    }
+    for (const deadline = Date.now() + 10_000; (await request(server.url, 'GET', '/readyz', { auth: false })).status !== 200; await sleep(50)) {
+      assert.ok(Date.now() < deadline, '/readyz 200 once the copy is filled');
+    }
+    assert.match(server.stdout(), new RegExp(`"msg":"the pets are read into memory[^"]*".*"pets":${FILLED},"seconds":[0-9.]+`));
+    const last = await request(server.url, 'GET', `/v1/pets?after=${FILLED - 5}&limit=10`);
+    assert.deepEqual((last.json as Array<{ id: number }>).map((p) => p.id), [FILLED - 4, FILLED - 3, FILLED - 2, FILLED - 1, FILLED], 'every page of the fill read');
+    const sold = await request(server.url, 'GET', `/v1/pets?status=sold&after=${FILLED - 10}`);
+    const soldIds = [FILLED - 7, FILLED - 4, FILLED - 1]; // the multiples of 3
+    assert.equal(sold.text, `[${soldIds.map((n) => `{"id":${n},"name":"p${n}","categoryId":${n},"status":"sold"}`).join(',')}]`);
+
+    // A pet committed without its NOTIFY: the copy does not list it, the database does.
+    const reads = await spawnServerFor(t, ['--database-url', url, '--database-reads', 'on'], ENV);
+    assert.equal((await request(reads.url, 'GET', '/readyz', { auth: false })).status, 200, 'ready at once: nothing to fill');
+    const silent = await insertSilently(sql, 'silent');
+    const after = `/v1/pets?after=${FILLED}`;
+    assert.equal((await request(reads.url, 'GET', after)).text, `[{"id":${silent},"name":"silent","categoryId":1}]`);
+    assert.equal((await request(server.url, 'GET', after)).text, '[]');
+    assert.doesNotMatch(reads.stdout(), /read into memory/);
+  });
+}
