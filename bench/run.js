@@ -5,11 +5,13 @@
  * Idempotency-Keys cost in memory (see bench/keys.js); `--feed` the latency of waiting requests and
  * streams, and what gzip costs (see bench/feed.js); `--instructions` what a quota and metrics cost in
  * instructions per request, under callgrind (see bench/instructions.js); `--flood` Idempotency-Keys
- * made to collide under the table's old hash against random ones (see bench/flood.js). Results are
+ * made to collide under the table's old hash against random ones (see bench/flood.js); `--wrk` the
+ * server against the lean floor with wrk as the load generator, CPU per answer beside req/s (see
+ * bench/wrk.js). Results are
  * printed and written to bench/results.md (each mode replaces only its own section).
  *
  * Main mode: the built server on a temp data dir seeded with 1,000 pets (half "sold"), and the floor
- * (bench/floor.js, a bare node:http server with the same auth and JSON), both fresh in every round,
+ * (bench/floor.js, the leanest node:http server that answers the same: auth, limit and status, JSON), both fresh in every round,
  * rounds alternating server/floor. Beside them the floor once more with the response headers the
  * service must send (decisions.md, issues 5 and 6), for the GETs only: what those headers alone
  * cost; the server once more under a per-key quota it never reaches (issue 24), so that every
@@ -36,6 +38,7 @@ const KEYS = process.argv.includes('--keys');
 const FEED = process.argv.includes('--feed');
 const INSTRUCTIONS = process.argv.includes('--instructions');
 const FLOOD = process.argv.includes('--flood');
+const WRK = process.argv.includes('--wrk');
 const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is noisy: more rounds, steadier medians
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
@@ -476,6 +479,7 @@ try {
   else if (FEED) await (await import('./feed.js')).feedMode();
   else if (INSTRUCTIONS) await (await import('./instructions.js')).instructionsMode();
   else if (FLOOD) await (await import('./flood.js')).floodMode();
+  else if (WRK) await (await import('./wrk.js')).wrkMode();
   else await (SCALE ? scaleMode() : mainMode());
 } catch (error) {
   console.error(error);
