@@ -3,7 +3,7 @@
  * generator, in a process of its own (issue 34): autocannon inside the runner shares its event loop
  * with the bookkeeping and takes its CPU from the same two cores in another way than wrk does. For
  * each of GET /v1/pets?limit=20 and GET /v1/pets/{id} (random id of 1,000) the floor, the floor with
- * the contract's headers and the server take turns of BENCH_SECONDS (3) each, who goes first
+ * the contract's headers and the server take turns of BENCH_WRK_SECONDS (3) each, who goes first
  * rotating, BENCH_ROUNDS (5) times; then durable POST /v1/pets against the floor's in-memory create at
  * 64 connections. Reported beside req/s: each process's CPU per answer, utime + stime from
  * /proc/<pid>/stat over the turn divided by the answers wrk counted. Ratios are the median of each
@@ -18,7 +18,7 @@ import { seedDirectory, writeSnapshot } from './pets.js';
 
 const run = promisify(execFile);
 const ROUNDS = envNumber('BENCH_ROUNDS', 5, 1);
-const SECONDS = envNumber('BENCH_SECONDS', 3, 1);
+const SECONDS = envNumber('BENCH_WRK_SECONDS', 3, 1);
 const CONNECTIONS = (process.env.BENCH_WRK_CONNECTIONS ?? '10,50').split(',').map(Number);
 const POST_CONNECTIONS = 64;
 const RESULTS = join(ROOT, 'bench/results.md');
@@ -57,6 +57,7 @@ export async function wrkMode() {
   const dir = tempDir();
   seedDirectory(dir, seed);
   const targets = [];
+  const dirs = [dir];
   const results = {};
   const record = (key, kind, m) => {
     ((results[key] ??= {})[kind] ??= []).push(m);
@@ -66,7 +67,12 @@ export async function wrkMode() {
     const server = await start('server', { dataDir: dir });
     const floor = await start('floor');
     const headers = await start('headers');
-    targets.push(server, floor, headers);
+    // The server without its request log, to say what the log (on by default) costs.
+    const quietDir = tempDir();
+    seedDirectory(quietDir, seed);
+    dirs.push(quietDir);
+    const quiet = await start('server', { dataDir: quietDir, serverArgs: ['--log-level', 'error'], as: 'quiet' });
+    targets.push(server, floor, headers, quiet);
     for (const t of targets) for (const load of ['list', 'one']) await turn(t, load, CONNECTIONS[0], scripts); // warm-up
     for (let r = 0; r < ROUNDS; r++) {
       progress(`wrk round ${r + 1}/${ROUNDS}`);
@@ -82,7 +88,7 @@ export async function wrkMode() {
     }
   } finally {
     for (const t of targets) await stop(t);
-    removeDir(dir);
+    for (const d of dirs) removeDir(d);
     removeDir(scratch);
   }
   const m = machine();
@@ -96,20 +102,21 @@ export async function wrkMode() {
       const key = `${load}@${c}`;
       rows.push(`| ${label[load]}, ${c} conn. | ${fmt.int(stat(key, 'server', 'rps'))} | ${fmt.int(stat(key, 'floor', 'rps'))} | ${fmt.int(stat(key, 'headers', 'rps'))} | ` +
         `${fmt.ratio(ratio(key, 'server', 'floor', 'rps'))} | ${fmt.ms(stat(key, 'server', 'cpuPerAnswer'))} | ${fmt.ms(stat(key, 'floor', 'cpuPerAnswer'))} | ` +
-        `${fmt.ms(stat(key, 'headers', 'cpuPerAnswer'))} | ${fmt.ratio(ratio(key, 'server', 'floor', 'cpuPerAnswer'))} | ${errors(key)} |`);
+        `${fmt.ms(stat(key, 'headers', 'cpuPerAnswer'))} | ${fmt.ratio(ratio(key, 'server', 'floor', 'cpuPerAnswer'))} | ` +
+        `${fmt.ratio(ratio(key, 'server', 'quiet', 'rps'))} | ${fmt.ratio(ratio(key, 'server', 'quiet', 'cpuPerAnswer'))} | ${errors(key)} |`);
     }
   }
   const post = `post@${POST_CONNECTIONS}`;
   rows.push(`| POST /v1/pets (durable; the floor in memory), ${POST_CONNECTIONS} conn. | ${fmt.int(stat(post, 'server', 'rps'))} | ${fmt.int(stat(post, 'floor', 'rps'))} | | ` +
     `${fmt.ratio(ratio(post, 'server', 'floor', 'rps'))} | ${fmt.ms(stat(post, 'server', 'cpuPerAnswer'))} | ${fmt.ms(stat(post, 'floor', 'cpuPerAnswer'))} | | ` +
-    `${fmt.ratio(ratio(post, 'server', 'floor', 'cpuPerAnswer'))} | ${errors(post)} |`);
+    `${fmt.ratio(ratio(post, 'server', 'floor', 'cpuPerAnswer'))} | | | ${errors(post)} |`);
   const markdown = `## wrk against the lean floor
 
 ${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end
-wrk -t1 in a process of its own; the server with its defaults (request log on, written to a file), 1,000 pets; the lean floor and the floor with the contract's headers (bench/floor.js). ${ROUNDS} rounds; in each, the three take turns of ${SECONDS} s per load, who goes first rotating. CPU per answer: utime + stime of the process from /proc/<pid>/stat over its turn, divided by the answers. Figures are medians over rounds; ratios the median of each round's own ratio.
+wrk -t1 in a process of its own; the server with its defaults (request log on, written to a file), 1,000 pets; the lean floor and the floor with the contract's headers (bench/floor.js); the server once more with \`--log-level error\` (no request log), for what the log costs. ${ROUNDS} rounds; in each, the three take turns of ${SECONDS} s per load, who goes first rotating. CPU per answer: utime + stime of the process from /proc/<pid>/stat over its turn, divided by the answers. Figures are medians over rounds; ratios the median of each round's own ratio.
 
-| Load | Server req/s | Floor req/s | Floor + headers req/s | Server ÷ floor, req/s | Server CPU µs/answer | Floor CPU µs/answer | Floor + headers CPU µs/answer | Server ÷ floor, CPU/answer | Errors |
-|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|
+| Load | Server req/s | Floor req/s | Floor + headers req/s | Server ÷ floor, req/s | Server CPU µs/answer | Floor CPU µs/answer | Floor + headers CPU µs/answer | Server ÷ floor, CPU/answer | Server ÷ server without request log, req/s | the same, CPU/answer | Errors |
+|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|
 ${rows.join('\n')}`;
   console.log(markdown);
   writeSection(RESULTS, 'wrk', markdown);
