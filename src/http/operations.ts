@@ -35,7 +35,6 @@ export interface RequestContext {
 export type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-const PLAIN_ID = /^[1-9][0-9]{0,14}$/;
 
 /**
  * listPets: ascending ids, `limit`, `status`, and the `after` cursor with a `Link: rel="next"`; an
@@ -107,19 +106,13 @@ function created(pet: Pet, feed: Feed, mount: Mount, replayed = false): Reply {
 /** getPet (deprecated): 200, 404 for a valid int64 without a pet, 400 for anything else. */
 export const getPet: Handler = (ctx) => {
   const raw = decodeComponent(ctx.params['petId'] ?? '', 'path parameter "petId"');
-  // An id as stores hand them out (1 to 15 digits, no leading zero: a safe integer) needs no BigInt (issue 34).
-  const petId = PLAIN_ID.test(raw) ? Number(raw) : safeId(raw);
+  const id = parseInt64(raw, 'path parameter "petId"');
+  if (id < 1n || id > MAX_SAFE) throw notFound(raw);
+  const petId = Number(id);
   const text = ctx.store.getText !== undefined ? ctx.store.getText(petId) : textOf(ctx.store.get(petId));
   if (text instanceof Promise) return text.then((t) => petReply(ctx.req, t, raw, petId));
   return petReply(ctx.req, text, raw, petId);
 };
-
-/** Any other int64 `petId`: 400 when it is not one, 404 when no store holds such an id. */
-function safeId(raw: string): number {
-  const id = parseInt64(raw, 'path parameter "petId"');
-  if (id < 1n || id > MAX_SAFE) throw notFound(raw);
-  return Number(id);
-}
 
 function textOf(pet: Pet | undefined | Promise<Pet | undefined>): PetText | undefined | Promise<PetText | undefined> {
   if (pet instanceof Promise) return pet.then((p) => (p === undefined ? undefined : petJson(p)));
