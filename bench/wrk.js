@@ -3,7 +3,8 @@
  * generator, in a process of its own (issue 34): autocannon inside the runner shares its event loop
  * with the bookkeeping and takes its CPU from the same two cores in another way than wrk does. For
  * each of GET /v1/pets?limit=20 and GET /v1/pets/{id} (random id of 1,000) the floor, the floor with
- * the contract's headers and the server take turns of BENCH_WRK_SECONDS (3) each, who goes first
+ * the contract's headers, the server and the server without its request log (`--log-level error`)
+ * take turns of BENCH_WRK_SECONDS (3) each, who goes first
  * rotating, BENCH_ROUNDS (5) times; then durable POST /v1/pets against the floor's in-memory create at
  * 64 connections. Reported beside req/s: each process's CPU per answer, utime + stime from
  * /proc/<pid>/stat over the turn divided by the answers wrk counted. Ratios are the median of each
@@ -113,7 +114,7 @@ export async function wrkMode() {
   const markdown = `## wrk against the lean floor
 
 ${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end
-wrk -t1 in a process of its own; the server with its defaults (request log on, written to a file), 1,000 pets; the lean floor and the floor with the contract's headers (bench/floor.js); the server once more with \`--log-level error\` (no request log), for what the log costs. ${ROUNDS} rounds; in each, the three take turns of ${SECONDS} s per load, who goes first rotating. CPU per answer: utime + stime of the process from /proc/<pid>/stat over its turn, divided by the answers. Figures are medians over rounds; ratios the median of each round's own ratio.
+wrk -t1 in a process of its own; the server with its defaults (request log on, written to a file), 1,000 pets; the lean floor and the floor with the contract's headers (bench/floor.js); the server once more with \`--log-level error\` (no request log), for what the log costs. ${ROUNDS} rounds; in each, the four take turns of ${SECONDS} s per load, who goes first rotating. CPU per answer: utime + stime of the process from /proc/<pid>/stat over its turn, divided by the answers. Figures are medians over rounds; ratios the median of each round's own ratio.
 
 | Load | Server req/s | Floor req/s | Floor + headers req/s | Server ÷ floor, req/s | Server CPU µs/answer | Floor CPU µs/answer | Floor + headers CPU µs/answer | Server ÷ floor, CPU/answer | Server ÷ server without request log, req/s | the same, CPU/answer | Errors |
 |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|
