@@ -6,7 +6,7 @@
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -57,7 +57,8 @@ function childEnv() {
 export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [], as = kind } = {}) {
   const isServer = kind === 'server' || kind === 'metrics';
   const script = isServer ? join(ROOT, 'dist/server.js') : join(ROOT, 'bench/floor.js');
-  const args = [...nodeFlags, script, '--port', '0', '--host', '127.0.0.1'];
+  const fixedPort = serverArgs.includes('--log-level') ? await freePort() : undefined;
+  const args = [...nodeFlags, script, '--port', String(fixedPort ?? 0), '--host', '127.0.0.1'];
   if (isServer) args.push('--data-dir', dataDir, ...serverArgs);
   if (kind === 'metrics') args.push('--metrics-port', '0');
   if (kind === 'headers') args.push('--contract-headers');
@@ -79,7 +80,8 @@ export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [], as
   child.stderr.on('data', (text) => {
     stderr = (stderr + text).slice(-4000);
   });
-  const { url, metrics: metricsUrl } = await listening(kind, child, join(logDir, 'stdout.jsonl'), () => stderr);
+  // A server started with `--log-level error` prints no "listening" line: it is given a free port instead.
+  const { url, metrics: metricsUrl } = fixedPort === undefined ? await listening(kind, child, join(logDir, 'stdout.jsonl'), () => stderr) : await answering(kind, child, fixedPort, () => stderr);
   const origin = new URL(url).origin;
   const first = await get(origin, '/v1/pets?limit=1');
   const startMs = performance.now() - t0;
@@ -105,6 +107,34 @@ async function listening(kind, child, path, stderr) {
       if (parsed?.msg === 'listening' && typeof parsed.url === 'string') return parsed;
     }
     await sleep(1);
+  }
+  throw new Error(`${kind} did not listen within 300 s`);
+}
+
+/** A port nothing listens on now: the system's pick for a server closed at once. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Like `listening`, for a child that prints no "listening" line: its URL once `port` accepts connections. */
+async function answering(kind, child, port, stderr) {
+  const deadline = performance.now() + 300_000;
+  while (performance.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${kind} exited (${child.exitCode ?? child.signalCode}) before listening:\n${stderr()}`);
+    try {
+      await get(`http://127.0.0.1:${port}`, '/healthz', {});
+      return { url: `http://127.0.0.1:${port}/v1` };
+    } catch (error) {
+      if (error.code !== 'ECONNREFUSED') throw error;
+    }
+    await sleep(5);
   }
   throw new Error(`${kind} did not listen within 300 s`);
 }

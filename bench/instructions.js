@@ -10,13 +10,15 @@
  * writes) is not counted, so the share of the whole request is smaller than the ratio shows.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { Agent, request } from 'node:http';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { Agent, createServer, request } from 'node:http';
+import { closeSync, copyFileSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { envNumber, fmt, machine, median, removeDir, ROOT, sleep, tempDir, writeSection } from './harness.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
 
 const ROUNDS = envNumber('BENCH_ROUNDS', 3, 1);
+// BENCH_VARIANTS=server,floor counts only those (a quick before/after of one change).
+const ONLY = process.env.BENCH_VARIANTS?.split(',');
 const CALLS = envNumber('BENCH_CALLS', 5000, 100);
 const KEY = 'bench-instructions-key-0123456789';
 const RESULTS = join(ROOT, 'bench/results.md');
@@ -26,6 +28,12 @@ const VARIANTS = [
   { name: 'server', label: 'The server', args: [] },
   { name: 'quota', label: 'Under a quota (`--rate-limit 1000000000/3600`)', args: ['--rate-limit', '1000000000/3600'] },
   { name: 'metrics', label: 'Metrics on (`--metrics-port 0`)', args: ['--metrics-port', '0'] },
+  // What the request log costs: it stays on by default, and this says at what price (issue 34).
+  // At that level the server prints no "listening" line either: it is given a port found free.
+  { name: 'quiet', label: 'Request log off (`--log-level error`)', args: ['--log-level', 'error'], quiet: true },
+  // The lean floor (bench/floor.js, issue 34) and the floor with the contract's headers: what any server must spend.
+  { name: 'floor', label: 'The lean floor (`bench/floor.js`)', floor: [] },
+  { name: 'headers', label: 'The floor with the contract\'s headers', floor: ['--contract-headers'] },
 ];
 // Ids in a fixed order that visits the whole store: every run asks the same.
 const LOADS = [
@@ -55,15 +63,45 @@ async function listeningPort(logFile, child) {
   throw new Error('the server under callgrind did not listen within 120 s');
 }
 
+/** A port nothing listens on now: the system's pick for a server closed at once. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** `port` once the server under callgrind answers there (checked every 100 ms). */
+async function answering(port, agent, child) {
+  for (let waited = 0; waited < 120_000; waited += 100) {
+    if (child.exitCode !== null) throw new Error(`the server under callgrind exited ${child.exitCode}`);
+    try {
+      await get(agent, port, '/v1/pets?limit=1');
+      return port;
+    } catch (error) {
+      if (error.code !== 'ECONNREFUSED') throw error;
+    }
+    await sleep(100);
+  }
+  throw new Error('the server under callgrind did not answer within 120 s');
+}
+
 /** Instructions per request of `variant` answering `load`, counted over CALLS requests after as many unmeasured. */
 async function count(seed, variant, load) {
+  const fixedPort = variant.quiet === true ? await freePort() : undefined;
   const dir = tempDir();
   const scratch = tempDir('petstore-bench-cg-');
   seedDirectory(dir, seed);
   const logFile = join(scratch, 'stdout.jsonl');
   const out = join(scratch, 'callgrind.out');
   const args = ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`,
-    process.execPath, join(ROOT, 'dist/server.js'), '--port', '0', '--host', '127.0.0.1', '--data-dir', dir, ...variant.args];
+    process.execPath, ...(variant.floor === undefined
+      ? [join(ROOT, 'dist/server.js'), '--port', String(fixedPort ?? 0), '--host', '127.0.0.1', '--data-dir', dir, ...variant.args]
+      : [join(ROOT, 'bench/floor.js'), '--port', '0', ...variant.floor])];
   // Stdout to a file, as in the main mode: the request log is written, and this process never reads it.
   const logFd = openSync(logFile, 'w');
   const child = spawn('valgrind', args, { env: { PATH: process.env.PATH, PETSTORE_API_KEYS: KEY }, stdio: ['ignore', logFd, 'pipe'] });
@@ -76,7 +114,7 @@ async function count(seed, variant, load) {
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   try {
-    const port = await listeningPort(logFile, child);
+    const port = fixedPort === undefined ? await listeningPort(logFile, child) : await answering(fixedPort, agent, child);
     let i = 0;
     const run = async () => {
       for (let k = 0; k < CALLS; k++) {
@@ -95,6 +133,8 @@ async function count(seed, variant, load) {
   }
   const collected = /Collected : (\d+)/.exec(stderr);
   removeDir(dir);
+  // BENCH_CALLGRIND_DIR keeps each run's callgrind.out there, for callgrind_annotate.
+  if (process.env.BENCH_CALLGRIND_DIR) copyFileSync(out, join(process.env.BENCH_CALLGRIND_DIR, `callgrind.${variant.name}.${load.name}.${process.hrtime.bigint()}`));
   removeDir(scratch);
   if (collected === null) throw new Error(`callgrind reported no count:\n${stderr.slice(-2000)}`);
   return Number(collected[1]) / CALLS;
@@ -109,7 +149,8 @@ export async function instructionsMode() {
   writeSnapshot(seed, 1000);
   const counts = Object.fromEntries(LOADS.map((l) => [l.name, Object.fromEntries(VARIANTS.map((v) => [v.name, []]))]));
   for (let round = 0; round < ROUNDS; round++) {
-    const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
+    const chosen = VARIANTS.filter((v) => ONLY === undefined || ONLY.includes(v.name));
+    const order = round % 2 === 0 ? chosen : [...chosen].reverse();
     for (const load of LOADS) {
       for (const variant of order) {
         const perRequest = await count(seed, variant, load);
@@ -124,6 +165,7 @@ export async function instructionsMode() {
   for (const load of LOADS) {
     const base = median(counts[load.name].server);
     for (const variant of VARIANTS) {
+      if (ONLY !== undefined && !ONLY.includes(variant.name)) continue;
       const runs = counts[load.name][variant.name];
       rows.push(`| ${load.label} | ${variant.label} | ${fmt.int(median(runs))} (${fmt.int(Math.min(...runs))}–${fmt.int(Math.max(...runs))}) | ${fmt.ratio(base / median(runs))} |`);
     }

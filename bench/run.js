@@ -8,11 +8,12 @@
  * made to collide under the table's old hash against random ones (see bench/flood.js); `--slots`
  * whether clients that send no request can take the connection slots (see bench/slots.js);
  * `--replication` creates and reads with continuous replication on and off (see
- * bench/replication.js). Results are printed and written to bench/results.md (each mode replaces
- * only its own section).
+ * bench/replication.js); `--wrk` the server against the lean floor with wrk as the load generator,
+ * CPU per answer beside req/s (see bench/wrk.js). Results are printed and written to
+ * bench/results.md (each mode replaces only its own section).
  *
  * Main mode: the built server on a temp data dir seeded with 1,000 pets (half "sold"), and the floor
- * (bench/floor.js, a bare node:http server with the same auth and JSON), both fresh in every round,
+ * (bench/floor.js, the leanest node:http server that answers the same: auth, limit and status, JSON), both fresh in every round,
  * rounds alternating server/floor. Beside them the floor once more with the response headers the
  * service must send (decisions.md, issues 5 and 6), for the GETs only: what those headers alone
  * cost; the server once more under a per-key quota it never reaches (issue 24), so that every
@@ -41,6 +42,7 @@ const INSTRUCTIONS = process.argv.includes('--instructions');
 const FLOOD = process.argv.includes('--flood');
 const SLOTS = process.argv.includes('--slots');
 const REPLICATION = process.argv.includes('--replication');
+const WRK = process.argv.includes('--wrk');
 const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is noisy: more rounds, steadier medians
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
@@ -483,6 +485,7 @@ try {
   else if (FLOOD) await (await import('./flood.js')).floodMode();
   else if (SLOTS) await (await import('./slots.js')).slotsMode();
   else if (REPLICATION) await (await import('./replication.js')).replicationMode();
+  else if (WRK) await (await import('./wrk.js')).wrkMode();
   else await (SCALE ? scaleMode() : mainMode());
 } catch (error) {
   console.error(error);

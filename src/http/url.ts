@@ -55,6 +55,8 @@ export function parseQuery(search: string): Map<string, string[]> {
 }
 
 function decodeName(raw: string): string | undefined {
+  // Names such as `limit` have nothing to decode: no copy, no try for them (issue 34).
+  if (!raw.includes('%') && !raw.includes('+')) return raw;
   try {
     return decodeComponent(raw.replaceAll('+', ' '), 'a query parameter name');
   } catch (error) {
@@ -68,5 +70,6 @@ export function singleParam(params: Map<string, string[]>, name: string): string
   const values = params.get(name);
   if (values === undefined) return undefined;
   if (values.length > 1) throw new ValidationError(`query parameter "${name}" is given more than once`);
-  return decodeComponent((values[0] as string).replaceAll('+', ' '), `query parameter "${name}"`);
+  const raw = values[0] as string;
+  return decodeComponent(raw.includes('+') ? raw.replaceAll('+', ' ') : raw, `query parameter "${name}"`);
 }
