@@ -298,6 +298,11 @@ test('the server refuses to start on damaged data: exit 1, the file, line, byte 
   assert.deepEqual((await readdir(source.dir)).sort(), ['pets-ids.json', 'pets-journal.2.jsonl', 'pets.json'], 'nothing written, no lock left');
 });
 
+test('verify counts one pet as one pet', async (t) => {
+  const source = await makeSource(t, 1, 0);
+  assert.deepEqual(await runCli(['verify', '--data-dir', source.dir]), { code: 0, stdout: `${source.dir}: 1 pet, every record intact\n`, stderr: '' });
+});
+
 test('verify: exit 0 with the count when intact, also while a server runs on the directory, which it does not disturb', async (t) => {
   const source = await makeSource(t, 40, 10);
   const server = await spawnServerFor(t, ['--data-dir', source.dir], { PETSTORE_API_KEYS: TEST_KEY });

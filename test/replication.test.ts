@@ -169,7 +169,7 @@ test('after repair the new directory is a store of its own: its start with the o
   assert.equal((await readdir(join(replica, 'lineages'))).length, 2);
   const restored = await runCli(['restore', join(root, 'restored'), '--from', replica]);
   assert.equal(restored.code, 0, restored.stderr);
-  assert.match(restored.stdout, /^restored 1 pets \(last id 1\)/);
+  assert.match(restored.stdout, /^restored 1 pet \(last id 1\)/);
 });
 
 test('a stop ships what the last interval created: restored after a stop between rounds, every pet is there', async (t) => {

@@ -13,6 +13,7 @@ import { migrate } from '../store/postgres/schema.js';
 import { StoreOpenError } from '../store/store.js';
 import type { Pet } from '../pet/pet.js';
 import { UsageError } from './config.js';
+import { counted } from './data-copy.js';
 import { runKeysCommand, type KeyStorage, type NewKeyOptions } from './keys-command.js';
 
 /** Runs `use` on the database at `url`, its schema created or brought up to date first; closes the connection afterwards. */
@@ -59,8 +60,8 @@ export async function runMigrateCommand(dataDir: string, url: string | undefined
     const keys = readKeyFile(keyFilePath(dataDir)) ?? [];
     // Ids the file store may have handed out past its last pet (reserved before an unclean stop) are not handed out again.
     const result = await withDatabase(url, (sql) => importPets(sql, pets, keys, source.lastId));
-    out(`copied ${result.pets} pets (last id ${result.lastId}) and ${result.keys} of ${keys.length} API keys from ${dataDir} into ${describeUrl(url)}`);
-    out(`verified: the database holds ${result.pets} pets; new pets get ids from ${result.lastId + 1}`);
+    out(`copied ${counted(result.pets, 'pet')} (last id ${result.lastId}) and ${result.keys} of ${counted(keys.length, 'API key')} from ${dataDir} into ${describeUrl(url)}`);
+    out(`verified: the database holds ${counted(result.pets, 'pet')}; new pets get ids from ${result.lastId + 1}`);
   } finally {
     await source.close();
   }

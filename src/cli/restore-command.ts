@@ -8,7 +8,7 @@ import { DirectoryDestination } from '../store/file/replication/directory-destin
 import { verifyReplicas } from '../store/file/replication/replica.js';
 import { restoreReplica, writeRestored, type RestorePoint } from '../store/file/replication/restore.js';
 import { writeStoreId } from '../store/file/replication/store-id.js';
-import { checkDestination, writeDataDirectory } from './data-copy.js';
+import { checkDestination, counted, writeDataDirectory } from './data-copy.js';
 import { UsageError } from './errors.js';
 
 /** The replicas in `from`: s3://bucket/prefix, or an existing directory (a mistyped --from is not made). */
@@ -57,7 +57,7 @@ export async function runRestoreCommand(args: readonly string[], from: string | 
     await rm(restored.staging, { recursive: true, force: true });
   }
   const { position } = restored.position;
-  out(`restored ${restored.live.index.size} pets (last id ${restored.live.index.lastId}) as of ${position.time} (lineage ${position.lineage}, position ${position.seq}) from ${from} to ${target}; new pets get ids after ${restored.lastId}`);
+  out(`restored ${counted(restored.live.index.size, 'pet')} (last id ${restored.live.index.lastId}) as of ${position.time} (lineage ${position.lineage}, position ${position.seq}) from ${from} to ${target}; new pets get ids after ${restored.lastId}`);
 }
 
 /** `verify --from <replicas>`: every position, the chain and every object's checksum; 0 intact, 1 damaged. */

@@ -3,7 +3,7 @@ import { nodeFileSystem, type FileSystem } from '../lib/file-system.js';
 import { readLiveDirectory } from '../store/file/backup.js';
 import { describeDamage } from '../store/file/damage.js';
 import { IDS_FILE, journalFile } from '../store/file/file-names.js';
-import { CopyRefused, checkSource } from './data-copy.js';
+import { CopyRefused, checkSource, counted } from './data-copy.js';
 import { UsageError } from './errors.js';
 
 /**
@@ -19,18 +19,18 @@ export async function runVerifyCommand(dataDir: string, args: readonly string[],
   });
   const { index, format, damage, tornBytes, generations, idsMissing, lastId } = await readLiveDirectory(fs, dataDir);
   if (format !== 3 && format !== 4) {
-    out(`${dataDir}: ${index.size} pets in format ${format ?? 1}, whose records carry no checksums: only their form was checked; a server started on it rewrites it in format 4`);
+    out(`${dataDir}: ${counted(index.size, 'pet')} in format ${format ?? 1}, whose records carry no checksums: only their form was checked; a server started on it rewrites it in format 4`);
     return 0;
   }
   // Not damage: an append under way, or one a crash cut short. Said, as bytes at the end of a journal can be either.
   const missing = idsMissing ? [`  ${join(dataDir, IDS_FILE)} is missing, so which ids were handed out past the records is not known: a start goes on from ${lastId + 1}, a block past them`] : [];
   const notes = tornBytes === 0 ? missing : [...missing, `  the newest journal, ${journalFile(generations.at(-1) ?? 0)}, ends in ${tornBytes} bytes after its last complete line: an append under way, or one a crash cut short, which a start cuts`];
   if (damage.length === 0) {
-    out(`${dataDir}: ${index.size} pets, every record intact`);
+    out(`${dataDir}: ${counted(index.size, 'pet')}, every record intact`);
     for (const line of notes) out(line);
     return 0;
   }
-  out(`${dataDir}: ${index.size} intact pets; ${damage.length} damaged ${damage.length === 1 ? 'place' : 'places'}, never served:`);
+  out(`${dataDir}: ${counted(index.size, 'intact pet')}; ${damage.length} damaged ${damage.length === 1 ? 'place' : 'places'}, never served:`);
   for (const d of damage) out(`  ${describeDamage(d)}`);
   for (const line of notes) out(line);
   out(`"repair <new-dir> --data-dir ${dataDir}" writes a new data directory with every intact pet and sets the damaged bytes aside`);

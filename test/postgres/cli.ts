@@ -83,7 +83,7 @@ export function cliTests(cluster: () => Cluster): void {
     const url = await cluster().createDatabase();
     const migrated = await runCli(['migrate', '--data-dir', dir, '--database-url', url]);
     assert.equal(migrated.code, 0, migrated.stderr);
-    assert.match(migrated.stdout, /copied 30 pets \(last id 30\) and 1 of 1 API keys/);
+    assert.match(migrated.stdout, /copied 30 pets \(last id 30\) and 1 of 1 API key from/);
     assert.match(migrated.stdout, /verified: the database holds 30 pets/);
 
     const server = await spawnServerFor(t, ['--database-url', url]);
