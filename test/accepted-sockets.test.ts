@@ -54,10 +54,28 @@ test('after a quiet spell the connections of one burst can all be closed for roo
   sockets.add(fromTwo);
   assert.deepEqual([a.destroyed, b.destroyed, c.destroyed, fromTwo.destroyed], [false, true, false, false], 'the oldest of its own address');
   for (let i = 0; i < 3; i++) await nextTurn();
-  sockets.served(c); // c brings a request: never closed for room
+  sockets.busy(c); // c brings a request: not closed for room while it is in progress
   const fromThree = socket('10.0.0.3');
   sockets.add(fromThree);
   assert.deepEqual([a.destroyed, c.destroyed, fromThree.destroyed], [true, false, false], 'else the oldest of all');
   c.emit('close');
   assert.equal(sockets.size, 2, 'a closed socket leaves its slot');
+});
+
+test('a connection is closable again once its answers have ended, as the newest closable one', async () => {
+  const sockets = new AcceptedSockets(2);
+  const [a, b] = [socket(), socket()];
+  sockets.add(a);
+  sockets.add(b);
+  sockets.busy(a);
+  for (let i = 0; i < 3; i++) await nextTurn();
+  sockets.idle(a); // its answer ended: idle on keep-alive, after b in line
+  for (let i = 0; i < 3; i++) await nextTurn();
+  const c = socket();
+  sockets.add(c);
+  assert.deepEqual([a.destroyed, b.destroyed, c.destroyed], [false, true, false], 'b, silent longer than a has been idle');
+  for (let i = 0; i < 3; i++) await nextTurn();
+  const d = socket();
+  sockets.add(d);
+  assert.deepEqual([a.destroyed, d.destroyed], [true, false], 'then a');
 });

@@ -9,10 +9,15 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readFile } from 'node:fs/promises';
 import { connect as tlsConnect } from 'node:tls';
-import { request, startServer, tempDirFor, waitFor, type TestServer } from './helpers.js';
+import { request, startServer, tempDirFor, TEST_KEY, waitFor, type TestServer } from './helpers.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 import { metricsServer, scrape } from './metrics-support.js';
 import { valueOf } from './exposition-parser.js';
+
+const PET = '{"name":"Rex","categoryId":1,"status":"available"}';
+/** A keyed create's head: the request is in progress until its body comes (POST_BODY). */
+const POST_HEAD = `POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${PET.length}\r\n\r\n`;
+const POST_BODY = PET;
 
 /** A client connection: what it received, and whether the server closed it. */
 class Peer {
@@ -110,39 +115,50 @@ test('a new connection closes the oldest silent one of its own address first, el
   assert.deepEqual([...two, ...three].map((p) => p.closed), [true, false, false, true, false, false]);
 });
 
-test('a connection that has brought a request is never closed for room; with every slot so held, a new connection is refused and counted', async (t) => {
+test('a connection with a request in progress is never closed for room; one idle after its answer is, oldest first; with every slot busy a new connection is refused and counted', async (t) => {
   const server = await metricsServer(t, { maxConnections: 4 });
   const peers: Peer[] = [];
   t.after(() => peers.forEach((p) => p.socket.destroy()));
-  const served = await open(server, 2);
-  peers.push(...served);
-  for (const peer of served) assert.equal(await peer.get('/healthz'), 200);
-  // Two silent ones fill the slots, then four more come: each closes the oldest silent one.
-  const silent = await open(server, 2, held(server), 4);
-  peers.push(...silent);
-  for (let i = 0; i < 4; i++) {
+  // Two answered and idle on keep-alive (one cheap request each, no key), two with a keyed create
+  // whose body has not come yet: a request in progress.
+  const idle = await open(server, 2);
+  peers.push(...idle);
+  for (const peer of idle) assert.equal(await peer.get('/healthz'), 200);
+  const busy = await open(server, 2, held(server), 4);
+  peers.push(...busy);
+  for (const peer of busy) peer.socket.write(POST_HEAD);
+  await sleep(50);
+  for (let i = 0; i < 2; i++) {
     const peer = new Peer(server.url);
     peers.push(peer);
     await peer.opened;
-    await waitFor(() => peers.filter((p) => p.closed).length === i + 1, 5000, `connection ${i + 1} of the flood makes room`);
+    await waitFor(() => idle[i]?.closed === true, 5000, `the idle connection ${i + 1} closed for the new one`);
+    // The new one brings a request in progress too.
+    peer.socket.write(POST_HEAD);
   }
-  assert.ok(served.every((p) => !p.closed), 'the connections with a request are still open');
-  for (const peer of served) assert.equal(await peer.get('/healthz'), 200, 'and still served');
-  // Now make the two newest serve as well: all four slots hold a request, and a new connection is refused.
-  for (const peer of peers.filter((p) => !p.closed && !served.includes(p))) assert.equal(await peer.get('/healthz'), 200);
+  assert.ok(busy.every((p) => !p.closed), 'the connections with a request in progress are still open');
+  await sleep(50);
   const refused = new Peer(server.url);
   peers.push(refused);
   await refused.opened;
-  await waitFor(() => refused.closed, 5000, 'the new connection is refused');
+  await waitFor(() => refused.closed, 5000, 'every slot busy: the new connection is refused');
   assert.equal(refused.data, '');
-  assert.equal(peers.filter((p) => p.closed).length, 5);
+  // A request in progress ends: its answer goes out, and its connection is closable again.
+  busy[0]?.socket.write(POST_BODY);
+  await waitFor(() => /^HTTP\/1\.1 201 /.test(busy[0]?.data ?? ''), 5000, 'the create answered');
+  await sleep(50);
+  const last = new Peer(server.url);
+  peers.push(last);
+  await last.opened;
+  await waitFor(() => busy[0]?.closed === true, 5000, 'the connection idle after its answer closed for the new one');
+  assert.ok(!last.closed && !busy[1]?.closed);
   const { families } = await scrape(server.metricsUrl);
-  assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 4);
+  assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 3);
   assert.equal(valueOf(families, 'petstore_http_refused_connections_total'), 1);
   assert.equal(valueOf(families, 'petstore_http_max_connections'), 4);
 });
 
-test('over TLS too, a connection that has brought a request is not closed for room; silent ones are', needsOpenssl, async (t) => {
+test('over TLS too, a connection with a request in progress is not closed for room; silent ones are', needsOpenssl, async (t) => {
   const { cert, key } = certificate(await tempDirFor(t), 'server');
   const ca = await readFile(cert);
   const server = await startServer({ maxConnections: 3, tls: { cert: ca, key: await readFile(key) } });
@@ -160,14 +176,15 @@ test('over TLS too, a connection that has brought a request is not closed for ro
   await new Promise((resolve) => served.once('secureConnect', resolve));
   served.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
   await waitFor(() => answers() === 1, 5000, 'the first answer over TLS');
+  served.write(POST_HEAD);
   // Two silent TCP connections fill the slots; three more come, each closing the oldest silent one.
   const silent = await open(server.url, 2, held(server), 3);
   const later = await open(server.url, 3);
   sockets.push(...[...silent, ...later].map((p) => p.socket));
   await waitFor(() => [...silent, ...later].filter((p) => p.closed).length === 3, 5000, 'three silent connections closed for room');
-  assert.ok(!served.destroyed, 'the TLS connection with a request is still open');
-  served.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
-  await waitFor(() => answers() === 2, 5000, 'and answers again');
+  assert.ok(!served.destroyed, 'the TLS connection with a request in progress is still open');
+  served.write(POST_BODY);
+  await waitFor(() => data.includes('HTTP/1.1 201'), 5000, 'and its request is answered');
 });
 
 test('the metrics listener: 32 silent connections do not block a scrape, and it closes a silent connection after its 10 s headers timeout, not 30 s later', { timeout: 30_000 }, async (t) => {

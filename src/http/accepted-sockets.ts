@@ -9,14 +9,18 @@ import { monotonicMs } from '../lib/monotonic.js';
  *
  * It also keeps the limit of open connections (`max`), in place of Node's `maxConnections`, which
  * refuses the newest connection: then clients that open connections and send nothing, reopening each
- * as it is closed, hold every slot and no one else gets in. Here, at the limit, the oldest connection
- * that has not yet brought the headers of a request (it never reached a handler) is closed to make
- * room (#makeRoom says which); only when none can be is the new one refused.
+ * as it is closed, hold every slot and no one else gets in. Here, at the limit, a connection with no
+ * request in progress (none brought yet, or idle since its last answer, or with only part of its next
+ * request's headers) is closed to make room (#makeRoom says which); only when none can be is the new
+ * one refused. A request is in progress from its headers to the end of its answer (`busy`, `idle`).
  */
 export class AcceptedSockets {
   /** Each open socket and when it was accepted, in the order of their accepts. */
   readonly #open = new Map<Socket, number>();
-  /** The open sockets that have not brought a request's headers yet, oldest first, with the turn of their accept and their address. */
+  /**
+   * The open sockets with no request in progress, in the order they became so (accepted, or their
+   * last answer ended), with the turn of that and their address.
+   */
   readonly #unserved = new Map<Socket, { turn: number; address: string }>();
   /** The same, by the client's address. */
   readonly #unservedFrom = new Map<string, Set<Socket>>();
@@ -47,12 +51,7 @@ export class AcceptedSockets {
       return;
     }
     this.#open.set(socket, monotonicMs());
-    this.#unserved.set(socket, { turn: this.#turn, address });
-    let from = this.#unservedFrom.get(address);
-    if (from === undefined) this.#unservedFrom.set(address, (from = new Set()));
-    from.add(socket);
-    if (this.#turnsToCount === 0) setImmediate(this.#countTurn);
-    this.#turnsToCount = 2;
+    this.#closable(socket, address);
     const peer = this.#byPeer === undefined ? undefined : `${socket.remoteAddress} ${socket.remotePort}`;
     if (peer !== undefined) this.#byPeer?.set(peer, socket);
     socket.once('close', () => {
@@ -67,9 +66,18 @@ export class AcceptedSockets {
     if (under !== undefined) this.#under.set(socket, under);
   }
 
-  /** `socket` (TCP, or TLS after `secured`) has brought a request's headers: it is no longer closed to make room. */
-  served(socket: Socket): void {
+  /** `socket` (TCP, or TLS after `secured`) has brought a request's headers: not closed to make room until `idle`. */
+  busy(socket: Socket): void {
     this.#forgetUnserved(this.#under.get(socket) ?? socket);
+  }
+
+  /**
+   * Every answer owed on `socket` has ended: it may be closed for room again, as the newest such (a
+   * keep-alive client may hold it idle, or trickle its next request, as long as a silent one).
+   */
+  idle(socket: Socket): void {
+    const tcp = this.#under.get(socket) ?? socket;
+    if (this.#open.has(tcp) && !this.#unserved.has(tcp)) this.#closable(tcp, tcp.remoteAddress ?? '');
   }
 
   /** How many are open. */
@@ -102,6 +110,15 @@ export class AcceptedSockets {
     victim.destroy();
     this.evicted++;
     return true;
+  }
+
+  #closable(socket: Socket, address: string): void {
+    this.#unserved.set(socket, { turn: this.#turn, address });
+    let from = this.#unservedFrom.get(address);
+    if (from === undefined) this.#unservedFrom.set(address, (from = new Set()));
+    from.add(socket);
+    if (this.#turnsToCount === 0) setImmediate(this.#countTurn);
+    this.#turnsToCount = 2;
   }
 
   readonly #countTurn = (): void => {
