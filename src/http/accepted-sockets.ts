@@ -1,6 +1,9 @@
 import type { Socket } from 'node:net';
 import { monotonicMs } from '../lib/monotonic.js';
 
+/** A connection closable for less than this is closed for room only when no older one can be. */
+const MIN_AGE_MS = 50;
+
 /**
  * Every TCP connection the listener has accepted, from its accept to its close, whatever became of
  * it: read by the HTTP parser, still in its TLS handshake, or handed out of the parser (CONNECT).
@@ -21,7 +24,7 @@ export class AcceptedSockets {
    * The open sockets with no request in progress, in the order they became so (accepted, or their
    * last answer ended), with the turn of that and their address.
    */
-  readonly #unserved = new Map<Socket, { turn: number; address: string }>();
+  readonly #unserved = new Map<Socket, { turn: number; since: number; address: string }>();
   /** The same, by the client's address. */
   readonly #unservedFrom = new Map<string, Set<Socket>>();
   /** Turns of the event loop, counted for two turns after each accept (enough to tell which are ripe to close). */
@@ -45,7 +48,7 @@ export class AcceptedSockets {
     // to do about one: the socket is destroyed with it, and whoever holds it sees it close.
     socket.on('error', ignoreError);
     const address = socket.remoteAddress ?? '';
-    if (this.#open.size >= this.max && !this.#makeRoom(address)) {
+    if (this.#open.size >= this.max && !this.#makeRoom()) {
       this.refused++;
       socket.destroy();
       return;
@@ -97,14 +100,16 @@ export class AcceptedSockets {
   }
 
   /**
-   * Closes the oldest connection without a request from the new one's address, else from any: a client
-   * that floods from a few addresses then mostly closes its own. Only a connection that has had its
-   * chance to send a request is closed: one accepted in this turn of the event loop or the one before
-   * may have it waiting to be read (connections are accepted in batches, their bytes read a turn later),
-   * and a burst of new connections would otherwise close it unread. Its slot is free at once.
+   * Closes one connection with no request in progress, from the address that holds the most of them
+   * (a client flooding from a few addresses then closes its own, not a client that opened one), the
+   * oldest of that address; between addresses holding as many, the oldest of all. Only one that has
+   * had its chance to send a request is closed: not one accepted (or idle) in this turn of the event
+   * loop or the one before (connections are accepted in batches, their bytes read a turn later), and
+   * one closable for less than MIN_AGE_MS only when there is no older one: a client across a real
+   * network sends its request a round trip or two after its connect. Its slot is free at once.
    */
-  #makeRoom(address: string): boolean {
-    const victim = this.#oldestReady(this.#unservedFrom.get(address) ?? []) ?? this.#oldestReady(this.#unserved.keys());
+  #makeRoom(): boolean {
+    const victim = this.#victim(monotonicMs() - MIN_AGE_MS) ?? this.#victim(Infinity);
     if (victim === undefined) return false;
     this.#forget(victim);
     victim.destroy();
@@ -112,8 +117,27 @@ export class AcceptedSockets {
     return true;
   }
 
+  /** The victim among connections closable since `before` (monotonic ms) at the latest, and two turns or more. */
+  #victim(before: number): Socket | undefined {
+    let victim: Socket | undefined;
+    let held = 0;
+    let since = Infinity;
+    for (const sockets of this.#unservedFrom.values()) {
+      if (sockets.size < held) continue;
+      // Each address's sockets are in the order they became closable: its first is its oldest.
+      for (const socket of sockets) {
+        const info = this.#unserved.get(socket);
+        if (info !== undefined && this.#turn - info.turn >= 2 && info.since <= before && (sockets.size > held || info.since < since)) {
+          [victim, held, since] = [socket, sockets.size, info.since];
+        }
+        break;
+      }
+    }
+    return victim;
+  }
+
   #closable(socket: Socket, address: string): void {
-    this.#unserved.set(socket, { turn: this.#turn, address });
+    this.#unserved.set(socket, { turn: this.#turn, since: monotonicMs(), address });
     let from = this.#unservedFrom.get(address);
     if (from === undefined) this.#unservedFrom.set(address, (from = new Set()));
     from.add(socket);
@@ -125,12 +149,6 @@ export class AcceptedSockets {
     this.#turn++;
     if (--this.#turnsToCount > 0) setImmediate(this.#countTurn);
   };
-
-  /** The first of `sockets` (oldest first) if it was accepted two turns ago or more. */
-  #oldestReady(sockets: Iterable<Socket>): Socket | undefined {
-    for (const socket of sockets) return this.#turn - (this.#unserved.get(socket)?.turn ?? this.#turn) >= 2 ? socket : undefined;
-    return undefined;
-  }
 
   #forget(socket: Socket): void {
     this.#open.delete(socket);
