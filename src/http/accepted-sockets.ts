@@ -1,6 +1,9 @@
 import type { Socket } from 'node:net';
 import { monotonicMs } from '../lib/monotonic.js';
 
+/** The code of the error a connection closed for room is destroyed with. */
+export const CLOSED_FOR_ROOM = 'ERR_PETSTORE_CLOSED_FOR_ROOM';
+
 /** A connection closable for less than this is closed for room only when no older one can be. */
 const MIN_AGE_MS = 50;
 
@@ -112,7 +115,9 @@ export class AcceptedSockets {
     const victim = this.#victim(monotonicMs() - MIN_AGE_MS) ?? this.#victim(Infinity);
     if (victim === undefined) return false;
     this.#forget(victim);
-    victim.destroy();
+    // With a code of its own, which a TLS handshake cut by it reports (`tlsClientError`): the client
+    // did not fail its handshake, and the metrics count it as closed for room, not as a failure.
+    victim.destroy(Object.assign(new Error('closed to make room for a new connection'), { code: CLOSED_FOR_ROOM }));
     this.evicted++;
     return true;
   }
