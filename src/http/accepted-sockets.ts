@@ -72,7 +72,7 @@ export class AcceptedSockets {
     if (under !== undefined) this.#under.set(socket, under);
   }
 
-  /** `socket` (TCP, or TLS after `secured`) has brought a request's headers: not closed to make room until `idle`. */
+  /** `socket` (TCP, or TLS after `secured`) has brought a request's headers: not closed for room until `idle`. */
   busy(socket: Socket): void {
     this.#forgetUnserved(this.#under.get(socket) ?? socket);
   }

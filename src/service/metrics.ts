@@ -45,7 +45,7 @@ export class ServiceMetrics {
     this.#registry.add(new CollectedMetric('gauge', 'petstore_http_open_connections', 'Connections open to the API now', [], async () => single(await open())));
     this.#registry.add(new CollectedMetric('gauge', 'petstore_http_max_connections', 'Connections open to the API at most (--max-connections)', [], () => single(sockets.max)));
     this.#registry.add(new CollectedMetric('counter', 'petstore_http_evicted_connections_total',
-      'Connections without a complete request closed at --max-connections to make room for a new one', [], () => single(sockets.evicted)));
+      'Connections without a request in progress closed at --max-connections to make room for a new one', [], () => single(sockets.evicted)));
     this.#registry.add(new CollectedMetric('counter', 'petstore_http_refused_connections_total',
       'Connections closed at once because --max-connections were open and none could be closed for room', [], () => single(sockets.refused)));
     if (server instanceof TlsServer) {
