@@ -45,19 +45,62 @@ test('connections accepted in this turn of the event loop or the one before are 
   assert.deepEqual([sockets.evicted, sockets.refused, sockets.size], [1, 2, 2]);
 });
 
-test('after a quiet spell the connections of one burst can all be closed for room, oldest first, those of the new one\'s address first', async () => {
+test('after a quiet spell the connections of one burst can all be closed for room: those of the address holding the most first, else the oldest', async () => {
   const sockets = new AcceptedSockets(3);
   const [a, b, c] = [socket('10.0.0.1'), socket('10.0.0.2'), socket('10.0.0.2')];
   for (const s of [a, b, c]) sockets.add(s);
   for (let i = 0; i < 5; i++) await nextTurn();
   const fromTwo = socket('10.0.0.2');
   sockets.add(fromTwo);
-  assert.deepEqual([a.destroyed, b.destroyed, c.destroyed, fromTwo.destroyed], [false, true, false, false], 'the oldest of its own address');
+  assert.deepEqual([a.destroyed, b.destroyed, c.destroyed, fromTwo.destroyed], [false, true, false, false], 'the oldest of the address holding two');
   for (let i = 0; i < 3; i++) await nextTurn();
-  sockets.served(c); // c brings a request: never closed for room
+  sockets.busy(c); // c brings a request: not closed for room while it is in progress
   const fromThree = socket('10.0.0.3');
   sockets.add(fromThree);
-  assert.deepEqual([a.destroyed, c.destroyed, fromThree.destroyed], [true, false, false], 'else the oldest of all');
+  assert.deepEqual([a.destroyed, c.destroyed, fromThree.destroyed], [true, false, false], 'between addresses holding one each, the oldest of all');
   c.emit('close');
   assert.equal(sockets.size, 2, 'a closed socket leaves its slot');
+});
+
+test('a connection is closable again once its answers have ended, as the newest closable one', async () => {
+  const sockets = new AcceptedSockets(2);
+  const [a, b] = [socket(), socket()];
+  sockets.add(a);
+  sockets.add(b);
+  sockets.busy(a);
+  for (let i = 0; i < 3; i++) await nextTurn();
+  sockets.idle(a); // its answer ended: idle on keep-alive, after b in line
+  for (let i = 0; i < 3; i++) await nextTurn();
+  const c = socket();
+  sockets.add(c);
+  assert.deepEqual([a.destroyed, b.destroyed, c.destroyed], [false, true, false], 'b, silent longer than a has been idle');
+  for (let i = 0; i < 3; i++) await nextTurn();
+  const d = socket();
+  sockets.add(d);
+  assert.deepEqual([a.destroyed, d.destroyed], [true, false], 'then a');
+});
+
+test('the address holding the most loses one, whatever the new one\'s address', async () => {
+  const sockets = new AcceptedSockets(4);
+  const mine = socket('10.0.0.1');
+  const theirs = [socket('10.0.0.2'), socket('10.0.0.2'), socket('10.0.0.2')];
+  sockets.add(mine);
+  for (const s of theirs) sockets.add(s);
+  for (let i = 0; i < 3; i++) await nextTurn();
+  sockets.add(socket('10.0.0.1'));
+  assert.deepEqual([mine.destroyed, ...theirs.map((s) => s.destroyed)], [false, true, false, false]);
+});
+
+test('a connection closable for less than 50 ms is spared while an older one can be closed instead', async () => {
+  const sockets = new AcceptedSockets(3);
+  const old = socket('10.0.0.1');
+  sockets.add(old);
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  const young = [socket('10.0.0.2'), socket('10.0.0.2')];
+  for (const s of young) sockets.add(s);
+  for (let i = 0; i < 3; i++) await nextTurn();
+  sockets.add(socket('10.0.0.3'));
+  assert.deepEqual([old.destroyed, ...young.map((s) => s.destroyed)], [true, false, false], 'the older one, though its address holds fewer');
+  sockets.add(socket('10.0.0.3'));
+  assert.deepEqual(young.map((s) => s.destroyed), [true, false], 'none that old: the young ones can be closed all the same');
 });

@@ -9,10 +9,15 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readFile } from 'node:fs/promises';
 import { connect as tlsConnect } from 'node:tls';
-import { request, startServer, tempDirFor, waitFor, type TestServer } from './helpers.js';
+import { request, startServer, tempDirFor, TEST_KEY, waitFor, type TestServer } from './helpers.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 import { metricsServer, scrape } from './metrics-support.js';
 import { valueOf } from './exposition-parser.js';
+
+const PET = '{"name":"Rex","categoryId":1,"status":"available"}';
+/** A keyed create's head: the request is in progress until its body comes (POST_BODY). */
+const POST_HEAD = `POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${PET.length}\r\n\r\n`;
+const POST_BODY = PET;
 
 /** A client connection: what it received, and whether the server closed it. */
 class Peer {
@@ -82,67 +87,77 @@ test('every slot held by silent connections: a keyed request on a new connection
   assert.ok(peers.slice(0, 10).every((p) => p.data === ''), 'closed without a byte');
 });
 
-test('a new connection closes the oldest silent one of its own address first, else the oldest of all; connections opened at once and left silent can be closed later', async (t) => {
+test('a new connection closes the oldest silent one of the address holding the most, not one of its own address; connections opened at once and left silent can be closed later', async (t) => {
   const server = await startServer({ maxConnections: 6 });
   const peers: Peer[] = [];
   t.after(async () => {
     for (const p of peers) p.socket.destroy();
     await server.close();
   });
-  // Six at once (in one burst), three from each of two addresses (Linux routes all of 127/8 to lo).
-  const two = [0, 1, 2].map(() => new Peer(server.url, '127.0.0.2'));
-  const three = [0, 1, 2].map(() => new Peer(server.url, '127.0.0.3'));
-  peers.push(...two, ...three);
-  await Promise.all(peers.map((p) => p.opened));
+  // Five at once from one address (Linux routes all of 127/8 to lo), then a client that is slow to write.
+  const flood = [0, 1, 2, 3, 4].map(() => new Peer(server.url, '127.0.0.2'));
+  peers.push(...flood);
+  await Promise.all(flood.map((p) => p.opened));
+  const slow = new Peer(server.url, '127.0.0.1');
+  peers.push(slow);
+  await slow.opened;
   const deadline = Date.now() + 5000;
   while ((await held(server)()) !== 6 && Date.now() < deadline) await sleep(10);
-  const fromThree = new Peer(server.url, '127.0.0.3');
-  peers.push(fromThree);
-  await fromThree.opened;
-  assert.equal(await fromThree.get('/healthz'), 200);
-  await waitFor(() => three[0]?.closed === true, 5000, 'the oldest silent connection of 127.0.0.3 closed');
-  assert.deepEqual([...two, ...three].map((p) => p.closed), [false, false, false, true, false, false], 'only that one');
-  const fromOne = new Peer(server.url, '127.0.0.1');
-  peers.push(fromOne);
-  await fromOne.opened;
-  assert.equal(await fromOne.get('/healthz'), 200);
-  await waitFor(() => two[0]?.closed === true, 5000, 'the oldest silent connection of all closed');
-  assert.deepEqual([...two, ...three].map((p) => p.closed), [true, false, false, true, false, false]);
+  await sleep(100);
+  const next = new Peer(server.url, '127.0.0.1');
+  peers.push(next);
+  await next.opened;
+  assert.equal(await next.get('/healthz'), 200);
+  await waitFor(() => flood[0]?.closed === true, 5000, 'the oldest silent connection of 127.0.0.2 closed');
+  assert.deepEqual(flood.map((p) => p.closed), [true, false, false, false, false], 'only that one');
+  assert.equal(slow.closed, false, 'the client of the newcomer\'s own address is kept');
+  assert.equal(await slow.get('/healthz'), 200, 'and served when it writes');
 });
 
-test('a connection that has brought a request is never closed for room; with every slot so held, a new connection is refused and counted', async (t) => {
+test('a connection with a request in progress is never closed for room; one idle after its answer is, oldest first; with every slot busy a new connection is refused and counted', async (t) => {
   const server = await metricsServer(t, { maxConnections: 4 });
   const peers: Peer[] = [];
   t.after(() => peers.forEach((p) => p.socket.destroy()));
-  const served = await open(server, 2);
-  peers.push(...served);
-  for (const peer of served) assert.equal(await peer.get('/healthz'), 200);
-  // Two silent ones fill the slots, then four more come: each closes the oldest silent one.
-  const silent = await open(server, 2, held(server), 4);
-  peers.push(...silent);
-  for (let i = 0; i < 4; i++) {
+  // Two answered and idle on keep-alive (one cheap request each, no key), two with a keyed create
+  // whose body has not come yet: a request in progress.
+  const idle = await open(server, 2);
+  peers.push(...idle);
+  for (const peer of idle) assert.equal(await peer.get('/healthz'), 200);
+  const busy = await open(server, 2, held(server), 4);
+  peers.push(...busy);
+  for (const peer of busy) peer.socket.write(POST_HEAD);
+  await sleep(50);
+  for (let i = 0; i < 2; i++) {
     const peer = new Peer(server.url);
     peers.push(peer);
     await peer.opened;
-    await waitFor(() => peers.filter((p) => p.closed).length === i + 1, 5000, `connection ${i + 1} of the flood makes room`);
+    await waitFor(() => idle[i]?.closed === true, 5000, `the idle connection ${i + 1} closed for the new one`);
+    // The new one brings a request in progress too.
+    peer.socket.write(POST_HEAD);
   }
-  assert.ok(served.every((p) => !p.closed), 'the connections with a request are still open');
-  for (const peer of served) assert.equal(await peer.get('/healthz'), 200, 'and still served');
-  // Now make the two newest serve as well: all four slots hold a request, and a new connection is refused.
-  for (const peer of peers.filter((p) => !p.closed && !served.includes(p))) assert.equal(await peer.get('/healthz'), 200);
+  assert.ok(busy.every((p) => !p.closed), 'the connections with a request in progress are still open');
+  await sleep(50);
   const refused = new Peer(server.url);
   peers.push(refused);
   await refused.opened;
-  await waitFor(() => refused.closed, 5000, 'the new connection is refused');
+  await waitFor(() => refused.closed, 5000, 'every slot busy: the new connection is refused');
   assert.equal(refused.data, '');
-  assert.equal(peers.filter((p) => p.closed).length, 5);
+  // A request in progress ends: its answer goes out, and its connection is closable again.
+  busy[0]?.socket.write(POST_BODY);
+  await waitFor(() => /^HTTP\/1\.1 201 /.test(busy[0]?.data ?? ''), 5000, 'the create answered');
+  await sleep(50);
+  const last = new Peer(server.url);
+  peers.push(last);
+  await last.opened;
+  await waitFor(() => busy[0]?.closed === true, 5000, 'the connection idle after its answer closed for the new one');
+  assert.ok(!last.closed && !busy[1]?.closed);
   const { families } = await scrape(server.metricsUrl);
-  assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 4);
+  assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 3);
   assert.equal(valueOf(families, 'petstore_http_refused_connections_total'), 1);
   assert.equal(valueOf(families, 'petstore_http_max_connections'), 4);
 });
 
-test('over TLS too, a connection that has brought a request is not closed for room; silent ones are', needsOpenssl, async (t) => {
+test('over TLS too, a connection with a request in progress is not closed for room; silent ones are', needsOpenssl, async (t) => {
   const { cert, key } = certificate(await tempDirFor(t), 'server');
   const ca = await readFile(cert);
   const server = await startServer({ maxConnections: 3, tls: { cert: ca, key: await readFile(key) } });
@@ -160,14 +175,15 @@ test('over TLS too, a connection that has brought a request is not closed for ro
   await new Promise((resolve) => served.once('secureConnect', resolve));
   served.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
   await waitFor(() => answers() === 1, 5000, 'the first answer over TLS');
+  served.write(POST_HEAD);
   // Two silent TCP connections fill the slots; three more come, each closing the oldest silent one.
   const silent = await open(server.url, 2, held(server), 3);
   const later = await open(server.url, 3);
   sockets.push(...[...silent, ...later].map((p) => p.socket));
   await waitFor(() => [...silent, ...later].filter((p) => p.closed).length === 3, 5000, 'three silent connections closed for room');
-  assert.ok(!served.destroyed, 'the TLS connection with a request is still open');
-  served.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
-  await waitFor(() => answers() === 2, 5000, 'and answers again');
+  assert.ok(!served.destroyed, 'the TLS connection with a request in progress is still open');
+  served.write(POST_BODY);
+  await waitFor(() => data.includes('HTTP/1.1 201'), 5000, 'and its request is answered');
 });
 
 test('the metrics listener: 32 silent connections do not block a scrape, and it closes a silent connection after its 10 s headers timeout, not 30 s later', { timeout: 30_000 }, async (t) => {

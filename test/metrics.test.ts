@@ -199,13 +199,13 @@ test('open connections are counted when scraped, and connections past --max-conn
     socket.once('error', reject);
     sockets.push(socket);
   });
-  // Each brings a request and stays open (keep-alive): only then are they not closed to make room.
+  // Each brings a request that stays in progress (a create whose body has not come): only then are
+  // they not closed to make room.
   for (let i = 0; i < 2; i++) {
     const socket = await open();
-    const answered = new Promise((resolve) => socket.once('data', resolve));
-    socket.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
-    await answered;
+    socket.write(`POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n`);
   }
+  await new Promise((resolve) => setTimeout(resolve, 100));
   let families = (await scrape(server.metricsUrl)).families;
   assert.equal(valueOf(families, 'petstore_http_open_connections'), 2);
   assert.equal(valueOf(families, 'petstore_http_max_connections'), 2);

@@ -176,3 +176,16 @@ test('a stream ends cleanly once its --stream-lifetime is over, and resumed with
   await resumed.until((text) => text.includes(missed.text), 3000, 'the pet created while away');
   assert.deepEqual(resumed.events().map((e) => e.data), [missed.text]);
 });
+
+test('a start with --max-streams-per-key not below --max-streams says once that one key can hold every stream', async (t) => {
+  const said = async (maxStreams: number, maxStreamsPerKey: number): Promise<string[]> => {
+    const lines: string[] = [];
+    const logger = { request() {}, info() {}, error: (message: string) => void lines.push(message) };
+    const server = await startServer({ logger, maxStreams, maxStreamsPerKey });
+    t.after(() => server.close());
+    return lines.filter((line) => line.includes('--max-streams-per-key'));
+  };
+  assert.equal((await said(10, 10)).length, 1, 'equal');
+  assert.equal((await said(10, 20)).length, 1, 'above');
+  assert.deepEqual(await said(10, 9), [], 'below: nothing to say');
+});

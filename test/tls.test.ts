@@ -7,13 +7,13 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { valueOf } from './exposition-parser.js';
 import { TEST_KEY, rawRequest, request, runCli, spawnServerFor, stopProcess, tempDirFor, within } from './helpers.js';
 import { byLabel, metricsServer, scrape } from './metrics-support.js';
+import { valueOf } from './exposition-parser.js';
 import { listen, silentLoggerForTests } from './support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
@@ -157,6 +157,33 @@ test('failed TLS handshakes are counted in the metrics by reason (no cipher in c
   while (Date.now() < deadline && Object.values(counted).reduce((a, b) => a + b, 0) < 2) counted = await failures();
   assert.deepEqual(counted, expected);
   assert.equal(valueOf((await scrape(server.metricsUrl)).families, 'petstore_tls_plain_http_total'), 1);
+});
+
+test('a TLS connection closed for room in its handshake is counted as closed for room, not as a failed handshake', needsOpenssl, async (t) => {
+  const { certs } = await dirs(t);
+  const { cert, key } = certificate(certs, 'server');
+  const server = await metricsServer(t, { maxConnections: 2, tls: { cert: await readFile(cert), key: await readFile(key) } });
+  const { port } = new URL(server.url);
+  // Two connections begin a hello and stop; a third comes and the oldest is closed for it.
+  const hello = Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]);
+  const started: Socket[] = [];
+  t.after(() => started.forEach((s) => s.destroy()));
+  let firstClosed: Promise<unknown> | undefined;
+  for (let i = 0; i < 3; i++) {
+    const socket = connect(Number(port), '127.0.0.1');
+    started.push(socket);
+    firstClosed ??= new Promise((resolve) => socket.once('close', resolve));
+    socket.on('error', () => {});
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(hello);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+  }
+  await within(firstClosed as Promise<unknown>, 5000, 'the oldest closed for room');
+  assert.deepEqual(started.map((s) => s.destroyed), [true, false, false]);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const { families } = await scrape(server.metricsUrl);
+  assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 1);
+  assert.deepEqual(byLabel(families, 'petstore_tls_handshake_failures_total', 'reason'), { timeout: 0, closed: 0, plain_http: 0, refused_by_client: 0, protocol: 0, other: 0 });
 });
 
 test('a missing certificate or key file refuses the start naming it; one without the other is a usage error', async (t) => {

@@ -1,6 +1,12 @@
 import type { Socket } from 'node:net';
 import { monotonicMs } from '../lib/monotonic.js';
 
+/** The code of the error a connection closed for room is destroyed with. */
+export const CLOSED_FOR_ROOM = 'ERR_PETSTORE_CLOSED_FOR_ROOM';
+
+/** A connection closable for less than this is closed for room only when no older one can be. */
+const MIN_AGE_MS = 50;
+
 /**
  * Every TCP connection the listener has accepted, from its accept to its close, whatever became of
  * it: read by the HTTP parser, still in its TLS handshake, or handed out of the parser (CONNECT).
@@ -9,15 +15,19 @@ import { monotonicMs } from '../lib/monotonic.js';
  *
  * It also keeps the limit of open connections (`max`), in place of Node's `maxConnections`, which
  * refuses the newest connection: then clients that open connections and send nothing, reopening each
- * as it is closed, hold every slot and no one else gets in. Here, at the limit, the oldest connection
- * that has not yet brought the headers of a request (it never reached a handler) is closed to make
- * room (#makeRoom says which); only when none can be is the new one refused.
+ * as it is closed, hold every slot and no one else gets in. Here, at the limit, a connection with no
+ * request in progress (none brought yet, or idle since its last answer, or with only part of its next
+ * request's headers) is closed to make room (#makeRoom says which); only when none can be is the new
+ * one refused. A request is in progress from its headers to the end of its answer (`busy`, `idle`).
  */
 export class AcceptedSockets {
   /** Each open socket and when it was accepted, in the order of their accepts. */
   readonly #open = new Map<Socket, number>();
-  /** The open sockets that have not brought a request's headers yet, oldest first, with the turn of their accept and their address. */
-  readonly #unserved = new Map<Socket, { turn: number; address: string }>();
+  /**
+   * The open sockets with no request in progress, in the order they became so (accepted, or their
+   * last answer ended), with the turn of that and their address.
+   */
+  readonly #unserved = new Map<Socket, { turn: number; since: number; address: string }>();
   /** The same, by the client's address. */
   readonly #unservedFrom = new Map<string, Set<Socket>>();
   /** Turns of the event loop, counted for two turns after each accept (enough to tell which are ripe to close). */
@@ -41,18 +51,13 @@ export class AcceptedSockets {
     // to do about one: the socket is destroyed with it, and whoever holds it sees it close.
     socket.on('error', ignoreError);
     const address = socket.remoteAddress ?? '';
-    if (this.#open.size >= this.max && !this.#makeRoom(address)) {
+    if (this.#open.size >= this.max && !this.#makeRoom()) {
       this.refused++;
       socket.destroy();
       return;
     }
     this.#open.set(socket, monotonicMs());
-    this.#unserved.set(socket, { turn: this.#turn, address });
-    let from = this.#unservedFrom.get(address);
-    if (from === undefined) this.#unservedFrom.set(address, (from = new Set()));
-    from.add(socket);
-    if (this.#turnsToCount === 0) setImmediate(this.#countTurn);
-    this.#turnsToCount = 2;
+    this.#closable(socket, address);
     const peer = this.#byPeer === undefined ? undefined : `${socket.remoteAddress} ${socket.remotePort}`;
     if (peer !== undefined) this.#byPeer?.set(peer, socket);
     socket.once('close', () => {
@@ -67,9 +72,18 @@ export class AcceptedSockets {
     if (under !== undefined) this.#under.set(socket, under);
   }
 
-  /** `socket` (TCP, or TLS after `secured`) has brought a request's headers: it is no longer closed to make room. */
-  served(socket: Socket): void {
+  /** `socket` (TCP, or TLS after `secured`) has brought a request's headers: not closed for room until `idle`. */
+  busy(socket: Socket): void {
     this.#forgetUnserved(this.#under.get(socket) ?? socket);
+  }
+
+  /**
+   * Every answer owed on `socket` has ended: it may be closed for room again, as the newest such (a
+   * keep-alive client may hold it idle, or trickle its next request, as long as a silent one).
+   */
+  idle(socket: Socket): void {
+    const tcp = this.#under.get(socket) ?? socket;
+    if (this.#open.has(tcp) && !this.#unserved.has(tcp)) this.#closable(tcp, tcp.remoteAddress ?? '');
   }
 
   /** How many are open. */
@@ -89,31 +103,57 @@ export class AcceptedSockets {
   }
 
   /**
-   * Closes the oldest connection without a request from the new one's address, else from any: a client
-   * that floods from a few addresses then mostly closes its own. Only a connection that has had its
-   * chance to send a request is closed: one accepted in this turn of the event loop or the one before
-   * may have it waiting to be read (connections are accepted in batches, their bytes read a turn later),
-   * and a burst of new connections would otherwise close it unread. Its slot is free at once.
+   * Closes one connection with no request in progress, from the address that holds the most of them
+   * (a client flooding from a few addresses then closes its own, not a client that opened one), the
+   * oldest of that address; between addresses holding as many, the oldest of all. Only one that has
+   * had its chance to send a request is closed: not one accepted (or idle) in this turn of the event
+   * loop or the one before (connections are accepted in batches, their bytes read a turn later), and
+   * one closable for less than MIN_AGE_MS only when there is no older one: a client across a real
+   * network sends its request a round trip or two after its connect. Its slot is free at once.
    */
-  #makeRoom(address: string): boolean {
-    const victim = this.#oldestReady(this.#unservedFrom.get(address) ?? []) ?? this.#oldestReady(this.#unserved.keys());
+  #makeRoom(): boolean {
+    const victim = this.#victim(monotonicMs() - MIN_AGE_MS) ?? this.#victim(Infinity);
     if (victim === undefined) return false;
     this.#forget(victim);
-    victim.destroy();
+    // With a code of its own, which a TLS handshake cut by it reports (`tlsClientError`): the client
+    // did not fail its handshake, and the metrics count it as closed for room, not as a failure.
+    victim.destroy(Object.assign(new Error('closed to make room for a new connection'), { code: CLOSED_FOR_ROOM }));
     this.evicted++;
     return true;
+  }
+
+  /** The victim among connections closable since `before` (monotonic ms) at the latest, and two turns or more. */
+  #victim(before: number): Socket | undefined {
+    let victim: Socket | undefined;
+    let held = 0;
+    let since = Infinity;
+    for (const sockets of this.#unservedFrom.values()) {
+      if (sockets.size < held) continue;
+      // Each address's sockets are in the order they became closable: its first is its oldest.
+      for (const socket of sockets) {
+        const info = this.#unserved.get(socket);
+        if (info !== undefined && this.#turn - info.turn >= 2 && info.since <= before && (sockets.size > held || info.since < since)) {
+          [victim, held, since] = [socket, sockets.size, info.since];
+        }
+        break;
+      }
+    }
+    return victim;
+  }
+
+  #closable(socket: Socket, address: string): void {
+    this.#unserved.set(socket, { turn: this.#turn, since: monotonicMs(), address });
+    let from = this.#unservedFrom.get(address);
+    if (from === undefined) this.#unservedFrom.set(address, (from = new Set()));
+    from.add(socket);
+    if (this.#turnsToCount === 0) setImmediate(this.#countTurn);
+    this.#turnsToCount = 2;
   }
 
   readonly #countTurn = (): void => {
     this.#turn++;
     if (--this.#turnsToCount > 0) setImmediate(this.#countTurn);
   };
-
-  /** The first of `sockets` (oldest first) if it was accepted two turns ago or more. */
-  #oldestReady(sockets: Iterable<Socket>): Socket | undefined {
-    for (const socket of sockets) return this.#turn - (this.#unserved.get(socket)?.turn ?? this.#turn) >= 2 ? socket : undefined;
-    return undefined;
-  }
 
   #forget(socket: Socket): void {
     this.#open.delete(socket);

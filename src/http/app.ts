@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthLimiter } from '../auth/limiter.js';
 import { authenticate } from './authenticate.js';
 import { authorize, type Quotas } from './authorize.js';
+import { bodyToCome } from './body.js';
 import { deprecationHeaders } from '../pet/contract.js';
 import { corsHeaders, preflightReply, type CorsPolicy } from './cors.js';
 import type { Feed } from './feed.js';
@@ -72,6 +73,9 @@ export function createApp(options: AppOptions): RequestListener {
     const caller: Caller = { key: undefined };
 
     const finish = (reply: Reply, code?: string): void => {
+      // Refused before its body was read: the rest of it would hold the connection, and its slot, for
+      // as long as the client takes to trickle it. The connection closes after the answer instead.
+      if (reply.status >= 400 && bodyToCome(req)) context.push('connection', 'close');
       try {
         send(res, reply, context, req.headers['accept-encoding']);
       } catch (sendError) {

@@ -57,7 +57,18 @@ export async function readJsonBody(req: IncomingMessage, res: ServerResponse, li
   return parseJson(text, { maxDepth: MAX_DEPTH });
 }
 
+/**
+ * Whether some of the request's body may still be on its way: it declares one and has not been read
+ * to its end. Node hands a request over before parsing what follows its headers, so a body that came
+ * in the same packet counts too.
+ */
+export function bodyToCome(req: IncomingMessage): boolean {
+  if (req.complete) return false;
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
 function tooLarge(limit: number): HttpError {
-  // The rest of the body is not read: close the connection instead of draining it.
-  return new HttpError(413, 'payload_too_large', `the request body must be at most ${limit} bytes`, { connection: 'close' });
+  // The rest of the body is not read: the connection closes after the answer (app.ts, bodyToCome).
+  return new HttpError(413, 'payload_too_large', `the request body must be at most ${limit} bytes`);
 }

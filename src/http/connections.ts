@@ -14,6 +14,8 @@ interface Connection {
   bytesAtQuiet: number;
   /** Runs once nothing is owed anymore: an error answer or a close waiting for its turn. */
   then: (() => void) | undefined;
+  /** Told each time nothing is owed anymore (the connection slots' `idle`). */
+  idle: ((socket: Socket) => void) | undefined;
 }
 
 /**
@@ -25,8 +27,11 @@ interface Connection {
 export class Connections {
   readonly #open = new Map<Socket, Connection>();
 
+  /** `idle` is told of a connection each time the last response it owes has ended. */
+  constructor(readonly idle?: (socket: Socket) => void) {}
+
   add(socket: Socket): void {
-    this.#open.set(socket, { socket, owed: new Set(), last: undefined, quietSince: monotonicMs(), bytesAtQuiet: 0, then: undefined });
+    this.#open.set(socket, { socket, owed: new Set(), last: undefined, quietSince: monotonicMs(), bytesAtQuiet: 0, then: undefined, idle: this.idle });
     socket.once('close', () => this.#open.delete(socket));
   }
 
@@ -94,6 +99,7 @@ function responseClosed(this: OwedResponse): void {
   if (connection.owed.size > 0) return;
   connection.quietSince = monotonicMs();
   connection.bytesAtQuiet = connection.socket.bytesRead;
+  connection.idle?.(connection.socket);
   const then = connection.then;
   connection.then = undefined;
   then?.();

@@ -63,14 +63,15 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   if (options.tls !== undefined) checkTls(options.tls);
   const metrics = options.metrics === true || options.metricsPort !== undefined ? await loadMetrics() : undefined;
   const petstore = await openPetstore({ ...options, logger }, metrics);
-  const connections = new Connections();
   // Every TCP connection, TLS or not, from its accept: with TLS, a client that never sends its hello
   // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
   // It keeps --max-connections too (accepted-sockets.ts): Node's own limit would refuse the newest.
   const sockets = new AcceptedSockets(options.maxConnections ?? SERVER_DEFAULTS.maxConnections, options.tls !== undefined);
+  // A connection whose answers have all ended may be closed for room again.
+  const connections = new Connections((socket) => sockets.idle(socket));
   let stopping = false;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    sockets.served(req.socket as Socket);
+    sockets.busy(req.socket as Socket);
     connections.owe(req, res);
     if (stopping) refuseWhileStopping(req, res);
     else petstore.handler(req, res);
@@ -117,7 +118,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   // Answer `Expect: 100-continue` ourselves, so that 401, 413 and 415 go out before the body is sent.
   server.on('checkContinue', onRequest);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    sockets.served(req.socket as Socket);
+    sockets.busy(req.socket as Socket);
     connections.owe(req, res);
     refuseExpectation(req, res);
   });

@@ -26,7 +26,10 @@ export async function listenMetrics(port: number, host: string, expose: () => Pr
     // Node checks the two timeouts every 30 s by default, which would let a silent connection stay 40 s.
     connectionsCheckingInterval: 2_500,
   }, (req, res) => {
-    sockets.served(req.socket);
+    // Closable for room again once answered: a scraper's keep-alive connection idles between scrapes.
+    const socket = req.socket;
+    sockets.busy(socket);
+    res.once('close', () => sockets.idle(socket));
     answer(req, res, expose, logger);
   });
   server.on('connection', (socket: Socket) => sockets.add(socket));

@@ -5,7 +5,7 @@
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import { Server as TlsServer } from 'node:tls';
-import type { AcceptedSockets } from '../http/accepted-sockets.js';
+import { CLOSED_FOR_ROOM, type AcceptedSockets } from '../http/accepted-sockets.js';
 import type { Feed } from '../http/feed.js';
 import type { Mount } from '../http/mount.js';
 import { RequestMetrics } from '../http/request-metrics.js';
@@ -47,13 +47,16 @@ export class ServiceMetrics {
     this.#registry.add(new CollectedMetric('gauge', 'petstore_http_open_connections', 'Connections open to the API now', [], async () => single(await open())));
     this.#registry.add(new CollectedMetric('gauge', 'petstore_http_max_connections', 'Connections open to the API at most (--max-connections)', [], () => single(sockets.max)));
     this.#registry.add(new CollectedMetric('counter', 'petstore_http_evicted_connections_total',
-      'Connections without a complete request closed at --max-connections to make room for a new one', [], () => single(sockets.evicted)));
+      'Connections without a request in progress closed at --max-connections to make room for a new one', [], () => single(sockets.evicted)));
     this.#registry.add(new CollectedMetric('counter', 'petstore_http_refused_connections_total',
       'Connections closed at once because --max-connections were open and none could be closed for room', [], () => single(sockets.refused)));
     if (server instanceof TlsServer) {
       const failures = this.#registry.add(new Counter('petstore_tls_handshake_failures_total', 'TLS handshakes that failed, by reason', ['reason']));
       const series = Object.fromEntries(HANDSHAKE_FAILURES.map((reason) => [reason, failures.labels(reason)]));
-      server.on('tlsClientError', (error: Error) => series[handshakeFailure(error)]?.inc());
+      server.on('tlsClientError', (error: Error) => {
+        // Closed at --max-connections in its handshake: counted among the evicted connections, not here.
+        if (!('code' in error && error.code === CLOSED_FOR_ROOM)) series[handshakeFailure(error)]?.inc();
+      });
     }
   }
 

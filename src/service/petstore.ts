@@ -199,9 +199,15 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
 function service(
   store: PetStore, keyring: Keyring, options: PetstoreOptions, logger: Logger, closeStore: () => Promise<void>, mount: Mount, metrics: ServiceMetrics | undefined,
 ): PetstoreService {
+  const maxHeld = options.maxStreams ?? DEFAULTS.maxStreams;
+  const maxHeldPerKey = options.maxStreamsPerKey ?? DEFAULTS.maxStreamsPerKey;
+  // Allowed, for one key serving everyone, but then the per-key bound protects no other key: said once.
+  if (maxHeldPerKey >= maxHeld) {
+    logger.error('--max-streams-per-key is not below --max-streams: one API key can hold every event stream and waiting request', undefined, { maxStreams: maxHeld, maxStreamsPerKey: maxHeldPerKey });
+  }
   const feed = new Feed(store, {
-    maxHeld: options.maxStreams ?? DEFAULTS.maxStreams,
-    maxHeldPerKey: options.maxStreamsPerKey ?? DEFAULTS.maxStreamsPerKey,
+    maxHeld,
+    maxHeldPerKey,
     heartbeatMs: (options.streamHeartbeat ?? DEFAULTS.streamHeartbeat) * 1000,
     streamLifetimeMs: (options.streamLifetime ?? DEFAULTS.streamLifetime) * 1000,
     checkKeys: () => keyring.refresh(),
