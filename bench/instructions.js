@@ -10,10 +10,10 @@
  * writes) is not counted, so the share of the whole request is smaller than the ratio shows.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { Agent, createServer, request } from 'node:http';
+import { Agent, request } from 'node:http';
 import { closeSync, copyFileSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { envNumber, fmt, machine, median, removeDir, ROOT, sleep, tempDir, writeSection } from './harness.js';
+import { envNumber, fmt, freePort, machine, median, removeDir, ROOT, sleep, tempDir, writeSection } from './harness.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
 
 const ROUNDS = envNumber('BENCH_ROUNDS', 3, 1);
@@ -61,18 +61,6 @@ async function listeningPort(logFile, child) {
     await sleep(50);
   }
   throw new Error('the server under callgrind did not listen within 120 s');
-}
-
-/** A port nothing listens on now: the system's pick for a server closed at once. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 /** `port` once the server under callgrind answers there (checked every 100 ms). */
