@@ -15,9 +15,15 @@ const ROOT = resolve(__dirname, '../../..');
 const IN_A_PROJECT = 'npm install postgres@^3.4';
 const IN_A_CLONE = 'npm install --omit=dev --save-prod --no-save postgres@^3.4';
 
+// What reaching the registry may take from the environment: a certificate authority of the network's
+// (Node's official builds know only their bundled ones, so npm on such a build retries until its
+// timeout without it) and proxies.
+const NETWORK = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy'];
+const networkEnv = (): NodeJS.ProcessEnv => Object.fromEntries(NETWORK.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name]]));
+
 /** Runs a shell command line in `cwd`; fails the test with its output unless it exits 0. */
 function run(command: string, cwd: string, env: NodeJS.ProcessEnv = {}): string {
-  const result = spawnSync('sh', ['-c', command], { cwd, encoding: 'utf8', timeout: 120_000, env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...env } });
+  const result = spawnSync('sh', ['-c', command], { cwd, encoding: 'utf8', timeout: 120_000, env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...networkEnv(), ...env } });
   assert.equal(result.status, 0, `${command}\n${result.stdout}\n${result.stderr}`);
   return result.stdout;
 }
