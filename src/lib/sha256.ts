@@ -1,12 +1,7 @@
-import * as crypto from 'node:crypto';
+import { hash } from 'node:crypto';
 
-/*
- * SHA-256 of a short text (an API key), on every request that carries one. crypto.hash, the one-shot
- * form, exists from Node 20.12 and 21.7 on; before (Node 18.19, 20.11) createHash gives the same digest.
+/**
+ * The SHA-256 digest of `text` (UTF-8): an API key, on every request that carries one. The one-shot
+ * form makes no Hash object per call; every Node engines allows has it.
  */
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
-
-/** The SHA-256 digest of `text` (UTF-8). */
-export const sha256 = oneShot === undefined
-  ? (text: string): Buffer => crypto.createHash('sha256').update(text).digest()
-  : (text: string): Buffer => oneShot('sha256', text, 'buffer');
+export const sha256 = (text: string): Buffer => hash('sha256', text, 'buffer');
