@@ -7,8 +7,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { petJson, type Pet } from '#dist/pet/pet.js';
 import { PostgresStore } from '#dist/store/postgres/store.js';
-import { request, spawnServerFor, TEST_KEY, waitFor } from '../helpers.js';
+import { awkwardPets } from '../awkward-pets.js';
+import { request, spawnServerFor, startServer, TEST_KEY, waitFor, type TestServer } from '../helpers.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect } from './store.js';
 
@@ -36,7 +38,48 @@ async function insertSilently(sql: ReturnType<typeof connect>, name: string): Pr
   return row?.['id'] as number;
 }
 
+/** An in-process server on the database, once its copy is filled (/readyz 200). */
+async function readyServer(t: { after(fn: () => Promise<void>): void }, url: string): Promise<TestServer> {
+  const server = await startServer({ databaseUrl: url });
+  t.after(() => server.close());
+  for (const deadline = Date.now() + 10_000; (await server.request('GET', '/readyz', { auth: false })).status !== 200; await sleep(20)) {
+    assert.ok(Date.now() < deadline, '/readyz 200 once the copy is filled');
+  }
+  return server;
+}
+
+/** Every page of `server`'s list is, byte for byte, `[petJson,…]` of those pets. */
+async function assertListed(server: TestServer, pets: readonly Pet[], what: string): Promise<void> {
+  for (let i = 0; i < pets.length; i += 100) {
+    const page = pets.slice(i, i + 100);
+    const got = await server.request('GET', `/v1/pets?limit=100&after=${i === 0 ? 0 : (pets[i - 1] as Pet).id}`);
+    assert.equal(got.text, `[${page.map(petJson).join(',')}]`, `${what}: the page after pet ${i}`);
+  }
+}
+
 export function copyTests(cluster: () => Cluster): void {
+  test('the copy holds petJson\'s exact bytes, awkward names and all: filled at start in one large page, and read on a pet at a time after commits', { timeout: 60_000 }, async (t) => {
+    const url = await cluster().createDatabase();
+    const reading = await readyServer(t, url); // filled while empty: reads on from each commit heard of
+    const writer = await openFilled(t, url, { maxWaitingCreates: 2000 });
+    const made = awkwardPets(1200);
+    const pets: Pet[] = [];
+    // One at a time: the reading instance reads each on alone, a small page, copied into its arena.
+    for (const pet of made.slice(0, 40)) pets.push(await writer.create(pet));
+    // The rest at once; a new instance's fill reads all of them in one page of over 64 KiB, kept as it is.
+    pets.push(...(await Promise.all(made.slice(40).map((pet) => writer.create(pet)))));
+    pets.sort((a, b) => a.id - b.id);
+    const filled = await readyServer(t, url);
+    const last = (pets.at(-1) as Pet).id;
+    await assertListed(filled, pets, 'filled at start');
+    // A list is answered from the copy (a pet by id above its newest would be asked of the database).
+    for (const deadline = Date.now() + 10_000; (await reading.request('GET', `/v1/pets?after=${last - 1}`)).text === '[]'; await sleep(20)) {
+      assert.ok(Date.now() < deadline, 'the reading instance read on to the last pet');
+    }
+    await assertListed(reading, pets, 'read on after commits');
+    for (const pet of pets.slice(0, 40)) assert.equal((await reading.request('GET', `/v1/pets/${pet.id}`)).text, petJson(pet), `pet ${pet.id}`);
+  });
+
   test('a pet just created through one instance is read on another at once: above the copy\'s newest, getPet asks the database; lists have it once heard of', { timeout: 30_000 }, async (t) => {
     const url = await cluster().createDatabase();
     const one = await openFilled(t, url);

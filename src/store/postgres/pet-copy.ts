@@ -1,15 +1,22 @@
+import type { Sql } from 'postgres';
 import { petJson, type Pet } from '../../pet/pet.js';
 import { PetIndex } from '../pet-index.js';
 import type { ListPage, ListQuery, ListText } from '../store.js';
-import { toPet, type PetRow } from './pet-row.js';
+import { readHighestId } from './pet-reads.js';
+import { eachPet, IN_PLACE_BYTES, readTexts } from './pet-texts.js';
 
 /** Pets read in one statement, at start and catching up: each page is a short indexed range scan. */
 export const COPY_PAGE = 10_000;
 /** A read of the copy that failed (the database away) is tried again this often. */
 const RETRY_MS = 250;
+/**
+ * Pets the fill makes room for at once at most: the highest id is their number but for ids skipped,
+ * and untouched room costs address space, not memory; a larger store grows its arrays as it fills.
+ */
+const MAX_RESERVED = 1 << 26;
 
-/** The pets with an id above `after` and at most `upTo`, ascending, at most COPY_PAGE of them. */
-export type ReadRows = (after: number, upTo: number) => Promise<PetRow[]>;
+/** How the copy's statements run: the store's bounded, timed reads (`#read` in store.ts). */
+export type Guard = <T>(work: () => Promise<T>) => Promise<T>;
 
 /**
  * The pets of the database in this instance's memory, as the file store keeps its own (PetIndex:
@@ -21,8 +28,9 @@ export type ReadRows = (after: number, upTo: number) => Promise<PetRow[]>;
  * reading on from the newest id never skips one. Every change runs in one chain, one at a time.
  */
 export class PetCopy {
-  readonly #index = new PetIndex();
-  readonly #read: ReadRows;
+  #index = new PetIndex();
+  readonly #sql: Sql;
+  readonly #guard: Guard;
   /** Told the newest id each time pets were added by a catch-up (not by `own`: its caller tells). */
   readonly #grew: (lastId: number) => void;
   #chain: Promise<void> = Promise.resolve();
@@ -32,8 +40,9 @@ export class PetCopy {
   #retry: NodeJS.Timeout | undefined;
   #closed = false;
 
-  constructor(read: ReadRows, grew: (lastId: number) => void) {
-    this.#read = read;
+  constructor(sql: Sql, guard: Guard, grew: (lastId: number) => void) {
+    this.#sql = sql;
+    this.#guard = guard;
     this.#grew = grew;
   }
 
@@ -56,6 +65,7 @@ export class PetCopy {
     return this.#then(async () => {
       while (!this.#closed) {
         try {
+          await this.#reserve();
           await this.#readOn(Number.MAX_SAFE_INTEGER);
           break;
         } catch {
@@ -124,12 +134,29 @@ export class PetCopy {
     clearTimeout(this.#retry);
   }
 
-  /** Reads and appends every pet after the newest, up to `upTo`, a page per statement. */
+  /**
+   * Before the fill, arrays for as many pets as the highest id: grown by doubling as pets came, they
+   * left each smaller array behind, and the allocator kept that room (bench/results.md, "Issue 33").
+   */
+  async #reserve(): Promise<void> {
+    if (this.size > 0) return; // a fill resumed after the database came back: grows as it goes
+    const highest = await this.#guard(() => readHighestId(this.#sql));
+    if (this.size === 0) this.#index = new PetIndex(Math.min(highest, MAX_RESERVED));
+  }
+
+  /**
+   * Reads and appends every pet after the newest, up to `upTo`, a page per statement. A large page's
+   * text stays where it is, one arena chunk, copying nothing; a small one (a catch-up after a commit)
+   * is copied, so that the arena does not keep a Buffer per commit heard of.
+   */
   async #readOn(upTo: number): Promise<void> {
     for (;;) {
-      const rows = await this.#read(this.lastId, upTo);
-      for (const row of rows) this.#append(toPet(row));
-      if (rows.length < COPY_PAGE || this.#closed) return;
+      const page = await this.#guard(() => readTexts(this.#sql, this.lastId, upTo, COPY_PAGE));
+      const index = this.#index;
+      const count = page.length >= IN_PLACE_BYTES
+        ? eachPet(page, (id, status, start, end) => index.appendInPlace(id, status, page, start, end))
+        : eachPet(page, (id, status, start, end) => index.appendLine(id, status, page, start, end, start, end));
+      if (count < COPY_PAGE || this.#closed) return;
       // A turn for the event loop between pages: a fill of a million pets never holds it for long.
       await new Promise((r) => setImmediate(r));
     }

@@ -17,11 +17,6 @@ export async function readPet(sql: Sql, id: number): Promise<Pet | undefined> {
   return row === undefined ? undefined : toPet(row);
 }
 
-/** The pets with an id above `after` and at most `upTo`, ascending, `limit` at most: what the copy reads (pet-copy.ts). */
-export function readRows(sql: Sql, after: number, upTo: number, limit: number): Promise<PetRow[]> {
-  return sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE id > ${after} AND id <= ${upTo} ORDER BY pets.id LIMIT ${limit}`;
-}
-
 /** The page as text, as the HTTP layer would have made it. */
 export function pageText({ pets, more }: ListPage): ListText {
   return { json: petsJson(pets), lastId: pets.at(-1)?.id, more };

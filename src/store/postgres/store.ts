@@ -8,8 +8,8 @@ import { isUnavailable, openError, openPool } from './driver.js';
 import { keyedPet, replayOf } from './idempotency.js';
 import { addFirstKey, readKeys, type KeyRecord } from './keys.js';
 import { plainPet } from './pet-row.js';
-import { COPY_PAGE, PetCopy } from './pet-copy.js';
-import { pageText, readHighestId, readPage, readPet, readRows } from './pet-reads.js';
+import { PetCopy } from './pet-copy.js';
+import { pageText, readHighestId, readPage, readPet } from './pet-reads.js';
 import { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
 import { migrate } from './schema.js';
 import { countByStatus } from './status-counts.js';
@@ -71,7 +71,7 @@ export class PostgresStore implements PetStore {
     this.#availability = new Availability(options.onAvailability ?? (() => {}), probe, (error) => error instanceof StoreUnavailableError);
     this.#watch = new CommitWatch({ url, statementTimeout, highestId: () => readHighestId(sql), onError: options.onBackgroundError ?? (() => {}) });
     if (options.databaseReads === true) return;
-    const copy = (this.#copy = new PetCopy((after, upTo) => this.#read(() => readRows(sql, after, upTo, COPY_PAGE)), (id) => this.#listeners.committed(id)));
+    const copy = (this.#copy = new PetCopy(sql, (work) => this.#read(work), (id) => this.#listeners.committed(id)));
     this.#watch.add((id) => id > copy.lastId && copy.catchUp()); // every commit heard of and not yet held is read into the copy
     void copy.fill().then(({ pets, seconds }) => options.onFilled?.(pets, seconds));
   }
