@@ -136,7 +136,8 @@ export class PetCopy {
 
   /**
    * Before the fill, arrays for as many pets as the highest id: grown by doubling as pets came, they
-   * left each smaller array behind, and the allocator kept that room (bench/results.md, "Issue 33").
+   * left each smaller array behind, and the process kept that room (7 bytes a pet more at a million,
+   * bench/results.md, "The copy's fill and memory").
    */
   async #reserve(): Promise<void> {
     if (this.size > 0) return; // a fill resumed after the database came back: grows as it goes
