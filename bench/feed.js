@@ -37,7 +37,7 @@ const agent = new Agent({ keepAlive: true });
 const { gzip: serverGzip } = createRequire(import.meta.url)(join(ROOT, 'dist/http/compression.js'));
 
 /** A request's answer: its status, body bytes, and when its last byte arrived. */
-function call(origin, method, path, { headers = {}, body } = {}) {
+export function call(origin, method, path, { headers = {}, body } = {}) {
   return new Promise((resolve, reject) => {
     const req = request(`${origin}${path}`, { method, agent, headers: { ...AUTH, ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } }, (res) => {
       const chunks = [];
@@ -50,7 +50,7 @@ function call(origin, method, path, { headers = {}, body } = {}) {
 }
 
 /** An open stream of `origin` after the pet `after`: the arrival time of each event, by pet id. */
-function openStream(origin, after) {
+export function openStream(origin, after) {
   return new Promise((resolve, reject) => {
     const arrivals = new Map();
     const req = request(`${origin}/v1/pets?after=${after}`, { agent: false, headers: { ...AUTH, accept: 'text/event-stream' } }, (res) => {

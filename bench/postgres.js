@@ -10,7 +10,9 @@
  * against an instance filling its copy from the database (the same pets, put there by `migrate`).
  *
  * Environment: BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_WARMUP (1), BENCH_PG_SCALE (1,000,000), BENCH_TMPDIR;
- * BENCH_PG_ONLY=startup measures start-up and memory alone, into a section of its own (postgres-startup).
+ * BENCH_PG_ONLY=startup measures start-up and memory alone, BENCH_PG_ONLY=lag the lag across two
+ * instances under concurrent creates alone (bench/postgres-lag.js), each into a section of its own
+ * (postgres-startup, postgres-lag), which the whole run writes too.
  */
 import { spawnSync } from 'node:child_process';
 import { chownSync, existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -24,7 +26,8 @@ const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
 const SEED_PETS = 1000;
 const SCALE_PETS = envNumber('BENCH_PG_SCALE', 1_000_000, 1);
-const STARTUP_ONLY = process.env.BENCH_PG_ONLY === 'startup';
+const ONLY = process.env.BENCH_PG_ONLY;
+if (ONLY !== undefined && ONLY !== 'startup' && ONLY !== 'lag') throw new Error(`BENCH_PG_ONLY is startup or lag, not ${ONLY}`);
 const progress = (text) => process.stderr.write(`${text}\n`);
 
 let created = 0;
@@ -140,8 +143,9 @@ export async function postgresMode() {
   const loads = { post1: [create, 1], post16: [create, 16], post16key: [createKeyed, 16], list: [list, 10], get: [getPet, 10] };
   const results = Object.fromEntries(setups.map((s) => [s, Object.fromEntries(Object.keys(loads).map((k) => [k, []]))]));
   let scale = [];
+  let lag = [];
   try {
-    for (let r = 0; r < (STARTUP_ONLY ? 0 : ROUNDS); r++) {
+    for (let r = 0; r < (ONLY === undefined ? ROUNDS : 0); r++) {
       progress(`postgres round ${r + 1}/${ROUNDS}`);
       for (const setup of r % 2 === 0 ? setups : [...setups].reverse()) {
         const dirs = [];
@@ -175,8 +179,14 @@ export async function postgresMode() {
         }
       }
     }
-    progress(`start-up and memory at ${fmt.int(SCALE_PETS)} pets`);
-    scale = await startupAtScale(cluster);
+    if (ONLY !== 'startup') {
+      progress('lag across two instances under concurrent creates');
+      lag = await (await import('./postgres-lag.js')).lagAcrossInstances(cluster);
+    }
+    if (ONLY !== 'lag') {
+      progress(`start-up and memory at ${fmt.int(SCALE_PETS)} pets`);
+      scale = await startupAtScale(cluster);
+    }
   } finally {
     cluster.destroy();
     removeDir(seedDir);
@@ -192,12 +202,14 @@ export async function postgresMode() {
   const row = (label, key) => `| ${label} | ${setups.flatMap((s) => cell(s, key)).join(' | ')} | ${errors(key)} |`;
   const ratio = (key, setup) => `${(median(results[setup][key].map((m) => m.rps)) / median(results.file[key].map((m) => m.rps))).toFixed(2)}×`;
   const m = machine();
-  if (STARTUP_ONLY) {
-    const markdown = ['## PostgreSQL instance start-up and memory (`BENCH_PG_ONLY=startup`)', '', `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data and cluster on ${m.dataFs} · load average ${m.load} at the end`, '', ...scale].join('\n');
-    writeSection(join(ROOT, 'bench/results.md'), 'postgres-startup', markdown);
+  const stamp = `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data and cluster on ${m.dataFs} · load average ${m.load} at the end`;
+  for (const [name, title, lines] of [['postgres-startup', 'start-up and memory', scale], ['postgres-lag', 'lag across instances', lag]]) {
+    if (lines.length === 0) continue;
+    const markdown = [`## PostgreSQL instances: ${title} (\`BENCH_PG_ONLY=${name.slice('postgres-'.length)}\` or the whole run)`, '', stamp, '', ...lines].join('\n');
+    writeSection(join(ROOT, 'bench/results.md'), name, markdown);
     console.log(markdown);
-    return;
   }
+  if (ONLY !== undefined) return;
   const markdown = [
     '## PostgreSQL store beside the file store',
     '',
@@ -219,7 +231,7 @@ export async function postgresMode() {
     `Reads against the file store's req/s, same run (medians): list ${ratio('list', 'pg1')} from the copy, ${ratio('list', 'pgdb')} from the database; ` +
       `getPet ${ratio('get', 'pg1')} from the copy, ${ratio('get', 'pgdb')} from the database.`,
     '',
-    ...scale,
+    'Start-up and memory at a million pets, and the lag across instances: the sections after this one.',
   ].join('\n');
   writeSection(join(ROOT, 'bench/results.md'), 'postgres', markdown);
   console.log(markdown);
