@@ -52,7 +52,7 @@ export class PetIndex {
     this.#arena.append(id, statusCode(status), bytes, start, end, textStart, textEnd);
   }
 
-  /** As appendLine, keeping the line where it is in `buffer`, which must never change (a data file read at start). */
+  /** As appendLine, keeping the line where it is in `buffer`, which must never change (a data file read at start, a page of the PostgreSQL copy's fill). */
   appendInPlace(id: number, status: PetStatus | undefined, buffer: Buffer, textStart: number, textEnd: number): void {
     this.#arena.appendInPlace(id, statusCode(status), buffer, textStart, textEnd);
   }

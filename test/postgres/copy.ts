@@ -5,6 +5,7 @@
  * `--database-reads on` reads the database instead.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { petJson, type Pet } from '#dist/pet/pet.js';
@@ -110,6 +111,31 @@ export function copyTests(cluster: () => Cluster): void {
     const next = await store.create({ name: 'next', categoryId: 2n });
     assert.equal(next.id, lost + 1);
     assert.deepEqual(listed(store), [mine.id, lost, next.id], 'at once, and none skipped');
+  });
+
+  test('a fill that fails for another reason than the database being away is reported once, not every 250 ms, and completes once it can read', { timeout: 30_000 }, async (t) => {
+    const url = await cluster().createDatabase();
+    await (await PostgresStore.open(url, { databaseReads: true })).close(); // the schema
+    const sql = connect(t, url);
+    await sql`INSERT INTO petstore.pets (id, name_json, category_id, status) VALUES (1, '"one"', 1, NULL)`;
+    await sql`UPDATE petstore.pet_ids SET last_id = 1`;
+    // A role that may read every table but the pets: the fill is refused, the database is there.
+    const role = `petstore_copy_${randomBytes(4).toString('hex')}`;
+    await sql.unsafe(`CREATE ROLE ${role} LOGIN`);
+    await sql.unsafe(`GRANT USAGE ON SCHEMA petstore TO ${role}`);
+    await sql.unsafe(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA petstore TO ${role}`);
+    await sql.unsafe(`REVOKE SELECT ON petstore.pets FROM ${role}`);
+    const reported: unknown[] = [];
+    const store = await PostgresStore.open(url.replace('postgres://postgres@', `postgres://${role}@`), { onBackgroundError: (e) => reported.push(e) });
+    t.after(() => store.close());
+    await waitFor(() => reported.length > 0, 5000, 'the refused fill reported');
+    await sleep(1000); // four more tries at least
+    assert.equal(reported.length, 1, 'reported once, not at every try');
+    assert.match(String(reported[0]), /the pets cannot be read into this instance's memory, trying again every 250 ms: permission denied for table pets/);
+    assert.equal(store.ready, false, 'not ready: the copy is not filled');
+    await sql.unsafe(`GRANT SELECT ON petstore.pets TO ${role}`);
+    await waitFor(() => store.ready, 5000, 'the copy filled once the pets may be read');
+    assert.deepEqual(listed(store), [1]);
   });
 
   test('filled at start page by page: /healthz answers and /readyz says 503 until the copy is complete, then a log line counts the pets; --database-reads on reads the database instead', { timeout: 60_000 }, async (t) => {

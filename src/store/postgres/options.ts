@@ -17,7 +17,7 @@ export interface PostgresStoreOptions {
   databaseReads?: boolean;
   /** Told once the copy is filled at start: how many pets it read, in how many seconds. */
   onFilled?: (pets: number, seconds: number) => void;
-  /** Told of a failure to learn of other instances' commits that is not the database being away; default: silent. */
+  /** Told of a failure to learn of other instances' commits, or to read the pets into the copy, that is not the database being away; default: silent. */
   onBackgroundError?: (error: unknown) => void;
 }
 

@@ -1,7 +1,7 @@
 import type { Sql } from 'postgres';
 import { petJson, type Pet } from '../../pet/pet.js';
 import { PetIndex } from '../pet-index.js';
-import type { ListPage, ListQuery, ListText } from '../store.js';
+import { StoreUnavailableError, type ListPage, type ListQuery, type ListText } from '../store.js';
 import { readHighestId } from './pet-reads.js';
 import { eachPet, IN_PLACE_BYTES, readTexts } from './pet-texts.js';
 
@@ -13,7 +13,9 @@ const RETRY_MS = 250;
  * Pets the fill makes room for at once at most: the highest id is their number but for ids skipped,
  * and untouched room costs address space, not memory; a larger store grows its arrays as it fills.
  */
-const MAX_RESERVED = 1 << 26;
+const MAX_RESERVED = 1 << 24;
+/** A read that fails for another reason than the database being away is reported at most this often while it goes on. */
+const REPORT_EVERY_MS = 60_000;
 
 /** How the copy's statements run: the store's bounded, timed reads (`#read` in store.ts). */
 export type Guard = <T>(work: () => Promise<T>) => Promise<T>;
@@ -33,6 +35,8 @@ export class PetCopy {
   readonly #guard: Guard;
   /** Told the newest id each time pets were added by a catch-up (not by `own`: its caller tells). */
   readonly #grew: (lastId: number) => void;
+  readonly #report: (error: unknown) => void;
+  #reportedAt = -Infinity;
   #chain: Promise<void> = Promise.resolve();
   #filled = false;
   /** A catch-up is waiting in the chain: another request for one joins it. */
@@ -40,10 +44,11 @@ export class PetCopy {
   #retry: NodeJS.Timeout | undefined;
   #closed = false;
 
-  constructor(sql: Sql, guard: Guard, grew: (lastId: number) => void) {
+  constructor(sql: Sql, guard: Guard, grew: (lastId: number) => void, report: (error: unknown) => void) {
     this.#sql = sql;
     this.#guard = guard;
     this.#grew = grew;
+    this.#report = report;
   }
 
   /** Whether the fill at start is complete: until then, reads go to the database. */
@@ -68,8 +73,9 @@ export class PetCopy {
           await this.#reserve();
           await this.#readOn(Number.MAX_SAFE_INTEGER);
           break;
-        } catch {
+        } catch (error) {
           // The database away mid-fill: what was read stays; go on from there once it is back.
+          this.#failed(error);
           await new Promise((r) => setTimeout(r, RETRY_MS));
         }
       }
@@ -88,7 +94,8 @@ export class PetCopy {
       const before = this.lastId;
       try {
         await this.#readOn(Number.MAX_SAFE_INTEGER);
-      } catch {
+      } catch (error) {
+        this.#failed(error);
         this.#retryLater();
       }
       if (this.lastId > before) this.#grew(this.lastId);
@@ -104,7 +111,8 @@ export class PetCopy {
     return this.#then(async () => {
       try {
         if (this.lastId < base) await this.#readOn(base);
-      } catch {
+      } catch (error) {
+        this.#failed(error);
         this.#retryLater();
         return;
       }
@@ -166,6 +174,19 @@ export class PetCopy {
   #append(pet: Pet): void {
     const bytes = Buffer.from(petJson(pet));
     this.#index.appendLine(pet.id, pet.status, bytes, 0, bytes.length, 0, bytes.length);
+  }
+
+  /**
+   * The database away is the store's to tell (/readyz, its availability log lines); any other failure
+   * (a permission taken away, a statement refused) would be tried again every RETRY_MS without a word.
+   */
+  #failed(error: unknown): void {
+    if (error instanceof StoreUnavailableError || this.#closed) return;
+    const now = performance.now();
+    if (now - this.#reportedAt < REPORT_EVERY_MS) return;
+    this.#reportedAt = now;
+    const reason = error instanceof Error ? error.message : String(error);
+    this.#report(new Error(`the pets cannot be read into this instance's memory, trying again every ${RETRY_MS} ms: ${reason}`, { cause: error }));
   }
 
   #retryLater(): void {

@@ -71,7 +71,7 @@ export class PostgresStore implements PetStore {
     this.#availability = new Availability(options.onAvailability ?? (() => {}), probe, (error) => error instanceof StoreUnavailableError);
     this.#watch = new CommitWatch({ url, statementTimeout, highestId: () => readHighestId(sql), onError: options.onBackgroundError ?? (() => {}) });
     if (options.databaseReads === true) return;
-    const copy = (this.#copy = new PetCopy(sql, (work) => this.#read(work), (id) => this.#listeners.committed(id)));
+    const copy = (this.#copy = new PetCopy(sql, (work) => this.#read(work), (id) => this.#listeners.committed(id), options.onBackgroundError ?? (() => {})));
     this.#watch.add((id) => id > copy.lastId && copy.catchUp()); // every commit heard of and not yet held is read into the copy
     void copy.fill().then(({ pets, seconds }) => options.onFilled?.(pets, seconds));
   }
