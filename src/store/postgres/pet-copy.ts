@@ -6,7 +6,7 @@ import { readHighestId } from './pet-reads.js';
 import { eachPet, IN_PLACE_BYTES, readTexts } from './pet-texts.js';
 
 /** Pets read in one statement, at start and catching up: each page is a short indexed range scan. */
-export const COPY_PAGE = 10_000;
+const COPY_PAGE = 10_000;
 /** A read of the copy that failed (the database away) is tried again this often. */
 const RETRY_MS = 250;
 /**
@@ -74,7 +74,7 @@ export class PetCopy {
           await this.#readOn(Number.MAX_SAFE_INTEGER);
           break;
         } catch (error) {
-          // The database away mid-fill: what was read stays; go on from there once it is back.
+          // A read failed mid-fill (the database away, or refused and reported): what was read stays; go on from there.
           this.#failed(error);
           await new Promise((r) => setTimeout(r, RETRY_MS));
         }

@@ -18,7 +18,7 @@ const ID_AT = 6;
  * JSON.stringify, written by this store alone (batch.ts, import.ts), and bigint prints as JavaScript
  * prints the same integer, so the bytes are petJson's. One value a page instead of four a pet: the
  * driver made an object and four strings of each row, and a fill of a million pets spent most of
- * its time there (bench/results.md, "Issue 33"). An empty Buffer when there is none.
+ * its time there (bench/results.md, "The copy's fill and memory"). An empty Buffer when there is none.
  */
 export async function readTexts(sql: Sql, after: number, upTo: number, limit: number): Promise<Buffer> {
   const [row] = await sql`
