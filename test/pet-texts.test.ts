@@ -1,11 +1,13 @@
 /**
  * The copy's page text (src/store/postgres/pet-texts.ts): each pet's JSON text one a line, as the
- * database builds it; eachPet finds every pet's id, status and text in it, whatever its name holds.
+ * database builds it; eachPet finds every pet's id, status and text in it, whatever its name holds;
+ * readTexts keeps the driver's buffer only when it holds little beside the page.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { petJson, petWithId, type Pet } from '#dist/pet/pet.js';
-import { eachPet } from '#dist/store/postgres/pet-texts.js';
+import { eachPet, IN_PLACE_BYTES, readTexts } from '#dist/store/postgres/pet-texts.js';
+import type { Sql } from 'postgres';
 import { awkwardPets } from './awkward-pets.js';
 
 function pageOf(pets: readonly Pet[]): Buffer {
@@ -37,4 +39,24 @@ test('eachPet: an empty page has no pet; one pet, every status and none', () => 
     const pet = petWithId(5, { name: 'n', categoryId: -3n, status });
     assert.deepEqual(read(pageOf([pet])), [{ id: 5, status, text: petJson(pet) }]);
   }
+});
+
+/** A driver that answers every statement with one row holding `value`, as postgres.js's `.raw()` does. */
+function answering(value: Buffer | null): Sql {
+  return ((() => ({ raw: async () => [[value]] })) as unknown) as Sql;
+}
+
+test('readTexts keeps a large page in the driver\'s own buffer when that holds little else, copies it out of a larger one, and passes a small one on', async () => {
+  const large = IN_PLACE_BYTES + 10;
+  // As the driver joins a message's chunks: the page's text after a few header bytes, a few bytes of the next messages after it.
+  const own = Buffer.alloc(large + 30, 0x61).subarray(11, 11 + large);
+  assert.equal(await readTexts(answering(own), 0, 10, 10), own, 'kept: its buffer is the page and 30 bytes');
+  const shared = Buffer.alloc(4 * large, 0x62).subarray(large, 2 * large);
+  const copied = await readTexts(answering(shared), 0, 10, 10);
+  assert.notEqual(copied.buffer, shared.buffer, 'a page inside a larger buffer is copied');
+  assert.equal(copied.buffer.byteLength, large, 'into memory of its own size');
+  assert.ok(copied.equals(shared));
+  const small = Buffer.alloc(4 * large, 0x63).subarray(0, 100);
+  assert.equal(await readTexts(answering(small), 0, 10, 10), small, 'a small page is copied pet by pet by the arena: passed on as it is');
+  assert.equal((await readTexts(answering(null), 0, 10, 10)).length, 0, 'no pet: an empty Buffer');
 });
