@@ -249,8 +249,8 @@ async function startupAtScale(cluster) {
   const name = 'bench_scale';
   cluster.createDatabase(name);
   migrateSeed(snapshot, cluster.url(name));
-  // As autovacuum would have left a table in use: measured straight after the bulk load, every
-  // instance's fill ran beside autovacuum's pass over the million new rows.
+  // As autovacuum would have left a table in use, so that whether its first pass over the million
+  // new rows falls among the spawns does not vary (bench/results.md, "The copy's fill and memory").
   cluster.vacuum(name);
   const setups = {
     file: () => ({ dir: (() => { const d = tempDir(); seedDirectory(d, snapshot); return d; })(), serverArgs: [] }),
