@@ -57,33 +57,34 @@ function receive(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const done = (): void => {
-      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+    // The listeners stay (the request is done with after this): once settled, what follows changes nothing.
+    let settled = false;
+    const fail = (error: Error): void => {
+      if (settled) return;
+      settled = true;
+      reject(error);
     };
-    const onData = (chunk: Buffer): void => {
+    req.on('data', (chunk: Buffer): void => {
+      if (settled) return;
       size += chunk.length;
       if (size <= limit) {
         chunks.push(chunk);
         return;
       }
-      done();
       req.pause();
-      reject(tooLarge(limit));
-    };
-    const onEnd = (): void => {
-      done();
+      fail(tooLarge(limit));
+    });
+    req.on('end', (): void => {
+      if (settled) return;
+      settled = true;
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
-    };
-    const onError = (error: Error): void => {
-      done();
-      reject(errorCode(error) === 'ECONNRESET' ? incomplete() : error);
-    };
-    // Closed before its end without an error: the client went away as well.
-    const onClose = (): void => {
-      done();
-      reject(incomplete());
-    };
-    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+    });
+    req.on('error', (error: Error): void => fail(errorCode(error) === 'ECONNRESET' ? incomplete() : error));
+    // Closed before its end without an error: the client went away as well. (A request closes after
+    // its end too: no error is made then, which would cost its stack trace.)
+    req.on('close', (): void => {
+      if (!settled) fail(incomplete());
+    });
   });
 }
 
