@@ -47,19 +47,21 @@ function childEnv() {
 
 /**
  * Spawns the server (`kind` "server", on `dataDir`; "metrics": the same with its metrics listener on),
- * the floor ("floor") or the floor with the contract's response headers ("headers"), waits for its
- * "listening" line and one answered GET.
- * `serverArgs` are further flags for the server (`--database-url …`); `as` names the result's kind
+ * the floor ("floor"), the floor with the contract's response headers ("headers") or Fastify answering
+ * as that one does ("fastify", bench/fastify.js), waits for its "listening" line and one answered GET.
+ * `serverArgs` are further flags for the server (`--database-url …`) or for bench/fastify.js
+ * (`--fastify-dir`, where Fastify is installed); `as` names the result's kind
  * instead (a server started with other flags, measured beside the plain one).
  * `startMs` is spawn → first answer. Stdout (the request log) goes to a temp file, never read past
  * the "listening" line.
  */
 export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [], as = kind } = {}) {
   const isServer = kind === 'server' || kind === 'metrics';
-  const script = isServer ? join(ROOT, 'dist/server.js') : join(ROOT, 'bench/floor.js');
+  const script = join(ROOT, isServer ? 'dist/server.js' : kind === 'fastify' ? 'bench/fastify.js' : 'bench/floor.js');
   const fixedPort = serverArgs.includes('--log-level') ? await freePort() : undefined;
   const args = [...nodeFlags, script, '--port', String(fixedPort ?? 0), '--host', '127.0.0.1'];
-  if (isServer) args.push('--data-dir', dataDir, ...serverArgs);
+  if (isServer) args.push('--data-dir', dataDir);
+  args.push(...serverArgs);
   if (kind === 'metrics') args.push('--metrics-port', '0');
   if (kind === 'headers') args.push('--contract-headers');
   const t0 = performance.now();

@@ -8,8 +8,9 @@
  * made to collide under the table's old hash against random ones (see bench/flood.js); `--slots`
  * whether clients that send no request can take the connection slots (see bench/slots.js);
  * `--replication` creates and reads with continuous replication on and off (see
- * bench/replication.js); `--wrk` the server against the lean floor with wrk as the load generator,
- * CPU per answer beside req/s (see bench/wrk.js). Results are printed and written to
+ * bench/replication.js); `--wrk` the server against the lean floor and Fastify 5 (fetched into a
+ * cache outside the repository) with wrk as the load generator, CPU per answer beside req/s (see
+ * bench/wrk.js). Results are printed and written to
  * bench/results.md (each mode replaces only its own section).
  *
  * Main mode: the built server on a temp data dir seeded with 1,000 pets (half "sold"), and the floor

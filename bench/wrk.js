@@ -3,18 +3,23 @@
  * generator, in a process of its own (issue 34): autocannon inside the runner shares its event loop
  * with the bookkeeping and takes its CPU from the same two cores in another way than wrk does. For
  * each of GET /v1/pets?limit=20 and GET /v1/pets/{id} (random id of 1,000) the floor, the floor with
- * the contract's headers, the server and the server without its request log (`--log-level error`)
- * take turns of BENCH_WRK_SECONDS (3) each, who goes first
+ * the contract's headers, the server, the server without its request log (`--log-level error`) and
+ * Fastify 5 answering as the floor with headers does (bench/fastify.js; issue 34's target is to be
+ * ahead of it) take turns of BENCH_WRK_SECONDS (3) each, who goes first
  * rotating, BENCH_ROUNDS (5) times; then durable POST /v1/pets against the floor's in-memory create at
  * 64 connections. Reported beside req/s: each process's CPU per answer, utime + stime from
  * /proc/<pid>/stat over the turn divided by the answers wrk counted. Ratios are the median of each
  * round's own ratio. BENCH_WRK_CONNECTIONS (10,50) are the GETs' connection counts; wrk runs -t1.
+ * Fastify is no dependency of this project: it is loaded from BENCH_FASTIFY_DIR (a directory holding
+ * node_modules/fastify), else installed once into a cache outside the repository; without either the
+ * run goes on without it and says so.
  */
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { cpuTime, envNumber, fmt, KEY, machine, median, removeDir, ROOT, start, stop, tempDir, writeSection } from './harness.js';
+import { cpuTime, envNumber, fmt, get, KEY, machine, median, removeDir, ROOT, start, stop, tempDir, writeSection } from './harness.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
 
 const run = promisify(execFile);
@@ -23,6 +28,7 @@ const SECONDS = envNumber('BENCH_WRK_SECONDS', 3, 1);
 const CONNECTIONS = (process.env.BENCH_WRK_CONNECTIONS ?? '10,50').split(',').map(Number);
 const POST_CONNECTIONS = 64;
 const RESULTS = join(ROOT, 'bench/results.md');
+const FASTIFY_CACHE = join(tmpdir(), 'petstore-bench-fastify');
 const progress = (text) => process.stderr.write(`${text}\n`);
 
 const SCRIPTS = {
@@ -45,6 +51,49 @@ async function turn(target, load, connections, scripts) {
   return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]), answers, errors, cpuPerAnswer: (cpu1 - cpu0) / answers };
 }
 
+/**
+ * Where Fastify can be loaded from and its version: BENCH_FASTIFY_DIR as it is, else FASTIFY_CACHE,
+ * where fastify@5 is installed the first time (kept outside the repository: no dependency of ours, no
+ * lock file touched). Undefined, said in one line, when neither has it.
+ */
+async function findFastify() {
+  const dir = process.env.BENCH_FASTIFY_DIR || FASTIFY_CACHE;
+  const manifest = join(dir, 'node_modules/fastify/package.json');
+  if (!existsSync(manifest) && dir === FASTIFY_CACHE) {
+    progress(`installing fastify@5 into ${dir}`);
+    try {
+      await run('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--prefix', dir, 'fastify@5'], { timeout: 300_000 });
+    } catch (error) {
+      // Any failure of npm (missing, offline, refused, killed at the timeout) only leaves Fastify out.
+      const said = /^npm error .*$/m.exec(error.stderr ?? '')?.[0] ?? error.message; // e.g. "npm error code ECONNREFUSED"
+      progress(`Fastify not measured: npm install fastify@5 failed (${said})`);
+      return undefined;
+    }
+  }
+  if (!existsSync(manifest)) {
+    progress(`Fastify not measured: no ${manifest}`);
+    return undefined;
+  }
+  return { dir, version: JSON.parse(readFileSync(manifest, 'utf8')).version };
+}
+
+/** What makes Fastify's figures comparable: it answers what the floor with headers answers, and refuses a wrong key. */
+async function sameAnswers(fastify, headers) {
+  const problems = [];
+  // The same header names and values, but for those that change with every answer or with the server's
+  // settings (Keep-Alive's timeout), and the media type alone of Content-Type: Fastify adds a charset.
+  const shown = (r) => Object.entries(r.headers).filter(([n]) => n !== 'date' && n !== 'keep-alive')
+    .map(([n, v]) => (n === 'x-request-id' ? n : `${n}: ${n === 'content-type' ? v.split(';')[0] : v}`)).sort().join('; ');
+  for (const path of ['/v1/pets?limit=20', '/v1/pets/7']) {
+    const [f, h] = await Promise.all([get(fastify.origin, path), get(headers.origin, path)]);
+    if (f.status !== h.status || f.body !== h.body || shown(f) !== shown(h)) problems.push(`${path}: Fastify ${f.status} [${shown(f)}], the floor with headers ${h.status} [${shown(h)}]${f.body === h.body ? '' : ', bodies differ'}`);
+  }
+  const refused = await get(fastify.origin, '/v1/pets', { authorization: 'Bearer wrong-key' });
+  if (refused.status !== 401) problems.push(`Fastify answered ${refused.status} to a wrong key`);
+  for (const p of problems) progress(`WARNING: ${p}`);
+  return problems;
+}
+
 export async function wrkMode() {
   const scratch = tempDir('petstore-bench-wrk-');
   const scripts = {};
@@ -60,6 +109,8 @@ export async function wrkMode() {
   const targets = [];
   const dirs = [dir];
   const results = {};
+  let fastifyNote = 'Fastify not measured (see the run\'s output)';
+  let problems = [];
   const record = (key, kind, m) => {
     ((results[key] ??= {})[kind] ??= []).push(m);
     progress(`  ${key.padEnd(10)} ${kind.padEnd(8)} ${fmt.int(m.rps).padStart(7)}/s  cpu ${fmt.ms(m.cpuPerAnswer)} µs/answer  errors ${m.errors}`);
@@ -74,6 +125,15 @@ export async function wrkMode() {
     dirs.push(quietDir);
     const quiet = await start('server', { dataDir: quietDir, serverArgs: ['--log-level', 'error'], as: 'quiet' });
     targets.push(server, floor, headers, quiet);
+    const found = await findFastify();
+    // A Fastify that cannot be loaded or does not answer (start's error holds its stderr) is left out.
+    const fastify = found && (await start('fastify', { serverArgs: ['--fastify-dir', found.dir] })
+      .catch((error) => progress(`Fastify not measured: ${error.message.replace(/\s+/g, ' ').slice(0, 300)}`)));
+    if (fastify) {
+      targets.push(fastify);
+      problems = await sameAnswers(fastify, headers);
+      fastifyNote = `Fastify ${found.version} (bench/fastify.js, its logger off, loaded from ${found.dir})`;
+    }
     for (const t of targets) for (const load of ['list', 'one']) await turn(t, load, CONNECTIONS[0], scripts); // warm-up
     for (let r = 0; r < ROUNDS; r++) {
       progress(`wrk round ${r + 1}/${ROUNDS}`);
@@ -93,8 +153,9 @@ export async function wrkMode() {
     removeDir(scratch);
   }
   const m = machine();
-  const ratio = (key, a, b, field) => median(results[key][a].map((x, i) => x[field] / results[key][b][i][field]));
-  const stat = (key, kind, field) => median(results[key][kind].map((x) => x[field]));
+  // A kind not measured (Fastify when it could not be had) shows as '–'.
+  const ratio = (key, a, b, field) => median((results[key][a] ?? []).map((x, i) => x[field] / results[key][b]?.[i][field]));
+  const stat = (key, kind, field) => median((results[key][kind] ?? []).map((x) => x[field]));
   const errors = (key) => Object.values(results[key]).flat().reduce((sum, x) => sum + x.errors, 0);
   const rows = [];
   const label = { list: 'GET /v1/pets?limit=20', one: 'GET /v1/pets/{id}' };
@@ -102,23 +163,24 @@ export async function wrkMode() {
     for (const c of CONNECTIONS) {
       const key = `${load}@${c}`;
       rows.push(`| ${label[load]}, ${c} conn. | ${fmt.int(stat(key, 'server', 'rps'))} | ${fmt.int(stat(key, 'floor', 'rps'))} | ${fmt.int(stat(key, 'headers', 'rps'))} | ` +
-        `${fmt.ratio(ratio(key, 'server', 'floor', 'rps'))} | ${fmt.ms(stat(key, 'server', 'cpuPerAnswer'))} | ${fmt.ms(stat(key, 'floor', 'cpuPerAnswer'))} | ` +
-        `${fmt.ms(stat(key, 'headers', 'cpuPerAnswer'))} | ${fmt.ratio(ratio(key, 'server', 'floor', 'cpuPerAnswer'))} | ` +
+        `${fmt.int(stat(key, 'fastify', 'rps'))} | ${fmt.ratio(ratio(key, 'server', 'floor', 'rps'))} | ${fmt.ratio(ratio(key, 'server', 'fastify', 'rps'))} | ` +
+        `${fmt.ms(stat(key, 'server', 'cpuPerAnswer'))} | ${fmt.ms(stat(key, 'floor', 'cpuPerAnswer'))} | ${fmt.ms(stat(key, 'headers', 'cpuPerAnswer'))} | ` +
+        `${fmt.ms(stat(key, 'fastify', 'cpuPerAnswer'))} | ${fmt.ratio(ratio(key, 'server', 'floor', 'cpuPerAnswer'))} | ${fmt.ratio(ratio(key, 'server', 'fastify', 'cpuPerAnswer'))} | ` +
         `${fmt.ratio(ratio(key, 'server', 'quiet', 'rps'))} | ${fmt.ratio(ratio(key, 'server', 'quiet', 'cpuPerAnswer'))} | ${errors(key)} |`);
     }
   }
   const post = `post@${POST_CONNECTIONS}`;
-  rows.push(`| POST /v1/pets (durable; the floor in memory), ${POST_CONNECTIONS} conn. | ${fmt.int(stat(post, 'server', 'rps'))} | ${fmt.int(stat(post, 'floor', 'rps'))} | | ` +
-    `${fmt.ratio(ratio(post, 'server', 'floor', 'rps'))} | ${fmt.ms(stat(post, 'server', 'cpuPerAnswer'))} | ${fmt.ms(stat(post, 'floor', 'cpuPerAnswer'))} | | ` +
-    `${fmt.ratio(ratio(post, 'server', 'floor', 'cpuPerAnswer'))} | | | ${errors(post)} |`);
+  rows.push(`| POST /v1/pets (durable; the floor in memory), ${POST_CONNECTIONS} conn. | ${fmt.int(stat(post, 'server', 'rps'))} | ${fmt.int(stat(post, 'floor', 'rps'))} | | | ` +
+    `${fmt.ratio(ratio(post, 'server', 'floor', 'rps'))} | | ${fmt.ms(stat(post, 'server', 'cpuPerAnswer'))} | ${fmt.ms(stat(post, 'floor', 'cpuPerAnswer'))} | | | ` +
+    `${fmt.ratio(ratio(post, 'server', 'floor', 'cpuPerAnswer'))} | | | | ${errors(post)} |`);
   const markdown = `## wrk against the lean floor
 
 ${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end
-wrk -t1 in a process of its own; the server with its defaults (request log on, written to a file), 1,000 pets; the lean floor and the floor with the contract's headers (bench/floor.js); the server once more with \`--log-level error\` (no request log), for what the log costs. ${ROUNDS} rounds; in each, the four take turns of ${SECONDS} s per load, who goes first rotating. CPU per answer: utime + stime of the process from /proc/<pid>/stat over its turn, divided by the answers. Figures are medians over rounds; ratios the median of each round's own ratio.
+wrk -t1 in a process of its own; the server with its defaults (request log on, written to a file), 1,000 pets; the lean floor and the floor with the contract's headers (bench/floor.js); the server once more with \`--log-level error\` (no request log), for what the log costs; ${fastifyNote}, answering the GETs as the floor with headers does. ${ROUNDS} rounds; in each, they take turns of ${SECONDS} s per load, who goes first rotating. CPU per answer: utime + stime of the process from /proc/<pid>/stat over its turn, divided by the answers. Figures are medians over rounds; ratios the median of each round's own ratio.
 
-| Load | Server req/s | Floor req/s | Floor + headers req/s | Server ÷ floor, req/s | Server CPU µs/answer | Floor CPU µs/answer | Floor + headers CPU µs/answer | Server ÷ floor, CPU/answer | Server ÷ server without request log, req/s | the same, CPU/answer | Errors |
-|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|
-${rows.join('\n')}`;
+| Load | Server req/s | Floor req/s | Floor + headers req/s | Fastify req/s | Server ÷ floor, req/s | Server ÷ Fastify, req/s | Server CPU µs/answer | Floor CPU µs/answer | Floor + headers CPU µs/answer | Fastify CPU µs/answer | Server ÷ floor, CPU/answer | Server ÷ Fastify, CPU/answer | Server ÷ server without request log, req/s | the same, CPU/answer | Errors |
+|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|
+${rows.join('\n')}${problems.length === 0 ? '' : `\n\n**Fastify does not answer as the floor with headers:** ${problems.join('; ')}`}`;
   console.log(markdown);
   writeSection(RESULTS, 'wrk', markdown);
 }

@@ -81,6 +81,7 @@ export class Keyring {
   readonly #removalListeners: Array<(removed: readonly string[]) => void> = [];
   #fileVersion = '';
   #checkedAt = -Infinity;
+  #generation = 0;
 
   constructor(options: KeyringOptions) {
     this.#fixed = (options.keys ?? []).map((text, i) => {
@@ -111,6 +112,14 @@ export class Keyring {
   identify(key: string, now = monotonicMs()): AcceptedKey | undefined {
     this.#reload(now, false);
     return find(this.#entries, digest(key));
+  }
+
+  /**
+   * Changes each time the accepted keys are made anew (a key file or database read): a key identified
+   * under one generation may be used again without hashing only while it lasts (remembered-key.ts).
+   */
+  get generation(): number {
+    return this.#generation;
   }
 
   /** Reads the key file again if it changed, as a request would, for those who hold on to a key past its request. */
@@ -182,6 +191,7 @@ export class Keyring {
       });
     });
     this.#givenTwice = givenTwice;
+    this.#generation++;
   }
 
   #describe({ key, place }: Entry): string {

@@ -21,15 +21,10 @@ const MIN_AGE_MS = 50;
  * one refused. A request is in progress from its headers to the end of its answer (`busy`, `idle`).
  */
 export class AcceptedSockets {
-  /** Each open socket and when it was accepted, in the order of their accepts. */
-  readonly #open = new Map<Socket, number>();
-  /**
-   * The open sockets with no request in progress, in the order they became so (accepted, or their
-   * last answer ended), with the turn of that and their address.
-   */
-  readonly #unserved = new Map<Socket, { turn: number; since: number; address: string }>();
-  /** The same, by the client's address. */
-  readonly #unservedFrom = new Map<string, Set<Socket>>();
+  /** Each open socket's slot, in the order of their accepts. */
+  readonly #open = new Map<Socket, Slot>();
+  /** By the client's address: its open sockets with no request in progress, in the order they became so. */
+  readonly #addresses = new Map<string, Address>();
   /** Turns of the event loop, counted for two turns after each accept (enough to tell which are ripe to close). */
   #turn = 0;
   #turnsToCount = 0;
@@ -56,8 +51,13 @@ export class AcceptedSockets {
       socket.destroy();
       return;
     }
-    this.#open.set(socket, monotonicMs());
-    this.#closable(socket, address);
+    let from = this.#addresses.get(address);
+    if (from === undefined) this.#addresses.set(address, (from = { address, open: 0, closable: new Set() }));
+    from.open++;
+    const now = monotonicMs();
+    const slot: Slot = { acceptedAt: now, from, closable: false, turn: 0, since: 0 };
+    this.#open.set(socket, slot);
+    this.#closable(socket, slot, now);
     const peer = this.#byPeer === undefined ? undefined : `${socket.remoteAddress} ${socket.remotePort}`;
     if (peer !== undefined) this.#byPeer?.set(peer, socket);
     socket.once('close', () => {
@@ -74,16 +74,23 @@ export class AcceptedSockets {
 
   /** `socket` (TCP, or TLS after `secured`) has brought a request's headers: not closed for room until `idle`. */
   busy(socket: Socket): void {
-    this.#forgetUnserved(this.#under.get(socket) ?? socket);
+    // Called for every request: a flag and one Set operation, no allocation (issue 34).
+    const tcp = this.#tcp(socket);
+    const slot = this.#open.get(tcp);
+    if (slot === undefined || !slot.closable) return;
+    slot.closable = false;
+    slot.from.closable.delete(tcp);
   }
 
   /**
-   * Every answer owed on `socket` has ended: it may be closed for room again, as the newest such (a
-   * keep-alive client may hold it idle, or trickle its next request, as long as a silent one).
+   * Every answer owed on `socket` has ended (at monotonic `now`): it may be closed for room again, as
+   * the newest such (a keep-alive client may hold it idle, or trickle its next request, as long as a
+   * silent one).
    */
-  idle(socket: Socket): void {
-    const tcp = this.#under.get(socket) ?? socket;
-    if (this.#open.has(tcp) && !this.#unserved.has(tcp)) this.#closable(tcp, tcp.remoteAddress ?? '');
+  idle(socket: Socket, now = monotonicMs()): void {
+    const tcp = this.#tcp(socket);
+    const slot = this.#open.get(tcp);
+    if (slot !== undefined && !slot.closable) this.#closable(tcp, slot, now);
   }
 
   /** How many are open. */
@@ -94,12 +101,16 @@ export class AcceptedSockets {
   /** Closes the connections that have not sent a byte in the `graceMs` since they were accepted. */
   closeSilent(graceMs: number): void {
     const now = monotonicMs();
-    for (const [socket, since] of this.#open) if (socket.bytesRead === 0 && now - since >= graceMs) socket.destroy();
+    for (const [socket, slot] of this.#open) if (socket.bytesRead === 0 && now - slot.acceptedAt >= graceMs) socket.destroy();
   }
 
   /** Closes every connection still open, whatever it is doing: the end of a stop's patience. */
   destroyAll(): void {
     for (const socket of this.#open.keys()) socket.destroy();
+  }
+
+  #tcp(socket: Socket): Socket {
+    return this.#byPeer === undefined ? socket : (this.#under.get(socket) ?? socket);
   }
 
   /**
@@ -127,13 +138,13 @@ export class AcceptedSockets {
     let victim: Socket | undefined;
     let held = 0;
     let since = Infinity;
-    for (const sockets of this.#unservedFrom.values()) {
-      if (sockets.size < held) continue;
+    for (const { closable } of this.#addresses.values()) {
+      if (closable.size === 0 || closable.size < held) continue;
       // Each address's sockets are in the order they became closable: its first is its oldest.
-      for (const socket of sockets) {
-        const info = this.#unserved.get(socket);
-        if (info !== undefined && this.#turn - info.turn >= 2 && info.since <= before && (sockets.size > held || info.since < since)) {
-          [victim, held, since] = [socket, sockets.size, info.since];
+      for (const socket of closable) {
+        const slot = this.#open.get(socket);
+        if (slot !== undefined && this.#turn - slot.turn >= 2 && slot.since <= before && (closable.size > held || slot.since < since)) {
+          [victim, held, since] = [socket, closable.size, slot.since];
         }
         break;
       }
@@ -141,11 +152,11 @@ export class AcceptedSockets {
     return victim;
   }
 
-  #closable(socket: Socket, address: string): void {
-    this.#unserved.set(socket, { turn: this.#turn, since: monotonicMs(), address });
-    let from = this.#unservedFrom.get(address);
-    if (from === undefined) this.#unservedFrom.set(address, (from = new Set()));
-    from.add(socket);
+  #closable(socket: Socket, slot: Slot, now: number): void {
+    slot.closable = true;
+    slot.turn = this.#turn;
+    slot.since = now;
+    slot.from.closable.add(socket);
     if (this.#turnsToCount === 0) setImmediate(this.#countTurn);
     this.#turnsToCount = 2;
   }
@@ -156,18 +167,33 @@ export class AcceptedSockets {
   };
 
   #forget(socket: Socket): void {
+    const slot = this.#open.get(socket);
+    if (slot === undefined) return;
     this.#open.delete(socket);
-    this.#forgetUnserved(socket);
+    slot.from.closable.delete(socket);
+    if (--slot.from.open === 0) this.#addresses.delete(slot.from.address);
   }
+}
 
-  #forgetUnserved(socket: Socket): void {
-    const waiting = this.#unserved.get(socket);
-    if (waiting === undefined) return;
-    this.#unserved.delete(socket);
-    const from = this.#unservedFrom.get(waiting.address);
-    from?.delete(socket);
-    if (from?.size === 0) this.#unservedFrom.delete(waiting.address);
-  }
+/** One accepted connection. */
+interface Slot {
+  /** Monotonic ms of the accept. */
+  acceptedAt: number;
+  from: Address;
+  /** No request in progress: it may be closed for room; since the event loop's `turn` and monotonic ms `since`. */
+  closable: boolean;
+  turn: number;
+  since: number;
+}
+
+/**
+ * The open connections of one client address: kept while any is open, so that a request finds its
+ * address's set through its slot, not by a lookup.
+ */
+interface Address {
+  address: string;
+  open: number;
+  closable: Set<Socket>;
 }
 
 function ignoreError(): void {}

@@ -4,6 +4,7 @@ import { clientKey, type AuthLimiter } from '../auth/limiter.js';
 import { monotonicMs } from '../lib/monotonic.js';
 import { headerCount } from './headers.js';
 import { HttpError, type ErrorCode } from './http-error.js';
+import { rememberedKey, rememberKey } from './remembered-key.js';
 import type { AcceptedKey, Keyring } from '../auth/keyring.js';
 
 const CHALLENGE = { 'www-authenticate': `Bearer realm="${AUTH_REALM}"` };
@@ -36,6 +37,8 @@ export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: Au
   const header = req.headers.authorization;
   if (header === undefined) throw new AuthenticationError('missing_key', 401, 'unauthorized', 'missing bearer API key (Authorization: Bearer <key>)', CHALLENGE);
   if (headerCount(req, 'authorization') > 1) throw new AuthenticationError('repeated_header', 400, 'invalid_request', 'the Authorization header is given more than once');
+  const known = rememberedKey(req.socket, header, keyring, now);
+  if (known !== undefined) return known;
   const token = BEARER.exec(header)?.[1];
   if (token === undefined) throw new AuthenticationError('not_bearer', 401, 'unauthorized', 'the Authorization header is not a bearer API key', CHALLENGE);
   const key = keyring.identify(token, now);
@@ -45,5 +48,6 @@ export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: Au
     limiter.recordFailure(address, now);
     throw new AuthenticationError('unknown_key', 401, 'unauthorized', 'invalid API key', CHALLENGE);
   }
+  rememberKey(req.socket, header, keyring, key);
   return key;
 }

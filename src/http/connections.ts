@@ -8,14 +8,15 @@ interface Connection {
   /** Responses not yet closed (sent, or dropped with their connection), in request order. */
   owed: Set<ServerResponse>;
   /** The latest request and its response: a parse error inside a body belongs to it. */
-  last: { req: IncomingMessage; res: ServerResponse } | undefined;
+  lastReq: IncomingMessage | undefined;
+  lastRes: ServerResponse | undefined;
   /** When the connection last owed nothing, and how many bytes it had received by then. */
   quietSince: number;
   bytesAtQuiet: number;
   /** Runs once nothing is owed anymore: an error answer or a close waiting for its turn. */
   then: (() => void) | undefined;
-  /** Told each time nothing is owed anymore (the connection slots' `idle`). */
-  idle: ((socket: Socket) => void) | undefined;
+  /** Told each time nothing is owed anymore, and the monotonic ms of it (the connection slots' `idle`). */
+  idle: ((socket: Socket, now: number) => void) | undefined;
 }
 
 /**
@@ -28,10 +29,10 @@ export class Connections {
   readonly #open = new Map<Socket, Connection>();
 
   /** `idle` is told of a connection each time the last response it owes has ended. */
-  constructor(readonly idle?: (socket: Socket) => void) {}
+  constructor(readonly idle?: (socket: Socket, now: number) => void) {}
 
   add(socket: Socket): void {
-    this.#open.set(socket, { socket, owed: new Set(), last: undefined, quietSince: monotonicMs(), bytesAtQuiet: 0, then: undefined, idle: this.idle });
+    this.#open.set(socket, { socket, owed: new Set(), lastReq: undefined, lastRes: undefined, quietSince: monotonicMs(), bytesAtQuiet: 0, then: undefined, idle: this.idle });
     socket.once('close', () => this.#open.delete(socket));
   }
 
@@ -40,7 +41,8 @@ export class Connections {
     const connection = this.#open.get(req.socket as Socket);
     if (connection === undefined) return;
     connection.owed.add(res);
-    connection.last = { req, res };
+    connection.lastReq = req;
+    connection.lastRes = res;
     // One listener for every response, told its connection through the response itself: a closure
     // and a once-wrapper per request were a measurable share of a GET (docs/design.md, "Performance").
     (res as OwedResponse)[CONNECTION] = connection;
@@ -60,11 +62,11 @@ export class Connections {
     }
     if (connection.then !== undefined) return false;
     let reply = true;
-    const last = connection.last;
-    if (last !== undefined && !last.req.complete) {
+    const { lastReq, lastRes } = connection;
+    if (lastReq !== undefined && lastRes !== undefined && !lastReq.complete) {
       // Its body can never be read now: the error answer takes the place of its response.
-      connection.owed.delete(last.res);
-      reply = !last.res.headersSent;
+      connection.owed.delete(lastRes);
+      reply = !lastRes.headersSent;
     }
     if (connection.owed.size === 0) answer(reply);
     else connection.then = () => answer(reply);
@@ -97,9 +99,10 @@ function responseClosed(this: OwedResponse): void {
   const connection = this[CONNECTION] as Connection;
   connection.owed.delete(this);
   if (connection.owed.size > 0) return;
-  connection.quietSince = monotonicMs();
+  const now = monotonicMs();
+  connection.quietSince = now;
   connection.bytesAtQuiet = connection.socket.bytesRead;
-  connection.idle?.(connection.socket);
+  connection.idle?.(connection.socket, now);
   const then = connection.then;
   connection.then = undefined;
   then?.();

@@ -68,7 +68,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   // It keeps --max-connections too (accepted-sockets.ts): Node's own limit would refuse the newest.
   const sockets = new AcceptedSockets(options.maxConnections ?? SERVER_DEFAULTS.maxConnections, options.tls !== undefined);
   // A connection whose answers have all ended may be closed for room again.
-  const connections = new Connections((socket) => sockets.idle(socket));
+  const connections = new Connections((socket, now) => sockets.idle(socket, now));
   let stopping = false;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     sockets.busy(req.socket as Socket);

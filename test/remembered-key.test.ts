@@ -1,0 +1,84 @@
+/**
+ * The key a keep-alive connection was last accepted with is remembered (src/http/remembered-key.ts),
+ * so that its next requests skip parsing and hashing. Remembering must never let a request through
+ * that a fresh look at its key would refuse: a revoked key, or another key sent on the same
+ * connection (as a proxy does, carrying several clients' requests on one upstream connection).
+ */
+import assert from 'node:assert/strict';
+import { Agent, request as httpRequest } from 'node:http';
+import { test, type TestContext } from 'node:test';
+import { runCli, spawnServerFor, tempDirFor } from './helpers.js';
+
+const WRITER = 'remembered-writer-key-0123456789';
+const READER = 'remembered-reader-key-0123456789';
+
+interface Answer {
+  status: number;
+  /** The client's port: the same port is the same connection. */
+  port: number;
+}
+
+/** One request on `agent`'s single connection. */
+function send(agent: Agent, url: string, method: string, authorization: string | undefined, body?: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
+    if (authorization !== undefined) headers['authorization'] = authorization;
+    const req = httpRequest(`${url}/v1/pets`, { method, agent, headers }, (res) => {
+      const port = res.socket.localPort as number;
+      res.resume().on('end', () => resolve({ status: res.statusCode as number, port }));
+    });
+    req.on('error', reject).end(body);
+  });
+}
+
+function oneConnection(t: TestContext): Agent {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  t.after(() => agent.destroy());
+  return agent;
+}
+
+const PET = '{"name":"Rex","categoryId":1}';
+
+test('on one connection, each request is judged by its own key: another key, a wrong one, or none is not taken for the one before', async (t) => {
+  const dir = await tempDirFor(t, 'petstore-remembered-');
+  const server = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: `${WRITER},${READER}:pets:read` });
+  const agent = oneConnection(t);
+  const answers = [
+    await send(agent, server.url, 'GET', `Bearer ${WRITER}`),
+    await send(agent, server.url, 'GET', `Bearer ${WRITER.slice(0, -1)}x`),
+    await send(agent, server.url, 'GET', undefined),
+    await send(agent, server.url, 'GET', `bearer ${WRITER}`),
+    await send(agent, server.url, 'GET', `Bearer ${READER}`),
+  ];
+  assert.deepEqual(answers.map((a) => a.status), [200, 401, 401, 200, 200]);
+  assert.equal(new Set(answers.map((a) => a.port)).size, 1, 'all on one connection');
+  // A refusal before the body is read closes the connection (early-answers.test.ts): one pair per connection.
+  assert.equal((await send(agent, server.url, 'POST', `Bearer ${WRITER}`, PET)).status, 201);
+  assert.equal((await send(agent, server.url, 'POST', `Bearer ${READER}`, PET)).status, 403, 'the reader after the writer');
+  assert.equal((await send(agent, server.url, 'GET', `Bearer ${READER}`)).status, 200);
+  assert.equal((await send(agent, server.url, 'POST', `Bearer ${READER}`, PET)).status, 403, 'the reader after itself');
+  assert.equal((await send(agent, server.url, 'POST', `Bearer ${WRITER}`, PET)).status, 201, 'the writer after the reader');
+});
+
+test('a key revoked while its client keeps its connection open is refused on that connection', async (t) => {
+  const dir = await tempDirFor(t, 'petstore-remembered-');
+  const created = await runCli(['keys', 'create', '--label', 'kept open', '--data-dir', dir]);
+  assert.equal(created.code, 0, created.stderr);
+  const key = created.stdout.split('\n').map((l) => l.trim()).find((l) => /^[A-Za-z0-9\-._~+/]{20,}=*$/.test(l)) as string;
+  const id = (await runCli(['keys', 'list', '--data-dir', dir])).stdout.trim().split(/\s+/)[0] as string;
+  const server = await spawnServerFor(t, ['--data-dir', dir]);
+  const agent = oneConnection(t);
+  const first = await send(agent, server.url, 'GET', `Bearer ${key}`);
+  assert.equal(first.status, 200);
+  const revoked = await runCli(['keys', 'revoke', id, '--data-dir', dir]);
+  assert.equal(revoked.code, 0, revoked.stderr);
+  // The key file is looked at once a second at most: the revocation is seen within that, on this connection too.
+  const started = Date.now();
+  let answer = first;
+  while (answer.status === 200 && Date.now() - started < 3000) {
+    await new Promise((r) => setTimeout(r, 100));
+    answer = await send(agent, server.url, 'GET', `Bearer ${key}`);
+  }
+  assert.equal(answer.status, 401, 'the revoked key is refused');
+  assert.equal(answer.port, first.port, 'on the connection that was open before the revocation');
+});
