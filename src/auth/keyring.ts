@@ -1,6 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
 import { sha256 } from '../lib/sha256.js';
-import type { Logger } from '../lib/logger.js';
 import { monotonicMs } from '../lib/monotonic.js';
 import { mergeDuplicates, stricterKey, type KeyEntry, type KeyPlace } from './key-duplicates.js';
 import { keyFileVersion, readKeyFile } from './key-file.js';
@@ -210,19 +209,6 @@ export class Keyring {
     }
     return now;
   }
-}
-
-/** A Keyring's `onChange` that logs one line per key that came or went: its id, never the key. */
-export function logKeyChanges(logger: Logger): NonNullable<KeyringOptions['onChange']> {
-  return (added, removed) => {
-    for (const id of added) logger.info('API key added', { keyId: id });
-    for (const id of removed) logger.info('API key revoked', { keyId: id });
-  };
-}
-
-/** A Keyring's `onDuplicate` that logs it as a warning: ids and places, never the key. */
-export function logKeyDuplicates(logger: Logger): NonNullable<KeyringOptions['onDuplicate']> {
-  return (message, fields) => logger.error(message, undefined, fields);
 }
 
 /**

@@ -5,9 +5,11 @@
  */
 import { newKey } from '../auth/key-file.js';
 import { KeyPoller } from '../auth/key-poller.js';
-import { Keyring, logKeyChanges, logKeyDuplicates } from '../auth/keyring.js';
+import { logKeyChanges, logKeyDuplicates } from '../auth/key-log.js';
+import { Keyring } from '../auth/keyring.js';
 import type { Logger } from '../lib/logger.js';
 import { describeUrl } from '../store/postgres/driver.js';
+import { CopyReadError } from '../store/postgres/pet-copy.js';
 import { PostgresStore } from '../store/postgres/store.js';
 import type { PetStore } from '../store/store.js';
 
@@ -40,7 +42,8 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
       else logger.error('the database cannot be used; pets are answered 503 until it is back', error, { database: where });
     },
     onBackgroundError: (error) => {
-      logger.error('cannot learn of the pets other instances commit (LISTEN, or the read of the highest id that stands in for it); trying again every 250 ms', error, { database: where });
+      if (error instanceof CopyReadError) logger.error('the pets cannot be read into memory; /readyz says 503 until they are, trying again every 250 ms', error, { database: where });
+      else logger.error('cannot learn of the pets other instances commit (LISTEN, or the read of the highest id that stands in for it); trying again every 250 ms', error, { database: where });
     },
   });
   try {

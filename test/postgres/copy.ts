@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { petJson, type Pet } from '#dist/pet/pet.js';
+import { CopyReadError } from '#dist/store/postgres/pet-copy.js';
 import { PostgresStore } from '#dist/store/postgres/store.js';
 import { awkwardPets } from '../awkward-pets.js';
 import { request, spawnServerFor, startServer, TEST_KEY, waitFor, type TestServer } from '../helpers.js';
@@ -132,6 +133,7 @@ export function copyTests(cluster: () => Cluster): void {
     await sleep(1000); // four more tries at least
     assert.equal(reported.length, 1, 'reported once, not at every try');
     assert.match(String(reported[0]), /the pets cannot be read into this instance's memory, trying again every 250 ms: permission denied for table pets/);
+    assert.ok(reported[0] instanceof CopyReadError, 'told apart from the commit watch\'s failures, which the log names otherwise');
     assert.equal(store.ready, false, 'not ready: the copy is not filled');
     await sql.unsafe(`GRANT SELECT ON petstore.pets TO ${role}`);
     await waitFor(() => store.ready, 5000, 'the copy filled once the pets may be read');

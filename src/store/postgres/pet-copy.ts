@@ -5,6 +5,9 @@ import { StoreUnavailableError, type ListPage, type ListQuery, type ListText } f
 import { readHighestId } from './pet-reads.js';
 import { eachPet, IN_PLACE_BYTES, readTexts } from './pet-texts.js';
 
+/** A read of the pets into the copy failed while the database was there: told apart from the commit watch's failures in the log. */
+export class CopyReadError extends Error {}
+
 /** Pets read in one statement, at start and catching up: each page is a short indexed range scan. */
 const COPY_PAGE = 10_000;
 /** A read of the copy that failed (the database away) is tried again this often. */
@@ -186,7 +189,7 @@ export class PetCopy {
     if (now - this.#reportedAt < REPORT_EVERY_MS) return;
     this.#reportedAt = now;
     const reason = error instanceof Error ? error.message : String(error);
-    this.#report(new Error(`the pets cannot be read into this instance's memory, trying again every ${RETRY_MS} ms: ${reason}`, { cause: error }));
+    this.#report(new CopyReadError(`the pets cannot be read into this instance's memory, trying again every ${RETRY_MS} ms: ${reason}`, { cause: error }));
   }
 
   #retryLater(): void {
