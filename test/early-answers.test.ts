@@ -65,3 +65,18 @@ test('errors that leave no body behind keep the connection: a 401 to a GET, a 40
   assert.doesNotMatch(peer.data(), /connection: close/i);
   assert.equal(peer.closed(), false);
 });
+
+test('a chunked body over the limit that arrived whole (the request complete, its rest unread) gets a 413 saying Connection: close, once, and the connection closes', async (t) => {
+  const peer = await open();
+  t.after(() => peer.socket.destroy());
+  // 64 KiB past the limit in one write: more than the request holds unread before its socket is paused.
+  const chunk = 'x'.repeat(64 * 1024);
+  const body = `1d\r\n{"name":"Rex","categoryId":1}\r\n${`${chunk.length.toString(16)}\r\n${chunk}\r\n`.repeat(3)}0\r\n\r\n`;
+  peer.socket.write(`POST /v1/pets HTTP/1.1\r\nHost: a\r\n${KEY}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${body}`);
+  await waitFor(() => /\r\n\r\n/.test(peer.data()), 5000, 'the answer');
+  const answer = peer.data().split('\r\n\r\n')[0] ?? '';
+  assert.match(answer, /^HTTP\/1\.1 413 /);
+  assert.match(answer, /\r\nconnection: close\r\n/i);
+  assert.equal(answer.match(/\r\nconnection:/gi)?.length, 1, 'said once');
+  await waitFor(peer.closed, 5000, 'the server closes the connection');
+});

@@ -19,6 +19,8 @@ export class KeyPoller {
   #timer: NodeJS.Timeout | undefined;
   #failing = false;
   #stopped = false;
+  /** The keys of the last read handed to the keyring, as text. */
+  #lastRead = '';
 
   private constructor(keyring: Keyring, read: KeySource, onError: (error: unknown) => void) {
     this.#keyring = keyring;
@@ -29,7 +31,9 @@ export class KeyPoller {
   /** Reads the keys once (a failure is thrown: no server starts without knowing its keys), then every second. */
   static async start(keyring: Keyring, read: KeySource, onError: (error: unknown) => void): Promise<KeyPoller> {
     const poller = new KeyPoller(keyring, read, onError);
-    keyring.setSharedKeys(await read());
+    const keys = await read();
+    keyring.setSharedKeys(keys);
+    poller.#lastRead = asText(keys);
     poller.#schedule();
     return poller;
   }
@@ -49,7 +53,11 @@ export class KeyPoller {
     try {
       const keys = await this.#read();
       if (this.#stopped) return;
-      this.#keyring.setSharedKeys(keys);
+      // Unchanged keys are not handed on: each change makes the keyring a new generation, which ends
+      // every connection's remembered key (http/remembered-key.ts), and that once a second for nothing.
+      const text = asText(keys);
+      if (text !== this.#lastRead) this.#keyring.setSharedKeys(keys);
+      this.#lastRead = text;
       this.#failing = false;
     } catch (error) {
       if (!this.#failing) this.#onError(error);
@@ -57,4 +65,8 @@ export class KeyPoller {
     }
     this.#schedule();
   }
+}
+
+function asText(keys: readonly KeyRecordDigest[]): string {
+  return JSON.stringify(keys, (_name, value: unknown) => (typeof value === 'bigint' ? String(value) : value));
 }

@@ -75,7 +75,7 @@ export function createApp(options: AppOptions): RequestListener {
     const finish = (reply: Reply, code?: string): void => {
       // Refused before its body was read: the rest of it would hold the connection, and its slot, for
       // as long as the client takes to trickle it. The connection closes after the answer instead.
-      if (reply.status >= 400 && bodyToCome(req)) context.push('connection', 'close');
+      if (reply.status >= 400 && reply.headers?.['connection'] === undefined && bodyToCome(req)) context.push('connection', 'close');
       try {
         send(res, reply, context, req.headers['accept-encoding']);
       } catch (sendError) {

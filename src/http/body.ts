@@ -54,6 +54,10 @@ export async function readJsonBody(req: IncomingMessage, res: ServerResponse, li
  * connection); a client gone mid-body is a 400, not a server fault.
  */
 function receive(req: IncomingMessage, limit: number): Promise<Buffer> {
+  // An embedder may call the handler late (after an asynchronous check of its own): a request read
+  // to its end already has no body left, one closed has none coming; neither will tell us again.
+  if (req.readableEnded) return Promise.resolve(Buffer.alloc(0));
+  if (req.destroyed) return Promise.reject(incomplete());
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -71,13 +75,20 @@ function receive(req: IncomingMessage, limit: number): Promise<Buffer> {
         chunks.push(chunk);
         return;
       }
+      // The rest stays unread, and the answer closes the connection: the request may be complete
+      // already (all of it came in one read), with its socket's reading paused for what it holds.
       req.pause();
-      fail(tooLarge(limit));
+      fail(tooLarge(limit, { connection: 'close' }));
     });
     req.on('end', (): void => {
       if (settled) return;
       settled = true;
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      try {
+        resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      } catch (error) {
+        // Chunks that are not bytes (an embedder set an encoding on the request): a 500, not a crash.
+        reject(error);
+      }
     });
     req.on('error', (error: Error): void => fail(errorCode(error) === 'ECONNRESET' ? incomplete() : error));
     // Closed before its end without an error: the client went away as well. (A request closes after
@@ -103,7 +114,7 @@ export function bodyToCome(req: IncomingMessage): boolean {
   return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
-function tooLarge(limit: number): HttpError {
-  // The rest of the body is not read: the connection closes after the answer (app.ts, bodyToCome).
-  return new HttpError(413, 'payload_too_large', `the request body must be at most ${limit} bytes`);
+function tooLarge(limit: number, headers?: Record<string, string>): HttpError {
+  // The rest of the body is not read: the connection closes after the answer (app.ts, bodyToCome, or `headers`).
+  return new HttpError(413, 'payload_too_large', `the request body must be at most ${limit} bytes`, headers);
 }

@@ -4,6 +4,8 @@ import type { AcceptedKey, Keyring } from '../auth/keyring.js';
 /** The Authorization header a connection's latest accepted request sent, and the key it was accepted as. */
 interface Remembered {
   header: string;
+  /** Whose key it is: services embedded side by side (chained with `next`) see the same connections. */
+  keyring: Keyring;
   generation: number;
   key: AcceptedKey;
 }
@@ -26,12 +28,12 @@ export function rememberedKey(socket: Socket, header: string, keyring: Keyring, 
   const last = remembered.get(socket);
   if (last === undefined) return undefined;
   keyring.refresh(now);
-  return last.generation === keyring.generation && sameText(last.header, header) ? last.key : undefined;
+  return last.keyring === keyring && last.generation === keyring.generation && sameText(last.header, header) ? last.key : undefined;
 }
 
 /** Remembers that `header` was accepted as `key` on `socket`, under the keyring's current keys. */
 export function rememberKey(socket: Socket, header: string, keyring: Keyring, key: AcceptedKey): void {
-  remembered.set(socket, { header, generation: keyring.generation, key });
+  remembered.set(socket, { header, keyring, generation: keyring.generation, key });
 }
 
 /** Whether `a` and `b` are the same text, in a time that depends on their length only. */
