@@ -5,9 +5,11 @@
  * connection (as a proxy does, carrying several clients' requests on one upstream connection).
  */
 import assert from 'node:assert/strict';
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent, createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { runCli, spawnServerFor, tempDirFor } from './helpers.js';
+import { createPetstore, silentLoggerForTests } from './support.js';
 
 const WRITER = 'remembered-writer-key-0123456789';
 const READER = 'remembered-reader-key-0123456789';
@@ -19,11 +21,11 @@ interface Answer {
 }
 
 /** One request on `agent`'s single connection. */
-function send(agent: Agent, url: string, method: string, authorization: string | undefined, body?: string): Promise<Answer> {
+function send(agent: Agent, url: string, method: string, authorization: string | undefined, body?: string, path = '/v1/pets'): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
     if (authorization !== undefined) headers['authorization'] = authorization;
-    const req = httpRequest(`${url}/v1/pets`, { method, agent, headers }, (res) => {
+    const req = httpRequest(`${url}${path}`, { method, agent, headers }, (res) => {
       const port = res.socket.localPort as number;
       res.resume().on('end', () => resolve({ status: res.statusCode as number, port }));
     });
@@ -81,4 +83,23 @@ test('a key revoked while its client keeps its connection open is refused on tha
   }
   assert.equal(answer.status, 401, 'the revoked key is refused');
   assert.equal(answer.port, first.port, 'on the connection that was open before the revocation');
+});
+
+test('two services embedded side by side (chained with next) on one connection: a key of the first is no key of the second', async (t) => {
+  const a = await createPetstore({ dataDir: await tempDirFor(t, 'petstore-remembered-a-'), keys: [WRITER], basePath: '/a', logger: silentLoggerForTests });
+  const b = await createPetstore({ dataDir: await tempDirFor(t, 'petstore-remembered-b-'), keys: [READER], basePath: '/b', logger: silentLoggerForTests });
+  t.after(() => Promise.all([a.close(), b.close()]));
+  const server = createServer((req, res) => a.handler(req, res, () => b.handler(req, res)));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => server.close(resolve)));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const agent = oneConnection(t);
+  const answers = [
+    await send(agent, url, 'GET', `Bearer ${WRITER}`, undefined, '/a/v1/pets'),
+    await send(agent, url, 'GET', `Bearer ${WRITER}`, undefined, '/b/v1/pets'),
+    await send(agent, url, 'GET', `Bearer ${READER}`, undefined, '/b/v1/pets'),
+    await send(agent, url, 'GET', `Bearer ${READER}`, undefined, '/a/v1/pets'),
+  ];
+  assert.deepEqual(answers.map((x) => x.status), [200, 401, 200, 401]);
+  assert.equal(new Set(answers.map((x) => x.port)).size, 1, 'all on one connection');
 });
