@@ -42,7 +42,7 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
       else logger.error('the database cannot be used; pets are answered 503 until it is back', error, { database: where });
     },
     onBackgroundError: (error) => {
-      if (error instanceof CopyReadError) logger.error('the pets cannot be read into memory; /readyz says 503 until they are, trying again every 250 ms', error, { database: where });
+      if (error instanceof CopyReadError) logger.error('the pets cannot be read into memory from the database (before the first complete read /readyz says 503; after it, new pets are missing from lists); trying again every 250 ms', error, { database: where });
       else logger.error('cannot learn of the pets other instances commit (LISTEN, or the read of the highest id that stands in for it); trying again every 250 ms', error, { database: where });
     },
   });

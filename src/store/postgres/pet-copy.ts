@@ -6,7 +6,9 @@ import { readHighestId } from './pet-reads.js';
 import { eachPet, IN_PLACE_BYTES, readTexts } from './pet-texts.js';
 
 /** A read of the pets into the copy failed while the database was there: told apart from the commit watch's failures in the log. */
-export class CopyReadError extends Error {}
+export class CopyReadError extends Error {
+  override name = 'CopyReadError';
+}
 
 /** Pets read in one statement, at start and catching up: each page is a short indexed range scan. */
 const COPY_PAGE = 10_000;
