@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { rm, writeFile } from 'node:fs/promises';
-import type { RequestListener as NodeListener } from 'node:http';
+import { createServer as createHttpServer, type RequestListener as NodeListener } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { embedServer, request, runNode, TEST_KEY } from './helpers.js';
@@ -180,4 +181,25 @@ test('the package loads with require() as well as import, with the same named ex
     assert.equal(code, 0, stderr);
     assert.equal(stdout.trim(), expected, file);
   }
+});
+
+test('a handler called after the request was read to its end (an embedder\'s own asynchronous step first) answers a create, never waits for a body that is gone', async (t) => {
+  const petstore = await createPetstore({ store: new MemoryStore(), keys: [TEST_KEY], logger: silentLoggerForTests });
+  const server = createHttpServer((req, res) => {
+    // The embedder reads the body itself (its own logging, say) and then hands the request on.
+    req.resume();
+    req.on('end', () => setImmediate(() => petstore.handler(req, res)));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await petstore.close();
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const answered = request(url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });
+  const waited = new Promise<'no answer'>((r) => setTimeout(() => r('no answer'), 3000).unref());
+  const res = await Promise.race([answered, waited]);
+  assert.notEqual(res, 'no answer', 'answered within 3 s');
+  assert.equal(typeof res === 'string' ? 0 : res.status, 400, 'the body it never saw is missing');
 });
