@@ -25,6 +25,8 @@ export class AcceptedSockets {
   readonly #open = new Map<Socket, Slot>();
   /** By the client's address: its open sockets with no request in progress, in the order they became so. */
   readonly #addresses = new Map<string, Address>();
+  /** The addresses that have such a socket now: what a choice of the one to close looks through. */
+  readonly #withClosable = new Set<Address>();
   /** Turns of the event loop, counted for two turns after each accept (enough to tell which are ripe to close). */
   #turn = 0;
   #turnsToCount = 0;
@@ -79,7 +81,7 @@ export class AcceptedSockets {
     const slot = this.#open.get(tcp);
     if (slot === undefined || !slot.closable) return;
     slot.closable = false;
-    slot.from.closable.delete(tcp);
+    this.#leave(tcp, slot.from);
   }
 
   /**
@@ -138,8 +140,8 @@ export class AcceptedSockets {
     let victim: Socket | undefined;
     let held = 0;
     let since = Infinity;
-    for (const { closable } of this.#addresses.values()) {
-      if (closable.size === 0 || closable.size < held) continue;
+    for (const { closable } of this.#withClosable) {
+      if (closable.size < held) continue;
       // Each address's sockets are in the order they became closable: its first is its oldest.
       for (const socket of closable) {
         const slot = this.#open.get(socket);
@@ -157,6 +159,7 @@ export class AcceptedSockets {
     slot.turn = this.#turn;
     slot.since = now;
     slot.from.closable.add(socket);
+    if (slot.from.closable.size === 1) this.#withClosable.add(slot.from);
     if (this.#turnsToCount === 0) setImmediate(this.#countTurn);
     this.#turnsToCount = 2;
   }
@@ -170,8 +173,12 @@ export class AcceptedSockets {
     const slot = this.#open.get(socket);
     if (slot === undefined) return;
     this.#open.delete(socket);
-    slot.from.closable.delete(socket);
+    this.#leave(socket, slot.from);
     if (--slot.from.open === 0) this.#addresses.delete(slot.from.address);
+  }
+
+  #leave(socket: Socket, from: Address): void {
+    if (from.closable.delete(socket) && from.closable.size === 0) this.#withClosable.delete(from);
   }
 }
 
