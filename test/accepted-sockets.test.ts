@@ -104,3 +104,21 @@ test('a connection closable for less than 50 ms is spared while an older one can
   sockets.add(socket('10.0.0.3'));
   assert.deepEqual(young.map((s) => s.destroyed), [true, false], 'none that old: the young ones can be closed all the same');
 });
+
+test('only addresses with a closable connection are looked through, and an address leaves that set once it has none, busy or closed', () => {
+  const sockets = new AcceptedSockets();
+  const a = [socket('10.0.0.1'), socket('10.0.0.1')];
+  const b = socket('10.0.0.2');
+  for (const s of [...a, b]) sockets.add(s);
+  assert.equal(sockets.closableAddresses, 2, 'accepted, nothing asked yet');
+  sockets.busy(a[0] as Socket);
+  assert.equal(sockets.closableAddresses, 2, 'the other connection of 10.0.0.1 is still closable');
+  sockets.busy(a[1] as Socket);
+  sockets.busy(b);
+  assert.equal(sockets.closableAddresses, 0, 'every connection busy');
+  sockets.idle(b);
+  assert.equal(sockets.closableAddresses, 1, 'idle again');
+  b.emit('close');
+  for (const s of a) s.emit('close');
+  assert.deepEqual([sockets.closableAddresses, sockets.size], [0, 0], 'closed: nothing kept of any address');
+});

@@ -100,6 +100,11 @@ export class AcceptedSockets {
     return this.#open.size;
   }
 
+  /** How many client addresses hold a connection that could be closed for room now. */
+  get closableAddresses(): number {
+    return this.#withClosable.size;
+  }
+
   /** Closes the connections that have not sent a byte in the `graceMs` since they were accepted. */
   closeSilent(graceMs: number): void {
     const now = monotonicMs();
