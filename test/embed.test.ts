@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { rm, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type RequestListener as NodeListener } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { embedServer, request, runNode, TEST_KEY } from './helpers.js';
@@ -202,4 +202,25 @@ test('a handler called after the request was read to its end (an embedder\'s own
   const res = await Promise.race([answered, waited]);
   assert.notEqual(res, 'no answer', 'answered within 3 s');
   assert.equal(typeof res === 'string' ? 0 : res.status, 400, 'the body it never saw is missing');
+});
+
+test('a handler handed a request whose encoding the embedder set reads its body all the same, in pieces too', async (t) => {
+  const petstore = await createPetstore({ store: new MemoryStore(), keys: [TEST_KEY], logger: silentLoggerForTests });
+  const url = await embedServer(t, { ...petstore, handler: (req, res, next) => {
+    req.setEncoding('utf8');
+    petstore.handler(req, res, next);
+  } });
+  const { port } = new URL(url);
+  const socket = connect(Number(port), '127.0.0.1');
+  t.after(() => socket.destroy());
+  let answer = '';
+  socket.setEncoding('latin1').on('data', (text: string) => (answer += text));
+  const body = '{"name":"Réx","categoryId":1}';
+  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 12)}`);
+  await new Promise((r) => setTimeout(r, 50));
+  socket.write(body.slice(12));
+  const started = Date.now();
+  while (!/\r\n\r\n.*\}/s.test(answer) && Date.now() - started < 3000) await new Promise((r) => setTimeout(r, 10));
+  assert.match(answer, /^HTTP\/1\.1 201 /);
+  assert.match(Buffer.from(answer.split('\r\n\r\n')[1] ?? '', 'latin1').toString(), /"name":"Réx"/);
 });

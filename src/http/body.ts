@@ -68,8 +68,10 @@ function receive(req: IncomingMessage, limit: number): Promise<Buffer> {
       settled = true;
       reject(error);
     };
-    req.on('data', (chunk: Buffer): void => {
+    req.on('data', (data: Buffer | string): void => {
       if (settled) return;
+      // Strings if an embedder set an encoding on the request before handing it on: made bytes again.
+      const chunk = typeof data === 'string' ? Buffer.from(data) : data;
       size += chunk.length;
       if (size <= limit) {
         chunks.push(chunk);
@@ -83,12 +85,7 @@ function receive(req: IncomingMessage, limit: number): Promise<Buffer> {
     req.on('end', (): void => {
       if (settled) return;
       settled = true;
-      try {
-        resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
-      } catch (error) {
-        // Chunks that are not bytes (an embedder set an encoding on the request): a 500, not a crash.
-        reject(error);
-      }
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     });
     req.on('error', (error: Error): void => fail(errorCode(error) === 'ECONNRESET' ? incomplete() : error));
     // Closed before its end without an error: the client went away as well. (A request closes after
