@@ -1,0 +1,39 @@
+/**
+ * KeyPoller keeps a Keyring's shared keys (the database's) in step with their source, once a
+ * second. Each change makes the keyring a new generation, which ends every connection's remembered
+ * key (http/remembered-key.ts): so a read that finds the same keys changes nothing.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KeyPoller } from '#dist/auth/key-poller.js';
+import { Keyring, type KeyRecordDigest } from '#dist/auth/keyring.js';
+
+const record = (id: string, key: string): KeyRecordDigest => ({ id, sha256: createHash('sha256').update(key).digest('hex'), scopes: null });
+
+test('a read finding the same keys leaves the keyring\'s generation as it is; a changed one makes a new generation at once', { timeout: 10_000 }, async (t) => {
+  let keys: KeyRecordDigest[] = [record('a', 'key-a-0123456789abcdef')];
+  const keyring = new Keyring({});
+  let reads = 0;
+  const poller = await KeyPoller.start(keyring, () => {
+    reads++;
+    return Promise.resolve(keys.map((k) => ({ ...k }))); // a new array of new records each time, as a query makes
+  }, (error) => assert.fail(String(error)));
+  t.after(() => poller.stop());
+  const first = keyring.generation;
+  assert.ok(keyring.accepts('key-a-0123456789abcdef'));
+  while (reads < 3) await sleep(50);
+  assert.equal(keyring.generation, first, 'two more reads of the same keys: the same generation');
+  keys = [...keys, record('b', 'key-b-0123456789abcdef')];
+  while (reads < 4) await sleep(50);
+  await sleep(50);
+  assert.ok(keyring.generation > first, 'a key added: a new generation');
+  assert.ok(keyring.accepts('key-b-0123456789abcdef'));
+  const second = keyring.generation;
+  keys = keys.slice(1);
+  while (reads < 5) await sleep(50);
+  await sleep(50);
+  assert.ok(keyring.generation > second, 'a key removed: a new generation');
+  assert.equal(keyring.accepts('key-a-0123456789abcdef'), false);
+});
