@@ -41,3 +41,12 @@ test('IPv6 clients are counted by /64, IPv4 and IPv4-mapped ones by address', ()
   assert.notEqual(clientKey('2001:db8:0:1::1'), clientKey('2001:db8:0:2::1'));
   assert.equal(clientKey('fe80::1%eth0'), clientKey('fe80::2'));
 });
+
+test('Retry-After of a block just begun is the window, at the large fractional monotonic times of a machine up for hours', () => {
+  const limiter = new AuthLimiter(1, 60_000);
+  for (let i = 0; i < 200; i++) {
+    const now = 16_234_567.891 + i * 0.0137;
+    limiter.recordFailure(`a${i}`, now);
+    assert.equal(limiter.blockedFor(`a${i}`, now), 60, `at ${now}`);
+  }
+});

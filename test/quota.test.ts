@@ -215,3 +215,12 @@ test('--rate-limit and PETSTORE_RATE_LIMIT set the quota; a malformed one exits 
     assert.equal(run.stderr.split('\n')[0], stderr);
   }
 });
+
+test('QuotaCounter: t of a new window is the window, at the large fractional monotonic times of a machine up for hours', () => {
+  const counter = new QuotaCounter();
+  // About 4.5 hours of uptime: at a quarter of such times (now + 600,000) - now exceeds 600,000 by nanoseconds.
+  for (let i = 0; i < 200; i++) {
+    const now = 16_234_567.891 + i * 0.0137;
+    assert.equal(take(counter, `k${i}`, { requests: 2, seconds: 600 }, now).resetSeconds, 600, `at ${now}`);
+  }
+});

@@ -1,3 +1,5 @@
+import { secondsUntil } from '../lib/monotonic.js';
+
 /**
  * Counts failed authentications per client address in fixed one-minute windows. Past the limit the
  * address is refused until its window ends. No timer: expired entries are swept when the table grows.
@@ -24,7 +26,7 @@ export class AuthLimiter {
       this.#failures.delete(address);
       return 0;
     }
-    return Math.ceil((entry.resetAt - now) / 1000);
+    return secondsUntil(entry.resetAt, now);
   }
 
   recordFailure(address: string, now: number): void {

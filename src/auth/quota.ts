@@ -1,3 +1,5 @@
+import { secondsUntil } from '../lib/monotonic.js';
+
 /** A quota: at most `requests` requests in each window of `seconds`, counted per API key. */
 export interface QuotaPolicy {
   readonly requests: number;
@@ -82,7 +84,7 @@ export class QuotaCounter {
     window.admitted = window.count < policy.requests;
     if (window.admitted) window.count++;
     window.remaining = policy.requests - window.count;
-    window.resetSeconds = Math.ceil((window.end - now) / 1000);
+    window.resetSeconds = secondsUntil(window.end, now);
     return window;
   }
 

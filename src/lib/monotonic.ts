@@ -10,3 +10,14 @@ export function monotonicMs(): number {
   const [seconds, nanoseconds] = process.hrtime();
   return seconds * 1e3 + nanoseconds / 1e6;
 }
+
+/**
+ * Whole seconds from `now` to `deadline` (both in monotonic ms), rounded up: whoever waits that long
+ * finds the deadline passed (Retry-After, RateLimit's `t`). The difference of two large fractional
+ * millisecond values is off by nanoseconds — 600,000 ms after 16,234,567.891 comes out as
+ * 600,000.0000000019 ms away, a quarter of such times do at four hours of uptime — and rounding that
+ * up told clients 601 s for a 600-s window; a nanosecond less is taken off first.
+ */
+export function secondsUntil(deadline: number, now: number): number {
+  return Math.ceil((deadline - now - 1e-6) / 1000);
+}
