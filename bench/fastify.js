@@ -13,7 +13,7 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { makePet } from './pets.js';
+import { firstPage, makePet } from './pets.js';
 import { newRequestId } from '../dist/http/request-id.js';
 
 const flag = (name) => {
@@ -65,16 +65,7 @@ const listSchema = {
 
 app.get('/v1/pets', { schema: listSchema }, (request, reply) => {
   const { limit, status } = request.query;
-  const page = [];
-  let last = 0;
-  for (let i = 0; i < pets.length && page.length < limit; i++) {
-    if (status === undefined || statuses[i] === status) {
-      page.push(pets[i]);
-      last = i + 1;
-    }
-  }
-  const body = `[${page.join(',')}]`;
-  const more = page.length === limit && last < pets.length;
+  const { body, last, more } = firstPage(pets, statuses, limit, status);
   if (more) reply.header('link', `</v1/pets?limit=${limit}${status === undefined ? '' : `&status=${status}`}&after=${last}>; rel="next"`);
   reply.header('etag', `W/"${limit}.0.${status ?? 'all'}.${last}${more ? '+' : ''}"`);
   if (body.length >= 1024) reply.header('vary', 'Accept-Encoding');

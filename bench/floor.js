@@ -15,7 +15,7 @@
  */
 import { hash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
-import { makePet } from './pets.js';
+import { firstPage, makePet } from './pets.js';
 
 const sha256 = (text) => hash('sha256', text, 'buffer');
 const key = (process.env.PETSTORE_API_KEYS ?? '').split(',')[0].trim();
@@ -61,17 +61,8 @@ function listQuery(search) {
 }
 
 function list(res, { limit, status }) {
-  const page = [];
-  let last = 0;
-  for (let i = 0; i < pets.length && page.length < limit; i++) {
-    if (status === undefined || statuses[i] === status) {
-      page.push(pets[i]);
-      last = i + 1;
-    }
-  }
-  const body = `[${page.join(',')}]`;
+  const { body, last, more } = firstPage(pets, statuses, limit, status);
   if (!contractHeaders) return send(res, 200, body);
-  const more = page.length === limit && last < pets.length;
   const extra = more ? ['link', `</v1/pets?limit=${limit}${status === undefined ? '' : `&status=${status}`}&after=${last}>; rel="next"`] : [];
   extra.push('etag', `W/"${limit}.0.${status ?? 'all'}.${last}${more ? '+' : ''}"`);
   if (body.length >= 1024) extra.push('vary', 'Accept-Encoding');

@@ -53,3 +53,20 @@ export function seedDirectory(dir, snapshot) {
   copyFileSync(snapshot, join(dir, 'pets.json'));
   writeFileSync(join(dir, 'pets-journal.1.jsonl'), '', { mode: 0o600 });
 }
+
+/**
+ * The first page of `limit` pets with `status` (any when undefined) of `texts` (each pet's JSON text,
+ * index id - 1, `statuses` beside them), as the bench's bare servers answer a list: the JSON array,
+ * the id of its last pet, and whether more follow.
+ */
+export function firstPage(texts, statuses, limit, status) {
+  const page = [];
+  let last = 0;
+  for (let i = 0; i < texts.length && page.length < limit; i++) {
+    if (status === undefined || statuses[i] === status) {
+      page.push(texts[i]);
+      last = i + 1;
+    }
+  }
+  return { body: `[${page.join(',')}]`, last, more: page.length === limit && last < texts.length };
+}
