@@ -1,4 +1,5 @@
 import type { Sql } from 'postgres';
+import { monotonicMs } from '../../lib/monotonic.js';
 import { petJson, type Pet } from '../../pet/pet.js';
 import { PetIndex } from '../pet-index.js';
 import { StoreUnavailableError, type ListPage, type ListQuery, type ListText } from '../store.js';
@@ -187,7 +188,7 @@ export class PetCopy {
    */
   #failed(error: unknown): void {
     if (error instanceof StoreUnavailableError || this.#closed) return;
-    const now = performance.now();
+    const now = monotonicMs();
     if (now - this.#reportedAt < REPORT_EVERY_MS) return;
     this.#reportedAt = now;
     const reason = error instanceof Error ? error.message : String(error);
