@@ -224,3 +224,25 @@ test('a handler handed a request whose encoding the embedder set reads its body 
   assert.match(answer, /^HTTP\/1\.1 201 /);
   assert.match(Buffer.from(answer.split('\r\n\r\n')[1] ?? '', 'latin1').toString(), /"name":"Réx"/);
 });
+
+test('a handler called once a chunked body over the limit has all arrived answers 413 and closes the connection, whose reading the unread rest has paused', async (t) => {
+  const petstore = await createPetstore({ store: new MemoryStore(), keys: [TEST_KEY], bodyLimit: 1024, logger: silentLoggerForTests });
+  // The embedder's own asynchronous step first: by then the request is complete, its body unread.
+  const url = await embedServer(t, { ...petstore, handler: (req, res, next) => void setTimeout(() => petstore.handler(req, res, next), 50) });
+  const { port } = new URL(url);
+  const socket = connect(Number(port), '127.0.0.1');
+  t.after(() => socket.destroy());
+  let answer = '';
+  let closed = false;
+  socket.setEncoding('latin1').on('data', (text: string) => (answer += text));
+  socket.on('close', () => (closed = true)).on('error', () => {});
+  const chunk = 'x'.repeat(40 * 1024);
+  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n` +
+    `1d\r\n{"name":"Rex","categoryId":1}\r\n${chunk.length.toString(16)}\r\n${chunk}\r\n0\r\n\r\n`);
+  const started = Date.now();
+  while (!closed && Date.now() - started < 3000) await new Promise((r) => setTimeout(r, 10));
+  const head = answer.split('\r\n\r\n')[0] ?? '';
+  assert.match(head, /^HTTP\/1\.1 413 /);
+  assert.match(head, /\r\nconnection: close\r\n/i);
+  assert.equal(closed, true, 'the server closed the connection');
+});
