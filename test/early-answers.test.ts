@@ -82,3 +82,19 @@ test('a chunked body that goes over the limit after its headers were handed over
   assert.equal(answer.match(/\r\nconnection:/gi)?.length, 1, 'said once');
   await waitFor(peer.closed, 5000, 'the server closes the connection');
 });
+
+test('a client that goes away in the middle of its body is logged as a 400 of its own making, never a server fault', async (t) => {
+  const logged: Array<{ status: number; code: string | undefined }> = [];
+  const errors: string[] = [];
+  const watched = await startServer({
+    logger: { request: (entry) => logged.push({ status: entry.status, code: entry.code }), info() {}, error: (message) => errors.push(message) },
+  });
+  t.after(() => watched.close());
+  const peer = await open(watched);
+  peer.socket.write(`POST /v1/pets HTTP/1.1\r\nHost: a\r\n${KEY}Content-Type: application/json\r\nContent-Length: 60\r\n\r\n{"name":`);
+  await new Promise((r) => setTimeout(r, 100));
+  peer.socket.destroy();
+  await waitFor(() => logged.length > 0, 5000, 'the request logged');
+  assert.deepEqual(logged, [{ status: 400, code: 'invalid_request' }]);
+  assert.deepEqual(errors, []);
+});
