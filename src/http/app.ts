@@ -20,6 +20,7 @@ import { ROUTES, type RouteSpec } from './routes.js';
 import type { PetStore } from '../store/store.js';
 import { traceContext } from './trace-context.js';
 import { splitTarget } from './url.js';
+import { atTurnEnd } from './write-batch.js';
 
 export interface AppOptions {
   store: PetStore;
@@ -98,17 +99,26 @@ export function createApp(options: AppOptions): RequestListener {
       metrics?.failed(error);
       const reply = errorReply(error);
       if (reply.serverFault) options.logger.error('request failed', error, { id: requestId, method, path: match.path ?? path });
-      finish(reply, reply.code);
+      answer(finish, reply, reply.code);
     };
 
     try {
       const reply = dispatch(req, res, method, match, search, context, caller);
-      if (reply instanceof Promise) reply.then(finish, fail);
-      else finish(reply);
+      if (reply instanceof Promise) reply.then((made) => answer(finish, made), fail);
+      else answer(finish, reply);
     } catch (error) {
       fail(error);
     }
   };
+
+  /**
+   * An answer goes out with the others of its turn (write-batch.ts); an event stream's head at once,
+   * since its writer starts when the head is written.
+   */
+  function answer(finish: (reply: Reply, code?: string) => void, reply: Reply, code?: string): void {
+    if (reply.stream === undefined) atTurnEnd(finish, reply, code);
+    else finish(reply, code);
+  }
 
   function dispatch(
     req: IncomingMessage, res: ServerResponse, method: string, match: Match<RouteSpec>, search: string, context: string[], caller: Caller,
