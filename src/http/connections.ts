@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { monotonicMs } from '../lib/monotonic.js';
+import { writeHeldNow } from './write-batch.js';
 
 /** What the server knows of one open connection. */
 interface Connection {
@@ -55,6 +56,7 @@ export class Connections {
    * that has already been answered (one request, one answer). False when an error is already waiting.
    */
   afterOwed(socket: Socket, answer: (reply: boolean) => void): boolean {
+    writeHeldNow(); // an answer made but held for its turn's end (write-batch.ts) has been given
     const connection = this.#open.get(socket);
     if (connection === undefined) {
       answer(true);

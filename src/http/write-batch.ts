@@ -15,11 +15,21 @@ type Job<A, B> = (a: A, b: B) => void;
 // Flat triples (job, a, b), so that holding an answer allocates nothing; the two arrays swap on each run.
 let waiting: unknown[] = [];
 let spare: unknown[] = [];
+let running = false;
 
 /** Calls `job(a, b)` once the current turn's reading is done, after the jobs held before it. */
 export function atTurnEnd<A, B>(job: Job<A, B>, a: A, b: B): void {
   waiting.push(job, a, b);
   if (waiting.length === 3) setImmediate(runWaiting);
+}
+
+/**
+ * Runs the held jobs now, for code about to ask whether a request was answered (`headersSent`): an
+ * answer made is an answer given. The turn's own run then finds nothing left. Inside a run, the
+ * jobs held are already going out in order, and it does nothing.
+ */
+export function writeHeldNow(): void {
+  if (!running && waiting.length > 0) runWaiting();
 }
 
 function runWaiting(): void {
@@ -28,6 +38,7 @@ function runWaiting(): void {
   waiting = spare;
   spare = jobs;
   let failure: { error: unknown } | undefined;
+  running = true;
   for (let i = 0; i < jobs.length; i += 3) {
     try {
       (jobs[i] as Job<unknown, unknown>)(jobs[i + 1], jobs[i + 2]);
@@ -36,6 +47,7 @@ function runWaiting(): void {
       failure ??= { error };
     }
   }
+  running = false;
   jobs.length = 0;
   if (failure !== undefined) throw failure.error;
 }
