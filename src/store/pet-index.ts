@@ -1,5 +1,6 @@
 import { PET_STATUSES, type PetStatus } from '../pet/contract.js';
 import { petFromJson, type Pet } from '../pet/pet.js';
+import { PageMemo } from './page-memo.js';
 import { PetArena, statusCode } from './pet-arena.js';
 import type { ListPage, ListQuery, ListText, StatusCounts } from './store.js';
 
@@ -20,6 +21,7 @@ const EMPTY = Buffer.alloc(0);
  */
 export class PetIndex {
   readonly #arena: PetArena;
+  readonly #memo = new PageMemo();
 
   /** `capacity`: how many pets to make room for at once (more are made room for as they come). */
   constructor(capacity?: number) {
@@ -83,9 +85,14 @@ export class PetIndex {
 
   /** The page's JSON text as bytes, built in one Buffer: the HTTP layer sends it as it is. */
   listText(query: ListQuery): ListText {
+    const count = this.#arena.size;
+    const kept = this.#memo.get(query, count);
+    if (kept !== undefined) return kept;
     const { positions, more } = this.#page(query);
     const last = positions.at(-1);
-    return { json: this.#arena.jsonArray(positions), lastId: last === undefined ? undefined : this.#arena.idAt(last), more };
+    const page = { json: this.#arena.jsonArray(positions), lastId: last === undefined ? undefined : this.#arena.idAt(last), more };
+    this.#memo.set(query, count, page);
+    return page;
   }
 
   /**
