@@ -85,4 +85,5 @@ test('the memo keeps at most its number of pages and bytes, the oldest going fir
   assert.ok(memo.bytes <= MEMO_BYTES && memo.get({ after: 9, limit: 100 }, 0)?.json.length === 10, 'a page kept again replaces the old, and its bytes');
   memo.set({ after: 1, limit: 1 }, 0, page(MEMO_BYTES + 1));
   assert.equal(memo.get({ after: 1, limit: 1 }, 0), undefined, 'a page larger than all the room is not kept');
+  assert.equal(memo.get({ after: 9, limit: 100 }, 0)?.json.length, 10, 'and nothing kept went to make room for it');
 });
