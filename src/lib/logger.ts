@@ -36,15 +36,15 @@ interface Sink {
 }
 
 // Request lines are gathered and written together: at most REQUEST_LINE_DELAY_MS after the first,
-// or once FLUSH_AT characters wait. A write per request was a large share of a GET's CPU. Each line
-// is formatted at once and joined to the text waiting, so no request leaves its entry object behind
+// or once FLUSH_AT bytes wait. A write per request was a large share of a GET's CPU. Each line is
+// encoded at once into one reused off-heap buffer, so no request leaves objects behind that live
 // until the write: kept entries survived the young generation's collections and made V8 grow it,
-// which cost more than formatting. Joined strings are encoded once, in the write: encoding each line
-// into a buffer as it came cost a call into Node's Buffer code per request, and a decode and an encode
-// again per write (figures in bench/results.md, "Why the code is shaped this way"). Other lines are
-// rare and go out at once.
+// which cost more than formatting (figures in bench/results.md, "Why the code is shaped this way").
+// Other lines are rare and go out at once.
 const FLUSH_AT = 64 * 1024;
 const REQUEST_LINE_DELAY_MS = 10;
+/** Room for FLUSH_AT and a long line after it. */
+const WAITING_BYTES = 2 * FLUSH_AT;
 
 /** The default logger, which can also warn. */
 export interface JsonLogger extends Logger {
@@ -64,16 +64,17 @@ export interface JsonLogger extends Logger {
 export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout, err: Sink = process.stderr): JsonLogger {
   const showInfo = level === 'info';
   const showErrors = level !== 'silent';
-  // The waiting request lines.
-  let waiting = '';
+  // The waiting request lines, as UTF-8.
+  let waiting: Buffer | undefined;
+  let used = 0;
   let timer: NodeJS.Timeout | undefined;
   /** Writes the waiting request lines, and then `last`, in one write. */
   const writeOut = (last: string): void => {
     clearTimeout(timer);
     timer = undefined;
     process.off('exit', flush);
-    const text = waiting + last;
-    waiting = '';
+    const text = used === 0 ? last : (waiting as Buffer).toString('utf8', 0, used) + last;
+    used = 0;
     if (text !== '') out.write(text);
   };
   const flush = (): void => writeOut('');
@@ -82,8 +83,15 @@ export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout,
     flush,
     request(entry) {
       if (!showInfo) return;
-      waiting += requestLine(timestamp(), entry);
-      if (waiting.length >= FLUSH_AT) {
+      const line = requestLine(timestamp(), entry);
+      // A UTF-16 unit takes at most 3 bytes of UTF-8. A line too long to wait goes out at once,
+      // after the waiting ones; one that might not fit where they end goes in after they are written.
+      const most = 3 * line.length;
+      if (most > WAITING_BYTES) return writeOut(line);
+      if (used + most > WAITING_BYTES) flush();
+      waiting ??= Buffer.allocUnsafeSlow(WAITING_BYTES);
+      used += waiting.write(line, used);
+      if (used >= FLUSH_AT) {
         flush();
       } else if (timer === undefined) {
         // Not unref'd, so a process that ends on its own still writes its last lines; and one that
