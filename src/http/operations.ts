@@ -35,6 +35,8 @@ export interface RequestContext {
 export type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+/** 1 to 15 digits without a leading zero: always below 2^53. */
+const PLAIN_ID = /^[1-9][0-9]{0,14}$/;
 
 /**
  * listPets: ascending ids, `limit`, `status`, and the `after` cursor with a `Link: rel="next"`; an
@@ -105,14 +107,22 @@ function created(pet: Pet, feed: Feed, mount: Mount, replayed = false): Reply {
 
 /** getPet (deprecated): 200, 404 for a valid int64 without a pet, 400 for anything else. */
 export const getPet: Handler = (ctx) => {
-  const raw = decodeComponent(ctx.params['petId'] ?? '', 'path parameter "petId"');
-  const id = parseInt64(raw, 'path parameter "petId"');
-  if (id < 1n || id > MAX_SAFE) throw notFound(raw);
-  const petId = Number(id);
+  const param = ctx.params['petId'] ?? '';
+  // Most ids come as plain digits that fit a safe integer: nothing to decode, no BigInt to make.
+  const plain = PLAIN_ID.test(param);
+  const raw = plain ? param : decodeComponent(param, 'path parameter "petId"');
+  const petId = plain ? Number(param) : storeId(raw);
   const text = ctx.store.getText !== undefined ? ctx.store.getText(petId) : textOf(ctx.store.get(petId));
   if (text instanceof Promise) return text.then((t) => petReply(ctx.req, t, raw, petId));
   return petReply(ctx.req, text, raw, petId);
 };
+
+/** A pet id as the contract allows it (int64, any leading zeros): the store's id, or a 404 for one no store can hold. */
+function storeId(raw: string): number {
+  const id = parseInt64(raw, 'path parameter "petId"');
+  if (id < 1n || id > MAX_SAFE) throw notFound(raw);
+  return Number(id);
+}
 
 function textOf(pet: Pet | undefined | Promise<Pet | undefined>): PetText | undefined | Promise<PetText | undefined> {
   if (pet instanceof Promise) return pet.then((p) => (p === undefined ? undefined : petJson(p)));
