@@ -299,3 +299,12 @@ process.exit(0);`;
   await petstore.close();
   assert.deepEqual(events, ['flush']);
 });
+
+test('a request line writes ms exactly as JavaScript writes the number', async () => {
+  const { milliseconds } = await import('#dist/lib/logger.js');
+  for (let hundredths = 0; hundredths <= 200_000; hundredths++) {
+    const ms = Math.round(hundredths) / 100;
+    assert.equal(milliseconds(ms), String(ms), `${hundredths} hundredths`);
+  }
+  for (const ms of [1e21, 123456789.12, 0.125, 1 / 3, 2 ** 53, -1.5, Number.MAX_VALUE]) assert.equal(milliseconds(ms), String(ms));
+});

@@ -139,10 +139,24 @@ function timestamp(): string {
   return stamp;
 }
 
+/**
+ * `ms` as JavaScript would write it, made from whole numbers: the app gives it in hundredths, and
+ * writing a fraction takes V8's shortest-digits algorithm, about 90 ns, where two small integers take
+ * a few. Anything not a whole number of hundredths (an embedder's own entry) is written as it is.
+ */
+export function milliseconds(ms: number): string {
+  const hundredths = Math.round(ms * 100);
+  if (hundredths / 100 !== ms || hundredths < 0 || hundredths > Number.MAX_SAFE_INTEGER) return `${ms}`;
+  const cents = hundredths % 100;
+  const whole = (hundredths - cents) / 100;
+  if (cents === 0) return `${whole}`;
+  return cents % 10 === 0 ? `${whole}.${cents / 10}` : `${whole}.${cents < 10 ? '0' : ''}${cents}`;
+}
+
 function requestLine(time: string, entry: RequestLogEntry): string {
   const failure = entry.code === undefined ? '' : `,"code":${jsonString(entry.code)}${entry.keyId === undefined ? '' : `,"keyId":${jsonString(entry.keyId)}`}`;
   return `{"time":"${time}","level":"info","msg":"request","id":${jsonString(entry.id)},"method":${jsonString(entry.method)},` +
-    `"path":${jsonString(entry.path)},"status":${entry.status},"ms":${entry.ms}${failure}` +
+    `"path":${jsonString(entry.path)},"status":${entry.status},"ms":${milliseconds(entry.ms)}${failure}` +
     (entry.traceId === undefined ? '' : `,"trace_id":${jsonString(entry.traceId)}`) + (entry.spanId === undefined ? '' : `,"span_id":${jsonString(entry.spanId)}`) + '}\n';
 }
 
