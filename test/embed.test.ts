@@ -246,3 +246,33 @@ test('a handler called once a chunked body over the limit has all arrived answer
   assert.match(head, /\r\nconnection: close\r\n/i);
   assert.equal(closed, true, 'the server closed the connection');
 });
+
+test('close flushes the log after the answers its close gave to waiting requests, with a store that closes at once', async (t) => {
+  const events: string[] = [];
+  const logger = { request: (e: { status: number }) => { events.push(`request ${e.status}`); }, info() {}, error() {}, flush: () => { events.push('flush'); } };
+  const petstore = await createPetstore({ store: new MemoryStore(), keys: [TEST_KEY], logger });
+  const server = createHttpServer(petstore.handler);
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const arrived = new Promise<void>((done) => server.once('request', () => done()));
+  const answered = new Promise<number>((done, fail) => {
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1', () => socket.write(`GET /v1/pets?wait=20 HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${TEST_KEY}\r\n\r\n`));
+    let text = '';
+    socket.on('data', (chunk) => {
+      text += chunk;
+      if (text.includes('\r\n\r\n[]')) {
+        socket.destroy();
+        done(Number(text.slice(9, 12)));
+      }
+    });
+    socket.on('error', fail);
+  });
+  await arrived;
+  await new Promise((later) => setTimeout(later, 50)); // the long poll is held
+  await petstore.close();
+  assert.equal(await answered, 200);
+  assert.deepEqual(events, ['request 200', 'flush']);
+});

@@ -306,5 +306,11 @@ test('a request line writes ms exactly as JavaScript writes the number', async (
     const ms = Math.round(hundredths) / 100;
     assert.equal(milliseconds(ms), String(ms), `${hundredths} hundredths`);
   }
-  for (const ms of [1e21, 123456789.12, 0.125, 1 / 3, 2 ** 53, -1.5, Number.MAX_VALUE]) assert.equal(milliseconds(ms), String(ms));
+  let seed = 7;
+  for (let i = 0; i < 200_000; i++) {
+    seed = (seed * 48271) % 2147483647;
+    const ms = Math.round((seed / 2147483647) * 2 ** (seed % 47)) / 100; // up to 2^46 hundredths, every scale
+    assert.equal(milliseconds(ms), String(ms), `${ms}`);
+  }
+  for (const ms of [1e21, 123456789.12, 0.125, 1 / 3, 2 ** 53, 77923018788499.6, -1.5, Number.MAX_VALUE]) assert.equal(milliseconds(ms), String(ms));
 });

@@ -75,9 +75,6 @@ export function createApp(options: AppOptions): RequestListener {
     const caller: Caller = { key: undefined };
 
     const finish = (reply: Reply, code?: string): void => {
-      // Refused before its body was read: the rest of it would hold the connection, and its slot, for
-      // as long as the client takes to trickle it. The connection closes after the answer instead.
-      if (reply.status >= 400 && reply.headers?.['connection'] === undefined && bodyToCome(req)) context.push('connection', 'close');
       try {
         send(res, reply, context, req.headers['accept-encoding']);
       } catch (sendError) {
@@ -90,23 +87,28 @@ export function createApp(options: AppOptions): RequestListener {
       // Read only when sent: a request without one makes no call for it.
       const traceparent = req.headers.traceparent;
       const trace = traceparent === undefined ? undefined : traceContext(traceparent);
-      options.logger.request({
-        id: requestId, method, path, status: reply.status, ms: Math.round(nanos / 1e4) / 100,
-        code, keyId: code === undefined ? undefined : caller.key?.id, traceId: trace?.traceId, spanId: trace?.spanId,
-      });
-      metrics?.observe(match.path, method, reply, nanos);
+      try {
+        options.logger.request({
+          id: requestId, method, path, status: reply.status, ms: Math.round(nanos / 1e4) / 100,
+          code, keyId: code === undefined ? undefined : caller.key?.id, traceId: trace?.traceId, spanId: trace?.spanId,
+        });
+        metrics?.observe(match.path, method, reply, nanos);
+      } catch (recordError) {
+        // An embedder's logger that fails once must not end the process: the answer has gone out.
+        options.logger.error('could not record the request', recordError, { id: requestId, method, path });
+      }
     };
     const fail = (error: unknown): void => {
       metrics?.failed(error);
       const reply = errorReply(error);
       if (reply.serverFault) options.logger.error('request failed', error, { id: requestId, method, path: match.path ?? path });
-      answer(finish, reply, reply.code);
+      answer(finish, req, context, reply, reply.code);
     };
 
     try {
       const reply = dispatch(req, res, method, match, search, context, caller);
-      if (reply instanceof Promise) reply.then((made) => answer(finish, made), fail);
-      else answer(finish, reply);
+      if (reply instanceof Promise) reply.then((made) => answer(finish, req, context, made), fail);
+      else answer(finish, req, context, reply);
     } catch (error) {
       fail(error);
     }
@@ -116,7 +118,11 @@ export function createApp(options: AppOptions): RequestListener {
    * An answer goes out with the others of its turn (write-batch.ts); an event stream's head at once,
    * since its writer starts when the head is written.
    */
-  function answer(finish: (reply: Reply, code?: string) => void, reply: Reply, code?: string): void {
+  function answer(finish: (reply: Reply, code?: string) => void, req: IncomingMessage, context: string[], reply: Reply, code?: string): void {
+    // Refused before its body was read: the rest of it would hold the connection, and its slot, for
+    // as long as the client takes to trickle it. The connection closes after the answer instead.
+    // Decided now, as the answer is made: a body arriving while it is held changes nothing.
+    if (reply.status >= 400 && reply.headers?.['connection'] === undefined && bodyToCome(req)) context.push('connection', 'close');
     if (reply.stream === undefined) atTurnEnd(finish, reply, code);
     else finish(reply, code);
   }

@@ -146,7 +146,8 @@ function timestamp(): string {
  */
 export function milliseconds(ms: number): string {
   const hundredths = Math.round(ms * 100);
-  if (hundredths / 100 !== ms || hundredths < 0 || hundredths > Number.MAX_SAFE_INTEGER) return `${ms}`;
+  // Below 2^46 hundredths (22 years) the two integers give JavaScript's own digits; far above, not always.
+  if (hundredths / 100 !== ms || hundredths < 0 || hundredths >= 2 ** 46) return `${ms}`;
   const cents = hundredths % 100;
   const whole = (hundredths - cents) / 100;
   if (cents === 0) return `${whole}`;

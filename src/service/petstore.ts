@@ -234,6 +234,9 @@ function service(
       metrics?.close();
       await closeStore();
     } finally {
+      // The answers the feed's close made (waiting requests) are written and logged at the end of
+      // their turn (http/write-batch.ts): the log is flushed after them, not before.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       logger.flush?.();
     }
   };
