@@ -98,3 +98,15 @@ test('a client that goes away in the middle of its body is logged as a 400 of it
   assert.deepEqual(logged, [{ status: 400, code: 'invalid_request' }]);
   assert.deepEqual(errors, []);
 });
+
+test('a 401 to a create whose whole body came with its headers still says Connection: close (decided when the answer is made, not when it is written)', async (t) => {
+  const peer = await open();
+  t.after(() => peer.socket.destroy());
+  const body = '{"name":"Rex","categoryId":1}';
+  peer.socket.write(`POST /v1/pets HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  await waitFor(() => /\r\n\r\n/.test(peer.data()), 5000, 'the answer');
+  const answer = peer.data().split('\r\n\r\n')[0] ?? '';
+  assert.match(answer, /^HTTP\/1\.1 401 /);
+  assert.match(answer, /\r\nconnection: close\r\n/i);
+  await waitFor(peer.closed, 5000, 'the server closes the connection');
+});
