@@ -6,7 +6,7 @@ import { AsyncResource } from 'node:async_hooks';
  *
  * Why: on one machine a client that sleeps waiting for its answer must be woken by the server's
  * write, and on a virtual machine that wake-up (an interrupt sent to the other core) cost the server
- * a fifth of a list's CPU. Answers written back to back wake a client once, not once each: under
+ * 18 % of its CPU under wrk. Answers written back to back wake a client once, not once each: under
  * wrk a list of 20 cost 23.7 µs of CPU per answer before and 19.8 µs after (bench/results.md,
  * "Issue 34", third round). An answer waits no longer than the other requests of the same turn
  * take; alone, it goes out in the same turn it was made in.
