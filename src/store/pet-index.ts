@@ -83,7 +83,7 @@ export class PetIndex {
     return { pets: positions.map((p) => petFromJson(this.#arena.textAt(p).toString())), more };
   }
 
-  /** The page's JSON text as bytes, built in one Buffer: the HTTP layer sends it as it is. */
+  /** The page's JSON text as bytes, built in one Buffer and kept for the next who asks (page-memo.ts): read-only for callers. */
   listText(query: ListQuery): ListText {
     const count = this.#arena.size;
     const kept = this.#memo.get(query, count);
