@@ -115,7 +115,6 @@ export interface PetstoreService {
   /** Closes the streams, then the store (pending writes finish, the data is left compacted). */
   close(): Promise<void>;
 }
-
 /** @deprecated The old name of PetstoreService, one letter away from the storage interface PetStore; kept for 1.x. */
 export type Petstore = PetstoreService;
 
@@ -234,9 +233,7 @@ function service(
       metrics?.close();
       await closeStore();
     } finally {
-      // The answers the feed's close made (waiting requests) are written and logged at the end of
-      // their turn (http/write-batch.ts): the log is flushed after them, not before.
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await new Promise<void>((resolve) => setImmediate(resolve)); // after the answers feed.close() made (write-batch.ts)
       logger.flush?.();
     }
   };
