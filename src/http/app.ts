@@ -48,7 +48,8 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse, next?:
 
 /**
  * The request pipeline, in one direction: route → (preflight) → authenticate → quota and scope →
- * 404/405 → handler → reply. Every outcome, answer or error, leaves through `finish`, which sends and logs it.
+ * 404/405 → handler → reply. Every outcome, answer or error, leaves through `answer`, which holds it
+ * for the end of the turn (write-batch.ts), then through `finish`, which sends and logs it.
  */
 export function createApp(options: AppOptions): RequestListener {
   const { mount, metrics } = options;
