@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { spawnSync } from 'node:child_process';
-import { createServer } from 'node:http';
+import { createServer, request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
-import { createPetstore, type Logger } from './support.js';
+import { createPetstore, silentLoggerForTests, type Logger } from './support.js';
 import { tempDirFor, TEST_KEY } from './helpers.js';
 
 const get = (path: string): string => `GET ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${TEST_KEY}\r\n\r\n`;
@@ -63,4 +63,26 @@ test('a logger whose request() throws once is reported to its error(), and the p
   const run = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
   assert.equal(run.status, 0, run.stderr);
   assert.equal(run.stdout, 'error: could not record the request log transport hiccup\nstatus 200\nstatus 200\n');
+});
+
+test('an event stream ended in the turn it was answered in still ends: its head goes out as it is made, not held for the turn', { timeout: 10_000 }, async (t) => {
+  const petstore = await createPetstore({ dataDir: await tempDirFor(t), keys: [TEST_KEY], logger: silentLoggerForTests });
+  const server = createServer(petstore.handler);
+  // Runs before the turn's held answers: a stream whose head were held would start after it was ended, and never end.
+  server.on('request', () => setImmediate(() => petstore.closeStreams()));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await petstore.close();
+  });
+  const ended = new Promise<string>((done, fail) => {
+    const headers = { authorization: `Bearer ${TEST_KEY}`, accept: 'text/event-stream' };
+    request({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, path: '/v1/pets', headers }, (res) => {
+      res.resume();
+      res.on('end', () => done(`${res.statusCode} ${res.headers['content-type']} ended`));
+    }).on('error', fail).end();
+  });
+  const outcome = await Promise.race([ended, new Promise<string>((later) => setTimeout(() => later('still open after 3 s'), 3000))]);
+  assert.equal(outcome, '200 text/event-stream ended');
 });

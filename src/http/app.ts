@@ -116,8 +116,9 @@ export function createApp(options: AppOptions): RequestListener {
   };
 
   /**
-   * An answer goes out with the others of its turn (write-batch.ts); an event stream's head at once,
-   * since its writer starts when the head is written.
+   * An answer goes out with the others of its turn (write-batch.ts); an event stream's head at once:
+   * its writer starts with the head, and a stream ended in between (a stop, a revoked key) would be
+   * started after its end and never close (held-answers.test.ts).
    */
   function answer(finish: (reply: Reply, code?: string) => void, req: IncomingMessage, context: string[], reply: Reply, code?: string): void {
     // Refused before its body was read: the rest of it would hold the connection, and its slot, for
