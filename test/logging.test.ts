@@ -301,7 +301,7 @@ process.exit(0);`;
 });
 
 test('a request line writes ms exactly as JavaScript writes the number', async () => {
-  const { milliseconds } = await import('#dist/lib/logger.js');
+  const { milliseconds } = await import('#dist/lib/request-log-line.js');
   for (let hundredths = 0; hundredths <= 200_000; hundredths++) {
     const ms = Math.round(hundredths) / 100;
     assert.equal(milliseconds(ms), String(ms), `${hundredths} hundredths`);

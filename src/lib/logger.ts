@@ -1,25 +1,12 @@
+import { requestLine, writeRequestLine, type RequestLogEntry } from './request-log-line.js';
+
+export type { RequestLogEntry } from './request-log-line.js';
+
 /** `info`: requests, events, warnings and failures; `error`: warnings and failures; `silent`: nothing. */
 export const LOG_LEVELS = ['info', 'error', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export type LogFields = Record<string, string | number | boolean | undefined>;
-
-/** What is logged of each answered request: never a header, a key or the query string. */
-export interface RequestLogEntry {
-  id: string;
-  method: string;
-  /** The path without its query string. */
-  path: string;
-  status: number;
-  ms: number;
-  /** From a valid W3C `traceparent`: its trace id and parent span id, logged as `trace_id` and `span_id`. */
-  traceId?: string | undefined;
-  spanId?: string | undefined;
-  /** An error answer's Error code (`insufficient_scope`, `rate_limited`, …). */
-  code?: string | undefined;
-  /** On an error answer to a request whose key was accepted: that key's id (never the key). */
-  keyId?: string | undefined;
-}
 
 /** Where the service reports. An embedder may pass its own; the default writes JSON lines. */
 export interface Logger {
@@ -83,14 +70,19 @@ export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout,
     flush,
     request(entry) {
       if (!showInfo) return;
-      const line = requestLine(timestamp(), entry);
-      // A UTF-16 unit takes at most 3 bytes of UTF-8. A line too long to wait goes out at once,
-      // after the waiting ones; one that might not fit where they end goes in after they are written.
-      const most = 3 * line.length;
-      if (most > WAITING_BYTES) return writeOut(line);
-      if (used + most > WAITING_BYTES) flush();
       waiting ??= Buffer.allocUnsafeSlow(WAITING_BYTES);
-      used += waiting.write(line, used);
+      const time = timestamp();
+      const end = writeRequestLine(waiting, used, time, entry);
+      if (end !== -1) used = end;
+      else {
+        const line = requestLine(time, entry);
+        // A UTF-16 unit takes at most 3 bytes of UTF-8. A line too long to wait goes out at once,
+        // after the waiting ones; one that might not fit where they end goes in after they are written.
+        const most = 3 * line.length;
+        if (most > WAITING_BYTES) return writeOut(line);
+        if (used + most > WAITING_BYTES) flush();
+        used += waiting.write(line, used);
+      }
       if (used >= FLUSH_AT) {
         flush();
       } else if (timer === undefined) {
@@ -118,13 +110,6 @@ export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout,
   };
 }
 
-// Request ids, methods and most paths need no escaping: skip the general serialiser for them.
-const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-
-function jsonString(text: string): string {
-  return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text);
-}
-
 // The ISO time of the current millisecond, made once per millisecond: `toISOString` formats through
 // the C library, and under load many requests end within the same millisecond.
 let stampedAt = NaN;
@@ -137,28 +122,6 @@ function timestamp(): string {
     stamp = new Date(now).toISOString();
   }
   return stamp;
-}
-
-/**
- * `ms` as JavaScript would write it, made from whole numbers: the app gives it in hundredths, and
- * writing a fraction takes V8's shortest-digits algorithm, about 90 ns, where two small integers take
- * a few. Anything not a whole number of hundredths (an embedder's own entry) is written as it is.
- */
-export function milliseconds(ms: number): string {
-  const hundredths = Math.round(ms * 100);
-  // Below 2^46 hundredths (22 years) the two integers give JavaScript's own digits; far above, not always.
-  if (hundredths / 100 !== ms || hundredths < 0 || hundredths >= 2 ** 46) return `${ms}`;
-  const cents = hundredths % 100;
-  const whole = (hundredths - cents) / 100;
-  if (cents === 0) return `${whole}`;
-  return cents % 10 === 0 ? `${whole}.${cents / 10}` : `${whole}.${cents < 10 ? '0' : ''}${cents}`;
-}
-
-function requestLine(time: string, entry: RequestLogEntry): string {
-  const failure = entry.code === undefined ? '' : `,"code":${jsonString(entry.code)}${entry.keyId === undefined ? '' : `,"keyId":${jsonString(entry.keyId)}`}`;
-  return `{"time":"${time}","level":"info","msg":"request","id":${jsonString(entry.id)},"method":${jsonString(entry.method)},` +
-    `"path":${jsonString(entry.path)},"status":${entry.status},"ms":${milliseconds(entry.ms)}${failure}` +
-    (entry.traceId === undefined ? '' : `,"trace_id":${jsonString(entry.traceId)}`) + (entry.spanId === undefined ? '' : `,"span_id":${jsonString(entry.spanId)}`) + '}\n';
 }
 
 function line(level: 'info' | 'warn' | 'error', msg: string, fields: LogFields | undefined): string {

@@ -1,0 +1,88 @@
+/**
+ * A request's log line is written as bytes straight into the logger's buffer when it can be
+ * (lib/request-log-line.ts). Those bytes must be the JSON line the text path makes, to the byte,
+ * and every line the bytes cannot be written for must be refused whole, for the text path to take.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { requestLine, writeRequestLine, type RequestLogEntry } from '#dist/lib/request-log-line.js';
+
+const TIME = '2026-11-27T09:41:07.123Z';
+
+/** The line as JSON.stringify writes it, fields in the log's order: an oracle independent of both paths. */
+function expected(time: string, entry: RequestLogEntry): string {
+  const { id, method, path, status, ms, code, keyId, traceId, spanId } = entry;
+  const failure = code === undefined ? {} : keyId === undefined ? { code } : { code, keyId };
+  return `${JSON.stringify({ time, level: 'info', msg: 'request', id, method, path, status, ms, ...failure, trace_id: traceId, span_id: spanId })}\n`;
+}
+
+function written(entry: RequestLogEntry, at = 5, size = 4096, time = TIME): string | undefined {
+  const buffer = Buffer.alloc(size, 0x2a);
+  const end = writeRequestLine(buffer, at, time, entry);
+  if (end === -1) return undefined;
+  assert.equal(buffer.subarray(0, at).toString('latin1'), '*'.repeat(at), 'nothing is written before `at`');
+  assert.ok(buffer.subarray(end).every((b) => b === 0x2a), 'nothing is written after the end it returns');
+  return buffer.toString('utf8', at, end);
+}
+
+const base: RequestLogEntry = { id: '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0', method: 'GET', path: '/v1/pets/17', status: 200, ms: 0.37 };
+
+test('the bytes of a line are JSON.stringify\'s, to the byte, with every optional field and every status and ms', () => {
+  const entries: RequestLogEntry[] = [
+    base,
+    { ...base, method: 'POST', path: '/v1/pets', status: 201, ms: 12 },
+    { ...base, status: 404, code: 'not_found', ms: 1.5 },
+    { ...base, status: 403, code: 'insufficient_scope', keyId: 'reader-2', ms: 0.05 },
+    { ...base, traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' },
+    { ...base, status: 429, code: 'rate_limited', keyId: 'k', traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' },
+    { ...base, id: '', path: '', method: '' },
+    { ...base, path: ` !#$%&'()*+,-./09:;<=>?@AZ[]^_\`az{|}~` }, // every kind of printable ASCII but '"' and '\'
+  ];
+  for (let status = 100; status <= 999; status++) entries.push({ ...base, status });
+  for (const ms of [0, 0.01, 0.1, 0.5, 1, 9.99, 10, 123.45, 99999.99, 1e21, 1 / 3, 2 ** 53]) entries.push({ ...base, ms });
+  for (const entry of entries) {
+    const line = expected(TIME, entry);
+    assert.equal(written(entry), line, JSON.stringify(entry));
+    assert.equal(requestLine(TIME, entry), line, `the text path too: ${JSON.stringify(entry)}`);
+  }
+});
+
+test('a line whose fields need escaping, are not ASCII, or whose status is not three digits is refused whole, for the text path', () => {
+  const refused: RequestLogEntry[] = [
+    { ...base, path: '/v1/"quoted"' },
+    { ...base, path: '/v1/back\\slash' },
+    { ...base, path: '/v1/ctl\u0001' },
+    { ...base, path: '/v1/del\u007f' },
+    { ...base, path: '/v1/ünï' },
+    { ...base, path: '/v1/\u2028' },
+    { ...base, id: 'a"b' },
+    { ...base, method: 'G\u00c9T' },
+    { ...base, status: 404, code: 'x"y' },
+    { ...base, status: 404, code: 'c', keyId: 'ké' },
+    { ...base, traceId: '\n' },
+    { ...base, spanId: '\\' },
+    { ...base, status: 99 },
+    { ...base, status: 1000 },
+    { ...base, status: 200.5 },
+    { ...base, status: Number.NaN },
+  ];
+  for (const entry of refused) {
+    assert.equal(written(entry), undefined, JSON.stringify(entry));
+    const line = requestLine(TIME, entry);
+    if (Number.isInteger(entry.status)) assert.equal(line, expected(TIME, entry), `the text path writes it: ${JSON.stringify(entry)}`);
+  }
+});
+
+test('a line is refused when it does not fit, at every length short of its own, and fits exactly at its own', () => {
+  const entry = { ...base, status: 404, code: 'not_found', keyId: 'reader', traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
+  const length = Buffer.byteLength(expected(TIME, entry));
+  for (let room = 0; room < length; room++) assert.equal(written(entry, 3, 3 + room), undefined, `${room} bytes of room`);
+  assert.equal(written(entry, 3, 3 + length), expected(TIME, entry));
+});
+
+test('the time at the head of a line changes with the time it is given', () => {
+  const later = '2026-11-27T09:41:07.124Z';
+  assert.equal(written(base), expected(TIME, base));
+  assert.equal(written(base, 0, 4096, later), expected(later, base));
+  assert.equal(written(base), expected(TIME, base));
+});
