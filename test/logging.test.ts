@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
+import { Writable } from 'node:stream';
 import { test, type TestContext } from 'node:test';
 import { request, SERVER_JS, spawnQuietServerFor, spawnServerFor, startServer, stopProcess, tempDirFor, type ServerProcess } from './helpers.js';
 
@@ -243,6 +244,35 @@ test('request lines are written as soon as about 64 KiB wait, counting long path
   assert.deepEqual([lines(String(writes[1])).length, lines(String(writes[2])).length], [4, 4]);
   logger.flush();
   assert.equal(writes.length, 3, 'nothing was left waiting');
+});
+
+test('a stream is handed the gathered request lines as bytes, a copy of them, and the lines after them in order', async () => {
+  const { jsonLogger } = await import('#dist/lib/logger.js');
+  const chunks: Array<Buffer | string> = [];
+  const out = new Writable({
+    decodeStrings: false,
+    write(chunk: Buffer | string, _encoding, done) {
+      chunks.push(chunk);
+      done();
+    },
+  });
+  const logger = jsonLogger('info', out, { write: () => {} });
+  const entry = { id: 'a', method: 'GET', path: '/v1/pets', status: 200, ms: 0.25 };
+  logger.request(entry);
+  logger.request({ ...entry, id: 'ü-not-ascii' }); // the text path, into the same bytes
+  logger.info('stopping');
+  logger.request({ ...entry, id: 'b' });
+  logger.flush();
+  assert.ok(Buffer.isBuffer(chunks[0]), 'the lines went out as bytes');
+  assert.equal(typeof chunks[1], 'string', 'the information line after them as text');
+  const text = chunks.map((c) => String(c)).join('');
+  assert.deepEqual(lines(text).map((l) => l['id'] ?? l['msg']), ['a', 'ü-not-ascii', 'stopping', 'b']);
+  assert.equal(String(chunks[0]).split('\n').length, 3, 'the first write held the first two lines, whole');
+  // The logger reuses its buffer: what it handed out must not change under the stream.
+  const first = String(chunks[0]);
+  for (let i = 0; i < 50; i++) logger.request({ ...entry, id: `later-${i}` });
+  logger.flush();
+  assert.equal(String(chunks[0]), first, 'a chunk handed to the stream is the logger\'s no more');
 });
 
 test('a request line too long to wait goes out at once, whole, after the lines waiting before it', async () => {
