@@ -71,6 +71,8 @@ test('a line whose fields need escaping, are not ASCII, or whose status is not t
     { ...base, ms: 1e21 },
     { ...base, ms: 2 ** 53 },
     { ...base, ms: -1.5 },
+    { ...base, ms: 2 ** 46 / 100 }, // from 2^46 hundredths on, whole.cents is not always JavaScript's shortest form
+    { ...base, ms: 77923018788499.6 }, // one where it is not
   ];
   for (const entry of refused) {
     assert.equal(written(entry), undefined, JSON.stringify(entry));
