@@ -275,6 +275,47 @@ test('a stream is handed the gathered request lines as bytes, a copy of them, an
   assert.equal(String(chunks[0]), first, 'a chunk handed to the stream is the logger\'s no more');
 });
 
+test('a stream that logs from its write, or throws, is not handed the same request lines twice', async () => {
+  const { jsonLogger } = await import('#dist/lib/logger.js');
+  const entry = { id: 'one', method: 'GET', path: '/v1/pets', status: 200, ms: 0.25 };
+  let text = '';
+  let logger: ReturnType<typeof jsonLogger> | undefined;
+  const echoing = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      text += String(chunk);
+      if (String(chunk).includes('"id":"one"')) logger?.info('wrote a chunk');
+      done();
+    },
+  });
+  logger = jsonLogger('info', echoing, { write: () => {} });
+  logger.request(entry);
+  logger.flush();
+  assert.deepEqual(lines(text).map((l) => l['id'] ?? l['msg']), ['one', 'wrote a chunk']);
+
+  let attempts = 0;
+  const failing = new Writable({
+    write(_chunk, _encoding, done) {
+      attempts++;
+      done(new Error('disk gone'));
+    },
+  });
+  failing.on('error', () => {});
+  const throwing = { write: () => { attempts++; throw new Error('sink gone'); } };
+  for (const out of [failing, throwing]) {
+    attempts = 0;
+    const failingLogger = jsonLogger('info', out as unknown as Writable, { write: () => {} });
+    failingLogger.request(entry);
+    try {
+      failingLogger.flush();
+    } catch (error) {
+      assert.equal((error as Error).message, 'sink gone');
+    }
+    failingLogger.error('after the failure'); // flushes first: nothing is left to write again
+    failingLogger.flush();
+    assert.equal(attempts, 1, 'the lines were handed over once');
+  }
+});
+
 test('a request line too long to wait goes out at once, whole, after the lines waiting before it', async () => {
   const { jsonLogger } = await import('#dist/lib/logger.js');
   const writes: string[] = [];

@@ -4,6 +4,8 @@
  * and every line the bytes cannot be written for must be refused whole, for the text path to take.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
 import { test } from 'node:test';
 import { requestLine, writeRequestLine, type RequestLogEntry } from '#dist/lib/request-log-line.js';
 
@@ -71,8 +73,8 @@ test('a line whose fields need escaping, are not ASCII, or whose status is not t
     { ...base, ms: 1e21 },
     { ...base, ms: 2 ** 53 },
     { ...base, ms: -1.5 },
-    { ...base, ms: 2 ** 46 / 100 }, // from 2^46 hundredths on, whole.cents is not always JavaScript's shortest form
-    { ...base, ms: 77923018788499.6 }, // one where it is not
+    { ...base, ms: 2 ** 46 / 100 }, // the bound milliseconds() keeps (22 years of them): far above it,
+    { ...base, ms: 77923018788499.6 }, // whole.cents is not always JavaScript's digits, as here
   ];
   for (const entry of refused) {
     assert.equal(written(entry), undefined, JSON.stringify(entry));
@@ -104,4 +106,33 @@ test('ms is written as JavaScript writes the number: every hundredth to 2,000 ms
     check(Math.round((seed / 2147483647) * 2 ** (seed % 47)) / 100);
   }
   check((2 ** 46 - 1) / 100);
+});
+
+test('an embedder\'s entry with a number or nothing where a string belongs, or NaN, takes the text path, which writes JSON', () => {
+  const odd = [
+    { ...base, id: 42 as unknown as string },
+    { ...base, path: undefined as unknown as string },
+    { ...base, status: 404, code: 7 as unknown as string },
+    { ...base, status: Number.NaN },
+    { ...base, ms: Number.POSITIVE_INFINITY },
+  ];
+  for (const entry of odd) {
+    assert.equal(written(entry), undefined, String(entry.id));
+    const line = JSON.parse(requestLine(TIME, entry)) as Record<string, unknown>;
+    assert.equal(line['msg'], 'request');
+  }
+  assert.equal(JSON.parse(requestLine(TIME, odd[0] as RequestLogEntry))['id'], '42', 'written as before: the number as a string');
+  assert.equal(JSON.parse(requestLine(TIME, odd[3] as RequestLogEntry))['status'], null);
+  assert.equal(JSON.parse(requestLine(TIME, odd[4] as RequestLogEntry))['ms'], null);
+});
+
+test('a first line whose time is empty still gets its head', () => {
+  // In a process of its own: the head is kept per time, and the first one must not be taken for made.
+  const module = resolve(__dirname, '../lib/request-log-line.js');
+  const script = `const { writeRequestLine } = require(${JSON.stringify(module)});
+const buffer = Buffer.alloc(512);
+const end = writeRequestLine(buffer, 0, '', ${JSON.stringify(base)});
+process.stdout.write(buffer.toString('utf8', 0, end));`;
+  const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 10_000 });
+  assert.equal(child.stdout, expected('', base), child.stderr);
 });

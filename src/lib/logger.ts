@@ -65,8 +65,10 @@ export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout,
     timer = undefined;
     process.off('exit', flush);
     if (byteSink !== undefined && used > 0) {
-      byteSink.write(Buffer.from((waiting as Buffer).subarray(0, used)));
+      // Taken before the write: a stream that logs from its write, or throws, must not get them twice.
+      const bytes = Buffer.from((waiting as Buffer).subarray(0, used));
       used = 0;
+      byteSink.write(bytes);
       if (last !== '') byteSink.write(last);
       return;
     }

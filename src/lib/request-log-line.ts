@@ -29,11 +29,14 @@ function jsonString(text: string): string {
   return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text);
 }
 
+/** NaN and the infinities are no JSON: written `null`, as JSON.stringify writes them (an embedder's entry). */
+const notJson = (value: number): boolean => typeof value === 'number' && !Number.isFinite(value);
+
 /** The line as text: for a line the bytes cannot be written straight (escapes, non-ASCII, no room). */
 export function requestLine(time: string, entry: RequestLogEntry): string {
   const failure = entry.code === undefined ? '' : `,"code":${jsonString(entry.code)}${entry.keyId === undefined ? '' : `,"keyId":${jsonString(entry.keyId)}`}`;
   return `{"time":"${time}","level":"info","msg":"request","id":${jsonString(entry.id)},"method":${jsonString(entry.method)},` +
-    `"path":${jsonString(entry.path)},"status":${entry.status},"ms":${milliseconds(entry.ms)}${failure}` +
+    `"path":${jsonString(entry.path)},"status":${notJson(entry.status) ? 'null' : entry.status},"ms":${notJson(entry.ms) ? 'null' : milliseconds(entry.ms)}${failure}` +
     (entry.traceId === undefined ? '' : `,"trace_id":${jsonString(entry.traceId)}`) + (entry.spanId === undefined ? '' : `,"span_id":${jsonString(entry.spanId)}`) + '}\n';
 }
 
@@ -72,7 +75,7 @@ export function writeRequestLine(buffer: Uint8Array, at: number, time: string, e
 }
 
 // The line's constant parts as bytes, copied whole; its head with the time, made once per millisecond as the time is.
-let headTime = '';
+let headTime: string | undefined;
 let head = Buffer.alloc(0);
 const METHOD = Buffer.from('","method":"');
 const PATH = Buffer.from('","path":"');
@@ -90,7 +93,8 @@ const END = Buffer.from('}\n');
  * (also when `at` is -1 already, so that a line's steps need one check at the end).
  */
 function plain(buffer: Uint8Array, at: number, text: string): number {
-  if (at === -1 || at + text.length > buffer.length) return -1;
+  // An embedder's entry may hold a number where a string belongs: the text path writes it as before.
+  if (at === -1 || typeof text !== 'string' || at + text.length > buffer.length) return -1;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return -1; // control, non-ASCII, '"', '\'
