@@ -273,6 +273,21 @@ test('a stream is handed the gathered request lines as bytes, a copy of them, an
   for (let i = 0; i < 50; i++) logger.request({ ...entry, id: `later-${i}` });
   logger.flush();
   assert.equal(String(chunks[0]), first, 'a chunk handed to the stream is the logger\'s no more');
+
+  // A stream of objects takes what it is given as it is: it gets the lines as text, as any other sink.
+  const objects: unknown[] = [];
+  const objectStream = new Writable({
+    objectMode: true,
+    write(chunk: unknown, _encoding, done) {
+      objects.push(chunk);
+      done();
+    },
+  });
+  const objectLogger = jsonLogger('info', objectStream, { write: () => {} });
+  objectLogger.request(entry);
+  objectLogger.flush();
+  assert.equal(typeof objects[0], 'string');
+  assert.equal(lines(objects[0] as string)[0]?.['id'], 'a');
 });
 
 test('a stream that logs from its write, or throws, is not handed the same request lines twice', async () => {

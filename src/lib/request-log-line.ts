@@ -42,8 +42,8 @@ export function requestLine(time: string, entry: RequestLogEntry): string {
 
 /**
  * Writes the line's bytes into `buffer` at `at` and returns where they end; -1 when a field holds
- * a character JSON escapes or that is not ASCII, a status that is not a 3-digit integer, or the
- * line would not fit: then nothing counts as written, and the caller writes `requestLine` instead.
+ * a character JSON escapes or that is not ASCII, a status that is not a 3-digit integer, an `ms`
+ * that is no JSON number, or the line would not fit: then nothing counts as written, and the caller writes `requestLine` instead.
  * `time` is the logger's own ISO time (`toISOString`), written as it is, as `requestLine` does.
  */
 export function writeRequestLine(buffer: Uint8Array, at: number, time: string, entry: RequestLogEntry): number {
@@ -64,7 +64,7 @@ export function writeRequestLine(buffer: Uint8Array, at: number, time: string, e
   buffer[end + 1] = 48 + (((status / 10) | 0) % 10);
   buffer[end + 2] = 48 + (status % 10);
   end = bytes(buffer, end + 3, MS);
-  end = writeMs(buffer, end, entry.ms);
+  end = notJson(entry.ms) ? -1 : plain(buffer, end, milliseconds(entry.ms));
   if (entry.code !== undefined) {
     end = bytes(buffer, plain(buffer, bytes(buffer, end, CODE), entry.code), QUOTE);
     if (entry.keyId !== undefined) end = bytes(buffer, plain(buffer, bytes(buffer, end, KEY_ID), entry.keyId), QUOTE);
@@ -108,31 +108,6 @@ function bytes(buffer: Uint8Array, at: number, part: Uint8Array): number {
   if (at === -1 || at + part.length > buffer.length) return -1;
   buffer.set(part, at);
   return at + part.length;
-}
-
-/**
- * `ms` as `milliseconds` writes it, its digits made straight from the two whole numbers: where they
- * end, or -1 for anything but a whole number of hundredths below 2^46 (then the line takes the text path).
- */
-function writeMs(buffer: Uint8Array, at: number, ms: number): number {
-  const hundredths = Math.round(ms * 100);
-  if (at === -1 || hundredths / 100 !== ms || hundredths < 0 || hundredths >= 2 ** 46) return -1;
-  const cents = hundredths % 100;
-  let whole = (hundredths - cents) / 100;
-  let digits = 1;
-  for (let rest = whole; rest >= 10; rest = Math.floor(rest / 10)) digits++;
-  const end = at + digits + (cents === 0 ? 0 : cents % 10 === 0 ? 2 : 3);
-  if (end > buffer.length) return -1;
-  for (let i = at + digits - 1; i >= at; i--) {
-    buffer[i] = 48 + (whole % 10);
-    whole = Math.floor(whole / 10);
-  }
-  if (cents !== 0) {
-    buffer[at + digits] = 46; // '.'
-    buffer[at + digits + 1] = 48 + Math.floor(cents / 10);
-    if (cents % 10 !== 0) buffer[at + digits + 2] = 48 + (cents % 10);
-  }
-  return end;
 }
 
 /**
