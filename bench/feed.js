@@ -16,13 +16,12 @@
  * window fitted to the answer), brotli at qualities 4, 5 and 11.
  */
 import { copyFileSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
-import { envNumber, fmt, KEY, machine, measureInterleaved, median, removeDir, ROOT, start, stop, tempDir, turnSeconds, writeSection } from './harness.js';
+import { call, envNumber, fmt, machine, measureInterleaved, median, openStream, removeDir, ROOT, start, stop, tempDir, turnSeconds, writeSection } from './harness.js';
 import { writeSnapshot } from './pets.js';
-import { postgresBin, startCluster } from './postgres.js';
+import { postgresBin, startCluster } from './cluster.js';
 
 const CREATES = envNumber('BENCH_FEED_CREATES', 200, 1);
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
@@ -31,44 +30,8 @@ const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 10, 1);
 const ZLIB_RUNS = envNumber('BENCH_ZLIB_RUNS', 9, 1);
 const TURN = turnSeconds(SECONDS, SLICES);
 const progress = (text) => process.stderr.write(`${text}\n`);
-const AUTH = { authorization: `Bearer ${KEY}` };
-const agent = new Agent({ keepAlive: true });
 // The server's own gzip (its window fitted to the answer), beside node:zlib's defaults.
 const { gzip: serverGzip } = createRequire(import.meta.url)(join(ROOT, 'dist/http/compression.js'));
-
-/** A request's answer: its status, body bytes, and when its last byte arrived. */
-export function call(origin, method, path, { headers = {}, body } = {}) {
-  return new Promise((resolve, reject) => {
-    const req = request(`${origin}${path}`, { method, agent, headers: { ...AUTH, ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks), at: performance.now() }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-/** An open stream of `origin` after the pet `after`: the arrival time of each event, by pet id. */
-export function openStream(origin, after) {
-  return new Promise((resolve, reject) => {
-    const arrivals = new Map();
-    const req = request(`${origin}/v1/pets?after=${after}`, { agent: false, headers: { ...AUTH, accept: 'text/event-stream' } }, (res) => {
-      if (res.statusCode !== 200) reject(new Error(`the stream answered ${res.statusCode}`));
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => {
-        const at = performance.now();
-        text += chunk;
-        for (const [, id] of text.matchAll(/^id: (\d+)$/gm)) if (!arrivals.has(Number(id))) arrivals.set(Number(id), at);
-        text = text.slice(text.lastIndexOf('\n\n') + 2);
-      });
-      resolve({ arrivals, close: () => req.destroy() });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 const until = async (check, ms, what) => {
   const deadline = performance.now() + ms;

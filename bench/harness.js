@@ -6,7 +6,7 @@
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { createServer, request } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -382,3 +382,39 @@ export const fmt = {
   mb: (kb) => (Number.isFinite(kb) ? (kb / 1024).toFixed(1) : '–'),
   ratio: (x) => (Number.isFinite(x) ? `${x < 10 ? x.toFixed(2) : x.toFixed(1)}×` : '–'),
 };
+
+const keepAlive = new Agent({ keepAlive: true });
+
+/** A request's answer: its status, body bytes, and when its last byte arrived. */
+export function call(origin, method, path, { headers = {}, body } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = request(`${origin}${path}`, { method, agent: keepAlive, headers: { ...AUTH, ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks), at: performance.now() }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** An open stream of `origin` after the pet `after`: the arrival time of each event, by pet id. */
+export function openStream(origin, after) {
+  return new Promise((resolve, reject) => {
+    const arrivals = new Map();
+    const req = request(`${origin}/v1/pets?after=${after}`, { agent: false, headers: { ...AUTH, accept: 'text/event-stream' } }, (res) => {
+      if (res.statusCode !== 200) reject(new Error(`the stream answered ${res.statusCode}`));
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => {
+        const at = performance.now();
+        text += chunk;
+        for (const [, id] of text.matchAll(/^id: (\d+)$/gm)) if (!arrivals.has(Number(id))) arrivals.set(Number(id), at);
+        text = text.slice(text.lastIndexOf('\n\n') + 2);
+      });
+      resolve({ arrivals, close: () => req.destroy() });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}

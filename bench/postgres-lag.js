@@ -11,8 +11,7 @@
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { call, openStream } from './feed.js';
-import { envNumber, fmt, KEY, removeDir, ROOT, sleep, start, stop, tempDir } from './harness.js';
+import { call, envNumber, fmt, KEY, openStream, removeDir, ROOT, sleep, start, stop, tempDir } from './harness.js';
 
 const SECONDS = envNumber('BENCH_PG_LAG_SECONDS', 10, 1);
 const CONNECTIONS = envNumber('BENCH_PG_LAG_CONNECTIONS', 4, 1);

@@ -15,10 +15,9 @@
  * (postgres-startup, postgres-lag), which the whole run writes too.
  */
 import { spawnSync } from 'node:child_process';
-import { chownSync, existsSync, readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { envNumber, fmt, get, machine, measure, median, memory, removeDir, sleep, start, stop, tempDir, writeSection, ROOT } from './harness.js';
+import { postgresBin, startCluster } from './cluster.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
 
 const ROUNDS = envNumber('BENCH_ROUNDS', 3, 1);
@@ -52,55 +51,6 @@ async function untilReady(server, since) {
     if (status === 200) return { ms: performance.now() - since, longest };
     await sleep(1);
   }
-}
-
-export function postgresBin() {
-  const root = '/usr/lib/postgresql';
-  if (!existsSync(root)) return undefined;
-  const versions = readdirSync(root).filter((v) => /^[0-9]+$/.test(v)).sort((a, b) => b - a);
-  return versions.map((v) => join(root, v, 'bin')).find((bin) => existsSync(join(bin, 'initdb')));
-}
-
-function postgresUser() {
-  if (process.getuid() !== 0) return {};
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));
-  const [, , uid, gid] = line.split(':');
-  return { uid: Number(uid), gid: Number(gid) };
-}
-
-const freePort = () => new Promise((resolve, reject) => {
-  const server = createServer();
-  server.once('error', reject);
-  server.listen(0, '127.0.0.1', () => {
-    const { port } = server.address();
-    server.close(() => resolve(port));
-  });
-});
-
-/** A throwaway cluster: { url(name), createDatabase(name), vacuum(name), destroy() }. */
-export async function startCluster(bin) {
-  const dir = tempDir('petstore-bench-pg-');
-  const owner = postgresUser();
-  if (owner.uid !== undefined) chownSync(dir, owner.uid, owner.gid);
-  const data = join(dir, 'data');
-  const port = await freePort();
-  const run = (tool, args) => {
-    const result = spawnSync(join(bin, tool), args, { cwd: dir, encoding: 'utf8', ...owner });
-    if (result.status !== 0) throw new Error(`${tool} ${args.join(' ')} failed:\n${result.stdout}${result.stderr}`);
-  };
-  const destroy = () => {
-    spawnSync(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop'], { cwd: dir, stdio: 'ignore', ...owner });
-    removeDir(dir);
-  };
-  process.on('exit', destroy);
-  run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync']);
-  run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100`, 'start']);
-  return {
-    url: (name) => `postgres://postgres@127.0.0.1:${port}/${name}`,
-    createDatabase: (name) => run('createdb', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', name]),
-    vacuum: (name) => run('vacuumdb', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '--analyze', '--quiet', name]),
-    destroy,
-  };
 }
 
 /** `node dist/server.js migrate`: the seed's pets into the database, as an operator would. */
