@@ -85,8 +85,8 @@ export class Keyring {
   constructor(options: KeyringOptions) {
     this.#fixed = (options.keys ?? []).map((text, i) => {
       const { key, scopes } = parseGivenKey(text);
-      const sha256 = digest(key);
-      return { digest: sha256, key: { id: `env-${i + 1}`, identity: sha256.toString('base64url'), scopes, quota: undefined }, place: 'given' as const };
+      const hash = sha256(key);
+      return { digest: hash, key: { id: `env-${i + 1}`, identity: hash.toString('base64url'), scopes, quota: undefined }, place: 'given' as const };
     });
     this.#keyFile = options.keyFile;
     this.#onReloadError = options.onReloadError ?? (() => {});
@@ -110,7 +110,7 @@ export class Keyring {
    */
   identify(key: string, now = monotonicMs()): AcceptedKey | undefined {
     this.#reload(now, false);
-    return find(this.#entries, digest(key));
+    return find(this.#entries, sha256(key));
   }
 
   /**
@@ -238,9 +238,4 @@ export function parseGivenKey(text: string): { key: string; scopes: ScopeBits } 
   const key = colon === -1 ? text : text.slice(0, colon);
   if (!BEARER_TOKEN.test(key)) throw new TypeError('an API key must be a bearer token: letters, digits and - . _ ~ + / only, = at the end');
   return { key, scopes: colon === -1 ? ALL_SCOPES : scopeBits(text.slice(colon + 1).split('+')) };
-}
-
-function digest(key: string): Buffer {
-  // One-shot hashing (Node 20.12+): no Hash object per request.
-  return sha256(key);
 }

@@ -5,12 +5,10 @@ import * as zlib from 'node:zlib';
  * 0xFFFFFFFF), so that a stored checksum can be checked by hand with any zlib (`python3 -c "import
  * zlib; …"`). Short ranges, a pet's line, are computed here eight bytes at a time: a call into
  * zlib for each costs more than the sum itself (bench/results.md, "Why the code is shaped this way").
- * Long ranges, a whole file, go to zlib's own `crc32`, which Node has from 20.15 and 22.2; before
- * that everything is computed here, more slowly.
+ * Long ranges, a whole file, go to zlib's own `crc32` (Node 20.15 and later, so every Node `engines` allows).
  */
 const POLYNOMIAL = 0xedb88320;
 const NATIVE_FROM_BYTES = 4096;
-const native: ((data: Uint8Array, previous: number) => number) | undefined = typeof zlib.crc32 === 'function' ? (data, previous) => zlib.crc32(data, previous) : undefined;
 
 // Slice-by-8 tables: TABLES[k][b] is the CRC of byte b followed by k zero bytes.
 const TABLES = Array.from({ length: 8 }, () => new Int32Array(256));
@@ -32,7 +30,7 @@ const [, T1, T2, T3, T4, T5, T6, T7] = TABLES as [Int32Array, Int32Array, Int32A
  * came before, the CRC of the two together (a file written in chunks).
  */
 export function crc32(bytes: Uint8Array, start = 0, end = bytes.length, previous = 0): number {
-  if (native !== undefined && end - start >= NATIVE_FROM_BYTES) return native(bytes.subarray(start, end), previous);
+  if (end - start >= NATIVE_FROM_BYTES) return zlib.crc32(bytes.subarray(start, end), previous);
   let c = previous ^ -1;
   let i = start;
   for (; end - i >= 8; i += 8) {
