@@ -55,11 +55,14 @@ async function main(args: readonly string[]): Promise<void> {
   }
   const from = values['from'] as string | undefined;
   const until = values['until'] as string | undefined;
+  const lineage = values['lineage'] as string | undefined;
+  const list = values['list'] === true;
   if ((from !== undefined && positionals[0] !== 'restore' && positionals[0] !== 'verify') || (until !== undefined && positionals[0] !== 'restore')) {
     throw new UsageError(from !== undefined ? '--from applies only to "restore" and "verify"' : '--until applies only to "restore"');
   }
+  if ((lineage !== undefined || list) && positionals[0] !== 'restore') throw new UsageError('--lineage and --list apply only to "restore"');
   if (positionals[0] === 'restore') {
-    await runRestoreCommand(positionals.slice(1), from, until, print);
+    await runRestoreCommand(positionals.slice(1), { from, until, lineage, list }, print);
     return;
   }
   if (positionals[0] === 'verify' && from !== undefined) {

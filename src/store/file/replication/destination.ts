@@ -16,7 +16,7 @@ export interface Destination {
 }
 
 /** Why a call to the destination failed, as the failures metric counts it. */
-export type FailureReason = 'timeout' | 'busy' | 'refused' | 'full' | 'unreachable' | 'not_found' | 'damaged' | 'other';
+export type FailureReason = 'timeout' | 'busy' | 'refused' | 'full' | 'unreachable' | 'not_found' | 'damaged' | 'superseded' | 'other';
 
 /** A failed call to the destination, with its reason; the message never holds a credential. */
 export class ReplicationError extends Error {
