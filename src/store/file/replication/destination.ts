@@ -13,6 +13,8 @@ export interface Destination {
   /** Every key under `prefix`, sorted. */
   list(prefix: string): Promise<string[]>;
   delete(key: string): Promise<void>;
+  /** Removes what failed writes left behind and emptied folders, where the destination has such; how many went. */
+  tidy?(): Promise<number>;
 }
 
 /** Why a call to the destination failed, as the failures metric counts it. */

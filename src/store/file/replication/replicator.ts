@@ -65,6 +65,8 @@ export class Replicator {
   #round: Promise<void> | undefined;
   #stopped = false;
   #begun = false;
+  /** Whether a round failed (or a crash may have cut one) since the destination was last tidied. */
+  #untidy = true;
   #superseded = false;
   #retainedAt = 0;
   /** What the data directory is to record of this lineage before its first round. */
@@ -157,8 +159,11 @@ export class Replicator {
       if (outcome.shipped) this.#lastSuccess = Date.now();
       if (Date.now() - this.#retainedAt >= RETENTION_EVERY_MS && this.#lastSuccess !== undefined) {
         this.#retainedAt = Date.now();
-        await applyRetention(this.#options.destination, this.#state.store, this.#state.lineage, this.#options.retentionMs);
+        const { destination, retentionMs } = this.#options;
+        if (await applyRetention(destination, this.#state.store, this.#state.lineage, retentionMs) > 0) this.#untidy = true;
       }
+      if (this.#untidy) await this.#options.destination.tidy?.();
+      this.#untidy = false;
       if (this.#lastCommitAt === committedBefore) this.#pendingSince = undefined;
       else this.#pendingSince = Math.min(this.#pendingSince ?? began, began);
       this.#checkBehind(undefined);
@@ -167,6 +172,7 @@ export class Replicator {
       if (error instanceof ChangedDuringRead) return;
       const reason = reasonOf(error);
       this.#count(reason);
+      this.#untidy = true;
       if (reason === 'superseded') {
         this.#superseded = true;
         this.#options.logger.error('replication stopped: this server\'s history has been superseded at its destination, '
