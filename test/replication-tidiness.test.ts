@@ -22,7 +22,7 @@ async function filesBelow(dir: string): Promise<string[]> {
 
 /** A store replicating to `replica` (through `calls`), `creates` pets created and shipped, then stopped; its lineage. */
 async function lineageOf(dir: string, replica: string, options: { creates?: number; retentionMs?: number; takeOver?: string } = {},
-  calls: DirectoryCalls = nodeDirectoryCalls, during?: (replicator: Replicator) => Promise<void>): Promise<string> {
+  calls: DirectoryCalls = nodeDirectoryCalls, during?: (replicator: Replicator, store: FileStore) => Promise<void>): Promise<string> {
   const store = await FileStore.open(dir);
   const destination = new DirectoryDestination(replica, calls, 2000);
   const replicator = await Replicator.start({ dataDir: dir, store, destination, intervalMs: 20, logger: silent,
@@ -30,7 +30,7 @@ async function lineageOf(dir: string, replica: string, options: { creates?: numb
   replicator.begin();
   try {
     for (let i = 0; i < (options.creates ?? 1); i++) await store.create({ name: `pet ${i}`, categoryId: '1' } as never);
-    await during?.(replicator);
+    await during?.(replicator, store);
     await waitFor(() => replicator.stats().lagBytes === 0 && replicator.stats().lagSeconds === 0, 5000, 'shipped');
   } finally {
     await replicator.stop();
@@ -49,8 +49,10 @@ test('temp files that puts on a full destination left are removed by the next ro
     await nodeDirectoryCalls.writeDurably(path, bytes.subarray(0, 1));
     throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
   } };
-  await lineageOf(join(root, 'data'), replica, { creates: 3 }, calls, async (replicator) => {
+  await lineageOf(join(root, 'data'), replica, { creates: 3 }, calls, async (replicator, store) => {
+    await waitFor(() => replicator.stats().lastSuccess !== undefined && replicator.stats().lagBytes === 0, 5000, 'the first rounds');
     full.now = true;
+    await store.create({ name: 'while the destination is full', categoryId: '1' } as never);
     await waitFor(() => (replicator.stats().failures.get('full') ?? 0) >= 5, 5000, 'five full rounds');
     assert.ok((await filesBelow(replica)).some((file) => file.endsWith('.tmp')), 'the failed puts left temp files');
     full.now = false;
