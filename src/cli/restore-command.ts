@@ -5,16 +5,26 @@ import { errorCode } from '../lib/system-error.js';
 import { ReplicationError, type Destination } from '../store/file/replication/destination.js';
 import { openDestination } from '../store/file/replication/open-destination.js';
 import { DirectoryDestination } from '../store/file/replication/directory-destination.js';
+import { readReplicaKeys } from '../store/file/replication/replica-keys.js';
 import { restorePoints } from '../store/file/replication/restore-points.js';
 import { restoreReplica, writeRestored, type RestorePoint } from '../store/file/replication/restore.js';
 import { writeLocalRecord } from '../store/file/replication/store-id.js';
+import { SealedDestination } from '../store/file/replication/sealed-destination.js';
 import { verifyReplicas } from '../store/file/replication/verification.js';
 import { checkDestination, counted, writeDataDirectory } from './data-copy.js';
 import { UsageError } from './errors.js';
 
-/** The replicas in `from`: s3://bucket/prefix, or an existing directory (a mistyped --from is not made). */
-async function replicaSource(from: string | undefined, usage: string): Promise<Destination> {
+/**
+ * The replicas in `from`: s3://bucket/prefix, or an existing directory (a mistyped --from is not made),
+ * opened under the keys of `keyFile` (sealed-destination.ts).
+ */
+async function replicaSource(from: string | undefined, usage: string, keyFile: string | undefined): Promise<Destination> {
   if (from === undefined) throw new UsageError(usage);
+  const keys = keyFile === undefined ? [] : await readReplicaKeys(keyFile);
+  return new SealedDestination(await plainSource(from), keys);
+}
+
+async function plainSource(from: string): Promise<Destination> {
   if (from.startsWith('s3://')) return openDestination(from, undefined, { warn: (message) => void process.stderr.write(`warning: ${message}\n`) });
   const stats = await lstat(from).catch((error: unknown) => {
     if (errorCode(error) === 'ENOENT') throw new ReplicationError('not_found', `there is no directory ${from}; is --from right?`);
@@ -36,6 +46,7 @@ export function parseUntil(raw: string | undefined): RestorePoint {
 /** What `restore` is told besides its target: where from, to which point, from which lineage, or to list the points. */
 export interface RestoreRequest {
   from: string | undefined;
+  keyFile: string | undefined;
   until: string | undefined;
   lineage: string | undefined;
   list: boolean;
@@ -55,16 +66,16 @@ const RESTORE_USAGE = 'usage: restore <new-dir> --from <replica-dir | s3://bucke
 export async function runRestoreCommand(
   args: readonly string[], request: RestoreRequest, out: (line: string) => void, fs: FileSystem = nodeFileSystem,
 ): Promise<void> {
-  const { from, until, lineage, list } = request;
+  const { from, until, lineage, list, keyFile } = request;
   if (list) {
     if (args.length > 0 || until !== undefined || lineage !== undefined) throw new UsageError(RESTORE_USAGE);
-    return listRestorePoints(await replicaSource(from, RESTORE_USAGE), fs, out);
+    return listRestorePoints(await replicaSource(from, RESTORE_USAGE, keyFile), fs, out);
   }
   const [target, ...extra] = args;
   if (target === undefined || extra.length > 0) throw new UsageError(RESTORE_USAGE);
   if (lineage !== undefined && !/^[0-9TZ]{16}-[0-9a-f]{12}$/.test(lineage)) throw new UsageError(`--lineage takes a lineage id, got "${lineage}"`);
   const point = parseUntil(until);
-  const source = await replicaSource(from, RESTORE_USAGE);
+  const source = await replicaSource(from, RESTORE_USAGE, keyFile);
   // A directory of replicas must not hold the target; a bucket cannot, so the check is made against a path beside the target.
   await checkDestination(target, (from as string).startsWith('s3://') ? join(dirname(resolve(target)), '.petstore-none') : from as string, 'a restore');
   const restored = await restoreReplica(fs, source, point, target, lineage);
@@ -94,10 +105,12 @@ async function listRestorePoints(source: Destination, fs: FileSystem, out: (line
 }
 
 /** `verify --from <replicas>`: every position, the chain and every object's checksum; 0 intact, 1 damaged. */
-export async function runReplicaVerify(args: readonly string[], from: string | undefined, out: (line: string) => void): Promise<number> {
+export async function runReplicaVerify(
+  args: readonly string[], from: string | undefined, keyFile: string | undefined, out: (line: string) => void,
+): Promise<number> {
   const usage = 'usage: verify --from <replica-dir | s3://bucket/prefix>';
   if (args.length > 0) throw new UsageError(usage);
-  const problems = await verifyReplicas(await replicaSource(from, usage), out);
+  const problems = await verifyReplicas(await replicaSource(from, usage, keyFile), out);
   if (problems.length === 0) {
     out('every position and object intact');
     return 0;

@@ -91,6 +91,8 @@ export interface PetstoreOptions {
   replicateTakeOver?: string | undefined;
   /** Seconds back that a restore may reach (default 86400); older replicas are removed. */
   replicateRetention?: number | undefined;
+  /** A file of keys that seal every replicated object (docs/operations.md, "Sealed replicas"). */
+  replicateKeyFile?: string | undefined;
   /**
    * Called with a newly generated key when no key is configured anywhere (no `keys`, no key file in
    * `dataDir`): the key is shown once and only its hash is kept. Without it, no key is generated.

@@ -13,8 +13,10 @@ export interface Lineage {
 }
 
 /**
- * Every lineage at the destination that holds a position, each summed up by its newest readable
- * position (a lineage's generation and parent are in each of its positions). One read per lineage.
+ * Every lineage at the destination that holds a position, each summed up by its newest position (a
+ * lineage's generation and parent are in each of its positions): one read per lineage. A newest
+ * position that does not read (damaged, forged, sealed with a key not given) is refused, naming it:
+ * which history is the newest cannot be told without it.
  */
 export async function readLineages(destination: Destination): Promise<Lineage[]> {
   const byLineage = new Map<string, string[]>();
@@ -24,23 +26,11 @@ export async function readLineages(destination: Destination): Promise<Lineage[]>
   }
   const lineages: Lineage[] = [];
   for (const [id, keys] of byLineage) {
-    const newest = await newestReadable(destination, keys);
-    if (newest === undefined) continue; // nothing of it reads: verify says why
+    const newest = await readPosition(destination, keys.at(-1) as string);
     const { store, generation, parent } = newest.position;
     lineages.push({ id, store, generation, parent, keys, newest });
   }
   return lineages;
-}
-
-async function newestReadable(destination: Destination, keys: readonly string[]): Promise<FoundPosition | undefined> {
-  for (const key of [...keys].reverse()) {
-    try {
-      return await readPosition(destination, key);
-    } catch (error) {
-      if (!(error instanceof ReplicationError)) throw error;
-    }
-  }
-  return undefined;
 }
 
 /**

@@ -56,7 +56,14 @@ export async function verifyReplicas(destination: Destination, progress: (line: 
   }
   progress(`${destination.name}: store ${store}, ${positions} positions, ${checked.size} objects checked`);
   for (const other of others) progress(`lineage ${other}, whose destination this store took over: not checked, removed after the retention window`);
-  const lineages = await readLineages(destination);
+  let lineages: Awaited<ReturnType<typeof readLineages>>;
+  try {
+    lineages = await readLineages(destination);
+  } catch (error) {
+    // A newest position that does not read: said above, with the rest of its lineage.
+    if (!(error instanceof ReplicationError)) throw error;
+    return problems;
+  }
   const newest = newestLineages(lineages, store);
   if (newest.length > 1) problems.push(forkMessage(destination.name, newest));
   if (newest.length === 1) progress(`newest history: ${describeLineage(newest[0] as (typeof newest)[number])}`);
