@@ -17,7 +17,9 @@ export async function runReplicateKeyCommand(args: readonly string[], out: (line
     out(`${verb === 'create' ? 'wrote' : 'added'} replica key ${id} to ${path}: keep a copy off this machine, `
       + 'without it the replicas cannot be restored');
   } catch (error) {
-    if (errorCode(error) === 'EEXIST') throw new CommandError(`${path} exists; "replicate-key rotate ${path}" adds a new key to it`);
+    if (errorCode(error) === 'EEXIST') {
+      throw new CommandError(`${path} exists; "replicate-key rotate ${path}" adds a new key to it`);
+    }
     throw error;
   }
 }

@@ -18,7 +18,9 @@ import { UsageError } from './errors.js';
  * The replicas in `from`: s3://bucket/prefix, or an existing directory (a mistyped --from is not made),
  * opened under the keys of `keyFile` (sealed-destination.ts).
  */
-async function replicaSource(from: string | undefined, usage: string, keyFile: string | undefined): Promise<Destination> {
+async function replicaSource(
+  from: string | undefined, usage: string, keyFile: string | undefined,
+): Promise<Destination> {
   if (from === undefined) throw new UsageError(usage);
   const keys = keyFile === undefined ? [] : await readReplicaKeys(keyFile);
   return new SealedDestination(await plainSource(from), keys);
@@ -52,7 +54,8 @@ export interface RestoreRequest {
   list: boolean;
 }
 
-const RESTORE_USAGE = 'usage: restore <new-dir> --from <replica-dir | s3://bucket/prefix> [--until <id | ISO time>] [--lineage <id>]'
+const RESTORE_USAGE = 'usage: restore <new-dir> --from <replica-dir | s3://bucket/prefix> [--until <id | ISO time>] '
+  + '[--lineage <id>]'
   + '\n       restore --list --from <replica-dir | s3://bucket/prefix>';
 
 /**
@@ -73,7 +76,9 @@ export async function runRestoreCommand(
   }
   const [target, ...extra] = args;
   if (target === undefined || extra.length > 0) throw new UsageError(RESTORE_USAGE);
-  if (lineage !== undefined && !/^[0-9TZ]{16}-[0-9a-f]{12}$/.test(lineage)) throw new UsageError(`--lineage takes a lineage id, got "${lineage}"`);
+  if (lineage !== undefined && !/^[0-9TZ]{16}-[0-9a-f]{12}$/.test(lineage)) {
+    throw new UsageError(`--lineage takes a lineage id, got "${lineage}"`);
+  }
   const point = parseUntil(until);
   const source = await replicaSource(from, RESTORE_USAGE, keyFile);
   // A directory of replicas must not hold the target; a bucket cannot, so the check is made against a path beside the target.
@@ -83,13 +88,14 @@ export async function runRestoreCommand(
   try {
     await writeDataDirectory(fs, restored.staging, target, async (dir) => {
       await writeRestored(fs, dir, restored);
-      await writeLocalRecord(dir, { store: restored.store, restoredFrom: { lineage: position.lineage, seq: position.seq } });
+      const restoredFrom = { lineage: position.lineage, seq: position.seq };
+      await writeLocalRecord(dir, { store: restored.store, restoredFrom });
     });
   } finally {
     await rm(restored.staging, { recursive: true, force: true });
   }
-  out(`restored ${counted(restored.count, 'pet')} (last id ${restored.highest}) as of ${position.time} (lineage ${position.lineage}, `
-    + `position ${position.seq}) from ${from} to ${target}; new pets get ids after ${restored.lastId}`);
+  out(`restored ${counted(restored.count, 'pet')} (last id ${restored.highest}) as of ${position.time} `
+    + `(lineage ${position.lineage}, position ${position.seq}) from ${from} to ${target}; new pets get ids after ${restored.lastId}`);
 }
 
 async function listRestorePoints(source: Destination, fs: FileSystem, out: (line: string) => void): Promise<void> {

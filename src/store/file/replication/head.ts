@@ -29,7 +29,8 @@ export async function readHead(destination: Destination): Promise<Head | undefin
     throw new ReplicationError('damaged', `${HEAD_KEY}: not JSON`);
   }
   const { store, lineage, seq, generation } = value;
-  if (typeof store !== 'string' || typeof lineage !== 'string' || !Number.isSafeInteger(seq) || !Number.isSafeInteger(generation)) {
+  const counts = Number.isSafeInteger(seq) && Number.isSafeInteger(generation);
+  if (typeof store !== 'string' || typeof lineage !== 'string' || !counts) {
     throw new ReplicationError('damaged', `${HEAD_KEY}: not a head (store, lineage, seq, generation)`);
   }
   return { store, lineage, seq: seq as number, generation: generation as number };

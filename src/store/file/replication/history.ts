@@ -57,17 +57,22 @@ export function describeLineage(lineage: Lineage): string {
 export function chooseLineage(lineages: readonly Lineage[], store: string, name: string, chosen?: string): Lineage {
   if (chosen !== undefined) {
     const found = lineages.find((lineage) => lineage.id === chosen && lineage.store === store);
-    if (found === undefined) throw new ReplicationError('not_found', `${name} holds no lineage ${chosen} of store ${store}`);
+    if (found === undefined) {
+      throw new ReplicationError('not_found', `${name} holds no lineage ${chosen} of store ${store}`);
+    }
     return found;
   }
   const newest = newestLineages(lineages, store);
-  if (newest.length === 0) throw new ReplicationError('not_found', `${name} holds no position yet: nothing was replicated`);
+  if (newest.length === 0) {
+    throw new ReplicationError('not_found', `${name} holds no position yet: nothing was replicated`);
+  }
   if (newest.length > 1) throw new ReplicationError('damaged', forkMessage(name, newest));
   return newest[0] as Lineage;
 }
 
-export const forkMessage = (name: string, newest: readonly Lineage[]): string => `${name} holds ${newest.length} histories `
-  + `that each claim to be the newest (a fork): ${newest.map(describeLineage).join('; ')}; choose one with --lineage <id>`;
+export const forkMessage = (name: string, newest: readonly Lineage[]): string => `${name} holds `
+  + `${newest.length} histories that each claim to be the newest (a fork): ${newest.map(describeLineage).join('; ')}; `
+  + 'choose one with --lineage <id>';
 
 /**
  * The positions of `lineage`'s history, oldest first: those of the lineage it continues from up to

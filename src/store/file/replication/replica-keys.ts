@@ -13,7 +13,8 @@ export interface ReplicaKey {
 const KEY_LINE = /^[A-Za-z0-9_-]{43}$/;
 
 // The id is a hash of the key under a label of its own: it names the key without telling anything of it.
-const keyId = (key: Buffer): Buffer => createHash('sha256').update('petstore replica key id\0').update(key).digest().subarray(0, 8);
+const keyId = (key: Buffer): Buffer => createHash('sha256').update('petstore replica key id\0').update(key).digest()
+  .subarray(0, 8);
 
 export const keyIdText = (key: ReplicaKey): string => key.id.toString('hex');
 
@@ -27,16 +28,20 @@ export async function readReplicaKeys(path: string): Promise<ReplicaKey[]> {
   try {
     const mode = (await stat(path)).mode;
     if ((mode & 0o077) !== 0) {
-      throw new ReplicationError('refused', `the key file ${path} may be read by others (mode ${(mode & 0o777).toString(8)}); chmod 600 it`);
+      const octal = (mode & 0o777).toString(8);
+      throw new ReplicationError('refused', `the key file ${path} may be read by others (mode ${octal}); chmod 600 it`);
     }
     text = await readFile(path, 'utf8');
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') throw new ReplicationError('not_found', `there is no key file ${path} (--replicate-key-file)`);
+    if (errorCode(error) === 'ENOENT') {
+      throw new ReplicationError('not_found', `there is no key file ${path} (--replicate-key-file)`);
+    }
     throw error;
   }
   const lines = text.split('\n').map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#'));
   if (lines.length === 0 || !lines.every((line) => KEY_LINE.test(line))) {
-    throw new ReplicationError('refused', `${path} is not a key file: one 256-bit key a line, as "replicate-key create" writes`);
+    throw new ReplicationError('refused', `${path} is not a key file: one 256-bit key a line, as `
+      + '"replicate-key create" writes');
   }
   return lines.map((line) => {
     const key = Buffer.from(line, 'base64url');

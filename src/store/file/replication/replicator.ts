@@ -160,7 +160,8 @@ export class Replicator {
       if (Date.now() - this.#retainedAt >= RETENTION_EVERY_MS && this.#lastSuccess !== undefined) {
         this.#retainedAt = Date.now();
         const { destination, retentionMs } = this.#options;
-        if (await applyRetention(destination, this.#state.store, this.#state.lineage, retentionMs) > 0) this.#untidy = true;
+        const removed = await applyRetention(destination, this.#state.store, this.#state.lineage, retentionMs);
+        if (removed > 0) this.#untidy = true;
       }
       if (this.#untidy) await this.#options.destination.tidy?.();
       this.#untidy = false;
@@ -175,8 +176,9 @@ export class Replicator {
       this.#untidy = true;
       if (reason === 'superseded') {
         this.#superseded = true;
-        this.#options.logger.error('replication stopped: this server\'s history has been superseded at its destination, '
-          + 'so nothing it ships could be restored; restart it from a restore of the newest history, or with --replicate-take-over',
+        this.#options.logger.error('replication stopped: this server\'s history has been superseded at its '
+          + 'destination, so nothing it ships could be restored; restart it from a restore of the newest history, '
+          + 'or with --replicate-take-over',
         error, { destination: this.#options.destination.name, lineage: this.#state.lineage });
         return;
       }

@@ -41,7 +41,8 @@ export async function* restorePoints(fs: FileSystem, destination: Destination): 
         const { index } = await readLiveDirectory(fs, dir);
         await rm(dir, { recursive: true, force: true });
         const { time, seq, generation } = position;
-        yield { lineage: lineage.id, generation, seq, time, highest: index.size === 0 ? 0 : index.lastId, pets: index.size, newest: newest.has(lineage.id) };
+        const highest = index.size === 0 ? 0 : index.lastId;
+        yield { lineage: lineage.id, generation, seq, time, highest, pets: index.size, newest: newest.has(lineage.id) };
       }
     }
   } finally {

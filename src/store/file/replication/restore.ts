@@ -59,8 +59,8 @@ export async function restoreReplica(
     if (live.damage.length > 0) throw new StoreDamagedError(live.damage);
     const { count, highest } = upTo(live, point !== undefined && 'id' in point ? point.id : Infinity);
     if (point !== undefined && 'id' in point && count === live.index.size && highest < point.id) {
-      throw new ReplicationError('not_found', `--until ${point.id} is past the newest restore point of ${destination.name}, `
-        + `which holds pets up to id ${highest} (${where(found)}): pets after it may have been created and are not `
+      throw new ReplicationError('not_found', `--until ${point.id} is past the newest restore point of `
+        + `${destination.name}, which holds pets up to id ${highest} (${where(found)}): pets after it may have been created and are not `
         + 'there; restore without --until for the newest');
     }
     return { store, position: found, live, count, highest, lastId: Math.max(handedOut, live.lastId), staging };
@@ -70,7 +70,8 @@ export async function restoreReplica(
   }
 }
 
-const where = ({ position }: FoundPosition): string => `${position.time}, lineage ${position.lineage}, position ${position.seq}`;
+const where = ({ position }: FoundPosition): string =>
+  `${position.time}, lineage ${position.lineage}, position ${position.seq}`;
 
 /** The number of pets with an id up to `id` (the first ones: pets are in id order), and the highest id of them. */
 function upTo(live: LoadedDirectory, id: number): { count: number; highest: number } {
@@ -89,7 +90,9 @@ function upTo(live: LoadedDirectory, id: number): { count: number; highest: numb
  * the last one at or before it; for an id, the first that the store had committed that id by (it
  * holds every pet up to it), else the newest.
  */
-async function positionFor(destination: Destination, keys: readonly string[], newest: FoundPosition, point: RestorePoint): Promise<FoundPosition> {
+async function positionFor(
+  destination: Destination, keys: readonly string[], newest: FoundPosition, point: RestorePoint,
+): Promise<FoundPosition> {
   if (point === undefined) return newest;
   if ('id' in point) {
     for (const key of keys) {
@@ -101,7 +104,8 @@ async function positionFor(destination: Destination, keys: readonly string[], ne
   const time = point.time.getTime();
   if (time > Date.parse(newest.position.time)) {
     throw new ReplicationError('not_found', `--until ${point.time.toISOString()} is after the newest restore point of `
-      + `${destination.name} (${where(newest)}): what was created after it is not there; restore without --until for it`);
+      + `${destination.name} (${where(newest)}): what was created after it is not there; `
+      + 'restore without --until for it');
   }
   for (const key of [...keys].reverse()) {
     const found = key === newest.key ? newest : await readPosition(destination, key);

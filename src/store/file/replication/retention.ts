@@ -53,7 +53,8 @@ export async function applyRetention(destination: Destination, store: string, li
   }
   const lineages = await readLineages(destination);
   const generation = lineages.find((found) => found.id === lineage)?.generation ?? Infinity;
-  const earlier = lineages.filter((found) => found.store === store && found.id !== lineage && found.generation < generation)
+  const earlier = lineages
+    .filter((found) => found.store === store && found.id !== lineage && found.generation < generation)
     .sort((a, b) => a.generation - b.generation || (a.id < b.id ? -1 : 1));
   const others = lineages.filter((found) => found.store !== store);
   for (const found of [...(oldest === undefined ? earlier.slice(0, -1) : earlier), ...others]) {

@@ -2,7 +2,9 @@ import { SNAPSHOT_FILE } from '../file-names.js';
 import { ReplicationError, type Destination } from './destination.js';
 import { ChangedDuringRead, durableFiles, readRange, readWhole, stillSame, type DurableJournal } from './durable-files.js';
 import { headDocument, supersedingHead } from './head.js';
-import { HEAD_KEY, POSITION_FORMAT, positionKey, segmentKey, sha256, type Position, type PositionRef, type ReplicatedFile, type Segment } from './layout.js';
+import {
+  HEAD_KEY, POSITION_FORMAT, positionKey, segmentKey, sha256, type Position, type PositionRef, type ReplicatedFile, type Segment,
+} from './layout.js';
 
 /** What a lineage has shipped so far: the files of its newest position. */
 export interface ShippedState {
@@ -38,7 +40,8 @@ export async function shipRound(dir: string, destination: Destination, state: Sh
   const head = await supersedingHead(destination, own);
   if (head !== undefined) {
     throw new ReplicationError('superseded', `${destination.name}: a newer history has begun there `
-      + `(lineage ${head.lineage}, generation ${head.generation}, of store ${head.store}); this server no longer replicates`);
+      + `(lineage ${head.lineage}, generation ${head.generation}, of store ${head.store}); `
+      + 'this server no longer replicates');
   }
   const time = new Date().toISOString();
   const { files, durable } = await durableFiles(dir, journal);
@@ -79,8 +82,8 @@ export async function shipRound(dir: string, destination: Destination, state: Sh
     bytes += upload.bytes.length;
   }
   const position: Position = {
-    format: POSITION_FORMAT, store: state.store, lineage: state.lineage, generation: state.generation, parent: state.parent,
-    seq, time, previous: state.previous,
+    format: POSITION_FORMAT, store: state.store, lineage: state.lineage,
+    generation: state.generation, parent: state.parent, seq, time, previous: state.previous,
     idsHandedOut: durable.idsHandedOut, committedAtLeast, files: [...next.values()].map((entry) => entry.file),
   };
   const text = JSON.stringify(position);

@@ -53,7 +53,10 @@ export class SealedDestination implements Destination {
     const bytes = await this.#inner.get(key);
     if (bytes === undefined || key === STORE_KEY) return bytes;
     if (this.#keys.length === 0) {
-      if (isSealed(bytes)) throw new ReplicationError('damaged', `${key} is sealed: give the key file it was sealed with (--replicate-key-file)`);
+      if (isSealed(bytes)) {
+        const advice = 'give the key file it was sealed with (--replicate-key-file)';
+        throw new ReplicationError('damaged', `${key} is sealed: ${advice}`);
+      }
       return bytes;
     }
     if (!isSealed(bytes) || bytes.length < HEADER + NONCE_BYTES + TAG_BYTES) {
@@ -62,17 +65,20 @@ export class SealedDestination implements Destination {
     const id = bytes.subarray(MAGIC.length, HEADER);
     const opening = this.#keys.find((candidate) => candidate.id.equals(id));
     if (opening === undefined) {
-      throw new ReplicationError('damaged', `${key} is sealed with key ${id.toString('hex')}, which the key file does not hold`);
+      const named = id.toString('hex');
+      throw new ReplicationError('damaged', `${key} is sealed with key ${named}, which the key file does not hold`);
     }
     const decipher = createDecipheriv('aes-256-gcm', opening.key, bytes.subarray(HEADER, HEADER + NONCE_BYTES));
     decipher.setAAD(additionalData(bytes.subarray(0, HEADER), key));
     decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
     try {
-      return Buffer.concat([decipher.update(bytes.subarray(HEADER + NONCE_BYTES, bytes.length - TAG_BYTES)), decipher.final()]);
+      const ciphertext = bytes.subarray(HEADER + NONCE_BYTES, bytes.length - TAG_BYTES);
+      return Buffer.concat([decipher.update(ciphertext), decipher.final()]);
     } catch (error) {
       // node:crypto says only "Unsupported state or unable to authenticate data".
       if (!(error instanceof Error)) throw error;
-      throw new ReplicationError('damaged', `${key} does not open under its key: forged, altered or moved from another name`);
+      const what = 'forged, altered or moved from another name';
+      throw new ReplicationError('damaged', `${key} does not open under its key: ${what}`, { cause: error });
     }
   }
 

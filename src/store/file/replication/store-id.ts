@@ -54,10 +54,12 @@ export async function localRecord(dataDir: string): Promise<LocalRecord> {
 }
 
 /** The identity of the directory itself, which a copy (cp -a, a restore, rsync) does not keep. */
-export const directoryHome = async (dataDir: string): Promise<string> => String((await stat(dataDir, { bigint: true })).ino);
+export const directoryHome = async (dataDir: string): Promise<string> =>
+  String((await stat(dataDir, { bigint: true })).ino);
 
 export async function writeLocalRecord(dataDir: string, record: LocalRecord): Promise<void> {
-  await replaceFile(nodeFileSystem, join(dataDir, REPLICA_ID_FILE), [Buffer.from(`${JSON.stringify(record)}\n`)], reportToStderr);
+  const text = Buffer.from(`${JSON.stringify(record)}\n`);
+  await replaceFile(nodeFileSystem, join(dataDir, REPLICA_ID_FILE), [text], reportToStderr);
 }
 
 /**
@@ -66,7 +68,9 @@ export async function writeLocalRecord(dataDir: string, record: LocalRecord): Pr
  * id is given to take it over, so that two servers never write their histories into one place.
  * Returns whether another store's destination was taken over.
  */
-export async function claimDestination(destination: Destination, store: string, takeOver: string | undefined): Promise<boolean> {
+export async function claimDestination(
+  destination: Destination, store: string, takeOver: string | undefined,
+): Promise<boolean> {
   const found = await destination.get(STORE_KEY);
   const owner = found === undefined ? undefined : parseStoreId(found);
   if (found !== undefined && owner === undefined) {

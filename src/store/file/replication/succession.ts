@@ -18,24 +18,32 @@ const refOf = (lineage: Lineage): PositionRef => ({ lineage: lineage.id, seq: li
  * its lineage would hide the newer history from every restore. `takingOver` (--replicate-take-over)
  * makes the new lineage the newest anyway: a generation above every one there.
  */
-export async function succession(destination: Destination, record: LocalRecord, home: string, takingOver: boolean): Promise<Succession> {
+export async function succession(
+  destination: Destination, record: LocalRecord, home: string, takingOver: boolean,
+): Promise<Succession> {
   const lineages = (await readLineages(destination)).filter((lineage) => lineage.store === record.store);
   const top = Math.max(0, ...lineages.map((lineage) => lineage.generation));
   const newest = newestLineages(lineages, record.store);
   const head = newest[0];
   if (head === undefined) return { generation: top + 1, parent: null };
-  if (takingOver) return { generation: top + 1, parent: record.restoredFrom ?? (newest.length === 1 ? refOf(head) : null) };
+  if (takingOver) {
+    return { generation: top + 1, parent: record.restoredFrom ?? (newest.length === 1 ? refOf(head) : null) };
+  }
   const takeOver = `--replicate-take-over ${record.store}`;
-  if (newest.length > 1) throw new ReplicationError('refused', `${forkMessage(destination.name, newest)}, or start with ${takeOver}`);
+  if (newest.length > 1) {
+    throw new ReplicationError('refused', `${forkMessage(destination.name, newest)}, or start with ${takeOver}`);
+  }
   const ours = record.home === home && (head.id === record.lineage || head.id === record.parent);
   // A directory that replicated before lineages had generations has no lineage in its record.
   const legacy = record.lineage === undefined && record.restoredFrom === undefined && head.generation === 0;
   if (ours || legacy) return { generation: head.generation + 1, parent: refOf(head) };
-  const why = record.restoredFrom !== undefined
-    ? `this directory was restored from it (lineage ${record.restoredFrom.lineage}, position ${record.restoredFrom.seq})`
+  const from = record.restoredFrom;
+  const why = from !== undefined
+    ? `this directory was restored from it (lineage ${from.lineage}, position ${from.seq})`
     : record.home !== home ? 'this directory is a copy of the one that replicated there'
       : 'another server of this store has replicated there since this directory last did';
-  throw new ReplicationError('refused', `${destination.name} holds a newer history of this store than this data directory: `
-    + `${describeLineage(head)}; ${why}. Replicating from here would hide it from every restore: to make this directory's `
-    + `history the newest there, start with ${takeOver}; for a restore drill, start without --replicate-to`);
+  throw new ReplicationError('refused', `${destination.name} holds a newer history of this store than this data `
+    + `directory: ${describeLineage(head)}; ${why}. Replicating from here would hide it from every restore: to make `
+    + `this directory's history the newest there, start with ${takeOver}; `
+    + 'for a restore drill, start without --replicate-to');
 }

@@ -1,6 +1,6 @@
 import { ReplicationError, type Destination } from './destination.js';
 import { readHead } from './head.js';
-import { describeLineage, forkMessage, newestLineages, readLineages } from './history.js';
+import { describeLineage, forkMessage, newestLineages, readLineages, type Lineage } from './history.js';
 import { HEAD_KEY, parsePositionKey } from './layout.js';
 import { positionKeys, readPosition, readSegment, replicatedStore, type FoundPosition } from './replica.js';
 
@@ -39,7 +39,9 @@ export async function verifyReplicas(destination: Destination, progress: (line: 
       continue;
     }
     positions++;
-    if (previous !== undefined && (position.previous !== previous.digest || position.seq !== previous.position.seq + 1)) {
+    const follows = previous === undefined
+      || (position.previous === previous.digest && position.seq === previous.position.seq + 1);
+    if (previous !== undefined && !follows) {
       problems.push(`${key}: does not follow ${previous.key} (the chain is broken)`);
     }
     for (const segment of position.files.flatMap((file) => file.segments)) {
@@ -55,8 +57,11 @@ export async function verifyReplicas(destination: Destination, progress: (line: 
     previous = found;
   }
   progress(`${destination.name}: store ${store}, ${positions} positions, ${checked.size} objects checked`);
-  for (const other of others) progress(`lineage ${other}, whose destination this store took over: not checked, removed after the retention window`);
-  let lineages: Awaited<ReturnType<typeof readLineages>>;
+  for (const other of others) {
+    progress(`lineage ${other}, whose destination this store took over: `
+      + 'not checked, removed after the retention window');
+  }
+  let lineages: Lineage[];
   try {
     lineages = await readLineages(destination);
   } catch (error) {
@@ -72,7 +77,7 @@ export async function verifyReplicas(destination: Destination, progress: (line: 
 }
 
 /** What the head says that the positions contradict: a newest lineage whose last positions are gone. */
-async function headProblems(destination: Destination, store: string, lineages: Awaited<ReturnType<typeof readLineages>>): Promise<string[]> {
+async function headProblems(destination: Destination, store: string, lineages: readonly Lineage[]): Promise<string[]> {
   let head;
   try {
     head = await readHead(destination);
@@ -84,6 +89,7 @@ async function headProblems(destination: Destination, store: string, lineages: A
   const named = lineages.find((found) => found.id === head.lineage);
   const last = named === undefined ? 0 : (parsePositionKey(named.keys.at(-1) as string)?.seq ?? 0);
   if (last >= head.seq) return [];
-  return [`${HEAD_KEY} names position ${head.seq} of lineage ${head.lineage}, but `
-    + `${named === undefined ? 'that lineage holds no position' : `its positions end at ${last}`}: the newest positions were deleted`];
+  const found = named === undefined ? 'that lineage holds no position' : `its positions end at ${last}`;
+  return [`${HEAD_KEY} names position ${head.seq} of lineage ${head.lineage}, but ${found}: `
+    + 'the newest positions were deleted'];
 }
