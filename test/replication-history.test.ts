@@ -4,7 +4,7 @@
  * to choose; a restored directory does not take over its destination unless told; a fork is refused.
  */
 import assert from 'node:assert/strict';
-import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -141,4 +141,19 @@ test('two histories that both claim to be newest (a fork): restore refuses namin
   const verified = await runCli(['verify', '--from', replica]);
   assert.equal(verified.code, 1);
   assert.match(verified.stdout, /a fork/);
+});
+
+test('a deleted tail of the newest lineage is named by verify --from while head.json names the newest position', async (t) => {
+  const root = await dataDir(t);
+  const replica = join(root, 'replica');
+  await runAndCreate(t, join(root, 'data'), replica, 3);
+  const [lineage] = await readdir(join(replica, 'lineages')) as [string];
+  const positions = join(replica, 'lineages', lineage, 'positions');
+  const names = (await readdir(positions)).sort();
+  assert.ok(names.length >= 2, names.join());
+  await rm(join(positions, names.at(-1) as string));
+  const verified = await runCli(['verify', '--from', replica]);
+  assert.equal(verified.code, 1, verified.stdout);
+  assert.match(verified.stdout, new RegExp(`head\\.json names position ${names.length} of lineage ${lineage}, `
+    + `but its positions end at ${names.length - 1}: the newest positions were deleted`));
 });
