@@ -118,6 +118,32 @@ test('a take-over supersedes the running server: it stops shipping, logs one err
   const restored = await runCli(['restore', join(root, 'after'), '--from', replica]);
   assert.equal(restored.code, 0, restored.stderr);
   assert.match(restored.stdout, /^restored 4 pets \(last id [0-9]{7}\)/, 'the drill\'s history: its 3 restored pets and the one made in it');
+  // The old machine comes back: its directory is no longer the newest history's.
+  const back = await runCli(['--data-dir', join(root, 'production'), '--replicate-to', replica, '--port', '0'], { PETSTORE_API_KEYS: TEST_KEY });
+  assert.equal(back.code, 1);
+  assert.match(back.stderr, /another server of this store has replicated there since this directory last did/);
+});
+
+test('a directory that replicated before lineages had generations (format 1) goes on without --replicate-take-over', async (t) => {
+  const root = await dataDir(t);
+  const dir = join(root, 'data');
+  const replica = join(root, 'replica');
+  await runAndCreate(t, dir, replica, 2);
+  // As 9102f8b left them: positions without generation or parent, replication.json with the store id alone.
+  const [lineage] = await readdir(join(replica, 'lineages')) as [string];
+  const positions = join(replica, 'lineages', lineage, 'positions');
+  for (const name of await readdir(positions)) {
+    const { generation, parent, ...rest } = JSON.parse(await readFile(join(positions, name), 'utf8'));
+    assert.equal(generation, 1);
+    assert.equal(parent, null);
+    await writeFile(join(positions, name), JSON.stringify({ ...rest, format: 1 }));
+  }
+  await rm(join(replica, 'head.json'));
+  await writeFile(join(dir, 'replication.json'), `${JSON.stringify({ store: await storeOf(dir) })}\n`);
+  await runAndCreate(t, dir, replica, 3);
+  assert.equal(await restoredCount(root, replica, 'restored'), '5 up to 5');
+  const verified = await runCli(['verify', '--from', replica]);
+  assert.match(verified.stdout, /newest history: lineage \S+ \(generation 1, /);
 });
 
 test('two histories that both claim to be newest (a fork): restore refuses naming both, --lineage chooses, verify says so', async (t) => {
