@@ -50,6 +50,7 @@ async function replicating(t: import('node:test').TestContext, calls: DirectoryC
   };
   const destination = new DirectoryDestination(join(root, 'replica'), calls, 200);
   const replicator = await Replicator.start({ dataDir: join(root, 'data'), store, destination, intervalMs: 50, logger, retentionMs: 86_400_000 });
+  replicator.begin();
   done = async () => {
     done = async () => {};
     await replicator.stop();

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { DirectoryDestination } from '#dist/store/file/replication/directory-destination.js';
-import { positionKeys, readPosition, verifyReplicas } from '#dist/store/file/replication/replica.js';
+import { positionKeys, readPosition } from '#dist/store/file/replication/replica.js';
+import { verifyReplicas } from '#dist/store/file/replication/verification.js';
 import { Replicator } from '#dist/store/file/replication/replicator.js';
 import { applyRetention } from '#dist/store/file/replication/retention.js';
 import { runCli, waitFor } from './helpers.js';
@@ -18,6 +19,7 @@ const silent = { request() {}, info() {}, error() {} };
 async function lineageOf(dir: string, replica: string, rounds: number): Promise<string> {
   const store = await FileStore.open(dir, { compactAfterBytes: 400 });
   const replicator = await Replicator.start({ dataDir: dir, store, destination: new DirectoryDestination(replica), intervalMs: 20, logger: silent, retentionMs: 86_400_000 });
+  replicator.begin();
   try {
     for (let round = 0; round < rounds; round++) {
       for (let i = 0; i < 5; i++) await store.create({ name: `pet ${round}.${i}`, categoryId: '1' } as never);

@@ -6,35 +6,9 @@ import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { TEST_KEY, request, runCli, spawnServerFor, startServer, stopProcess, type Response } from './helpers.js';
-import { scrape } from './metrics-support.js';
+import { TEST_KEY, request, runCli, spawnServerFor, startServer, stopProcess } from './helpers.js';
+import { caughtUp, post, stopsFor } from './replication-support.js';
 import { dataDir } from './store-support.js';
-
-const post = (url: string, name: string, key?: string): Promise<Response> => request(url, 'POST', '/v1/pets', {
-  headers: [['content-type', 'application/json'], ...(key === undefined ? [] : [['idempotency-key', key] as [string, string]])],
-  body: JSON.stringify({ name, categoryId: 7 }),
-});
-
-/** Polls the metrics until nothing durable is unshipped and a position was written. */
-async function caughtUp(metricsUrl: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const { families } = await scrape(metricsUrl);
-    const value = (name: string): number | undefined => families.get(name)?.series[0]?.value;
-    if (value('petstore_replication_lag_seconds') === 0 && value('petstore_replication_lag_bytes') === 0 && value('petstore_replication_last_success_timestamp_seconds') !== undefined) return;
-    if (Date.now() > deadline) throw new Error('replication did not catch up within 10 s');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** Servers in this process to stop when the test ends, before its directory goes: registered ahead of dataDir's hook. */
-function stopsFor(t: import('node:test').TestContext): Array<{ stop(): Promise<void> }> {
-  const servers: Array<{ stop(): Promise<void> }> = [];
-  t.after(async () => {
-    for (const server of servers) await server.stop();
-  });
-  return servers;
-}
 
 const positions = async (replica: string): Promise<string[]> => {
   const lineages = await readdir(join(replica, 'lineages'));
@@ -62,10 +36,16 @@ test('what a server replicates restores to a new directory that serves the same 
   assert.match(restored.stdout, /^restored 30 pets \(last id 30\) as of .* from .* to .*; new pets get ids after [0-9]+\n$/);
   assert.deepEqual((await readdir(target)).sort(), ['keys.json', 'pets-ids.json', 'pets-journal.1.jsonl', 'pets.json', 'replication.json']);
   assert.equal(await readFile(join(target, 'keys.json'), 'utf8'), await readFile(join(dir, 'keys.json'), 'utf8'));
-  assert.equal(await readFile(join(target, 'replication.json'), 'utf8'), await readFile(join(dir, 'replication.json'), 'utf8'), 'the same store goes on');
+  const store = JSON.parse(await readFile(join(dir, 'replication.json'), 'utf8')).store as string;
+  assert.equal(JSON.parse(await readFile(join(target, 'replication.json'), 'utf8')).store, store, 'the same store goes on');
 
-  // The restored store is the same store: it replicates to the same place without --replicate-take-over, in a lineage of its own.
-  const again = await spawnServerFor(t, ['--data-dir', target, '--replicate-to', replica, '--replicate-interval', '0.05'], { PETSTORE_API_KEYS: TEST_KEY });
+  // The restored store is the same store, but its history is not the newest at the destination until it is told to take it over.
+  const refused = await runCli(['--data-dir', target, '--replicate-to', replica], { PETSTORE_API_KEYS: TEST_KEY });
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, new RegExp(`this directory was restored from it .*start with --replicate-take-over ${store}; `
+    + 'for a restore drill, start without --replicate-to\n$'));
+  const again = await spawnServerFor(t, ['--data-dir', target, '--replicate-to', replica, '--replicate-interval', '0.05',
+    '--replicate-take-over', store], { PETSTORE_API_KEYS: TEST_KEY });
   assert.equal((await request(again.url, 'GET', '/v1/pets?limit=100')).text, before.text);
   assert.equal((await request(again.url, 'GET', '/v1/pets/1', { auth: apiKey })).status, 200, 'the key made with keys create works');
   const retry = await post(again.url, 'pet 9', 'key-9');
@@ -108,7 +88,7 @@ test('verify --from finds an object changed at the destination and a position mi
   const verified = await runCli(['verify', '--from', replica]);
   assert.equal(verified.code, 1, verified.stdout + verified.stderr);
   assert.match(verified.stdout, new RegExp(`${journal} does not match its checksum`));
-  assert.match(verified.stdout, /000000000002\.json: not a position of format 1/);
+  assert.match(verified.stdout, /000000000002\.json: not a position of format 2/);
   assert.match(verified.stdout, /000000000005\.json: does not follow .*000000000003\.json \(the chain is broken\)/);
 
   const target = join(root, 'full');

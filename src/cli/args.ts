@@ -11,6 +11,8 @@ const OPTIONS = {
   scope: { type: 'string', multiple: true },
   from: { type: 'string' },
   until: { type: 'string' },
+  lineage: { type: 'string' },
+  list: { type: 'boolean' },
   ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'string' }])),
 } as const;
 

@@ -44,6 +44,7 @@ export interface Config {
   replicateInterval: number;
   replicateTakeOver: string | undefined;
   replicateRetention: number;
+  replicateKeyFile: string | undefined;
 }
 
 interface Setting<K extends keyof Config> {
@@ -126,8 +127,9 @@ export const SETTINGS = [
   setting({ key: 'metricsHost', flag: 'metrics-host', env: 'PETSTORE_METRICS_HOST', default: SERVER_DEFAULTS.metricsHost, help: 'address of the metrics listener', parse: text }),
   setting({ key: 'replicateTo', flag: 'replicate-to', env: 'PETSTORE_REPLICATE_TO', default: undefined, help: 'directory or s3://bucket/prefix (AWS_* from the environment) to keep a continuous copy of the data directory in (docs/operations.md, Replication; default: off)', parse: text }),
   setting({ key: 'replicateInterval', flag: 'replicate-interval', env: 'PETSTORE_REPLICATE_INTERVAL', default: DEFAULT_REPLICATE_INTERVAL, help: 'seconds between replication rounds (0.05 to 3600)', parse: seconds }),
-  setting({ key: 'replicateTakeOver', flag: 'replicate-take-over', env: 'PETSTORE_REPLICATE_TAKE_OVER', default: undefined, help: 'the store id of another store whose --replicate-to destination this one may take over', parse: text }),
+  setting({ key: 'replicateTakeOver', flag: 'replicate-take-over', env: 'PETSTORE_REPLICATE_TAKE_OVER', default: undefined, help: 'the store id at the --replicate-to destination (this store\'s own, after a restore or copy; another\'s, to take its destination) to make this data directory\'s history the newest there', parse: text }),
   setting({ key: 'replicateRetention', flag: 'replicate-retention', env: 'PETSTORE_REPLICATE_RETENTION', default: DEFAULT_REPLICATE_RETENTION, help: 'seconds back a restore may reach; older replicas are removed', parse: integer(60, 10 * 365 * 86400) }),
+  setting({ key: 'replicateKeyFile', flag: 'replicate-key-file', env: 'PETSTORE_REPLICATE_KEY_FILE', default: undefined, help: 'a file of 256-bit keys ("replicate-key create"): every replicated object is sealed with AES-256-GCM under its first key, and opened under any (also for restore and verify --from)', parse: text }),
 ] as const;
 
 /** Resolves every setting: flag, else environment, else default. */
@@ -194,9 +196,13 @@ export function helpText(command: string): string {
     `  ${command} repair <dest-dir> [--data-dir <dir>]`,
     `${under}write every intact pet into a new data directory, the damaged records`,
     `${under}set aside beside them; <dir> is only read`,
-    `  ${command} restore <new-dir> --from <replica-dir | s3://bucket/prefix> [--until <id | ISO time>]`,
+    `  ${command} restore <new-dir> --from <replica-dir | s3://bucket/prefix> [--until <id | ISO time>] [--lineage <id>]`,
     `${under}a new data directory from the replicas of --replicate-to, as of the newest`,
-    `${under}position (or the newest at or before --until)`,
+    `${under}position of the newest history (or --until: every pet up to an id, or the newest state at or before a time)`,
+    `  ${command} restore --list --from <replica-dir | s3://bucket/prefix>`,
+    `${under}print every restore point: lineage, generation, position, time, highest id, pets`,
+    `  ${command} replicate-key create <file> | replicate-key rotate <file>`,
+    `${under}write a new key for --replicate-key-file (0600); rotate adds one, keeping the older for reading`,
     `  ${command} verify --from <replica-dir | s3://bucket/prefix>`,
     `${under}check every replicated object against its checksum, and the chain; exit 0 intact, 1 damaged`,
     '',

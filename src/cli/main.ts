@@ -13,6 +13,7 @@ import { UnsafeFileError } from '../lib/private-file.js';
 import { errorCode } from '../lib/system-error.js';
 import { nodeVersionProblem } from './node-version.js';
 import { runRepairCommand } from './repair-command.js';
+import { runReplicateKeyCommand } from './replicate-key-command.js';
 import { runReplicaVerify, runRestoreCommand } from './restore-command.js';
 import { databaseUrlWarning } from './secret-arguments.js';
 import { runVerifyCommand } from './verify-command.js';
@@ -49,21 +50,29 @@ async function main(args: readonly string[]): Promise<void> {
     await runKeysCommand(keyFileStorage(resolveSetting('dataDir', flags, process.env), commandLine(args)), positionals.slice(1), newKey, print);
     return;
   }
+  if (positionals[0] === 'replicate-key') {
+    await runReplicateKeyCommand(positionals.slice(1), print);
+    return;
+  }
   if (positionals[0] === 'backup') {
     await runBackupCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
     return;
   }
   const from = values['from'] as string | undefined;
   const until = values['until'] as string | undefined;
+  const lineage = values['lineage'] as string | undefined;
+  const list = values['list'] === true;
   if ((from !== undefined && positionals[0] !== 'restore' && positionals[0] !== 'verify') || (until !== undefined && positionals[0] !== 'restore')) {
     throw new UsageError(from !== undefined ? '--from applies only to "restore" and "verify"' : '--until applies only to "restore"');
   }
+  if ((lineage !== undefined || list) && positionals[0] !== 'restore') throw new UsageError('--lineage and --list apply only to "restore"');
   if (positionals[0] === 'restore') {
-    await runRestoreCommand(positionals.slice(1), from, until, print);
+    const keyFile = resolveSetting('replicateKeyFile', flags, process.env);
+    await runRestoreCommand(positionals.slice(1), { from, until, lineage, list, keyFile }, print);
     return;
   }
   if (positionals[0] === 'verify' && from !== undefined) {
-    process.exitCode = await runReplicaVerify(positionals.slice(1), from, print);
+    process.exitCode = await runReplicaVerify(positionals.slice(1), from, resolveSetting('replicateKeyFile', flags, process.env), print);
     return;
   }
   if (positionals[0] === 'verify') {
@@ -121,7 +130,7 @@ function readIt(error: unknown): boolean {
 }
 
 const COMMANDS: Record<string, string> = {
-  backup: 'backup failed', restore: 'restore failed', verify: 'verify failed', repair: 'repair failed', migrate: 'migrate failed', 'keys create': 'keys create failed', 'keys list': 'keys list failed', 'keys revoke': 'keys revoke failed',
+  backup: 'backup failed', 'replicate-key': 'replicate-key failed', restore: 'restore failed', verify: 'verify failed', repair: 'repair failed', migrate: 'migrate failed', 'keys create': 'keys create failed', 'keys list': 'keys list failed', 'keys revoke': 'keys revoke failed',
 };
 
 /** How a failure of the command in `args` begins: `cannot start` for the server, `<command> failed` for the others. */

@@ -144,6 +144,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     await petstore.close();
     throw error;
   }
+  petstore.serving();
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 

@@ -91,6 +91,8 @@ export interface PetstoreOptions {
   replicateTakeOver?: string | undefined;
   /** Seconds back that a restore may reach (default 86400); older replicas are removed. */
   replicateRetention?: number | undefined;
+  /** A file of keys that seal every replicated object (docs/operations.md, "Sealed replicas"). */
+  replicateKeyFile?: string | undefined;
   /**
    * Called with a newly generated key when no key is configured anywhere (no `keys`, no key file in
    * `dataDir`): the key is shown once and only its hash is kept. Without it, no key is generated.
@@ -128,7 +130,14 @@ export const DEFAULTS = {
  * entry: with no key configured every request under /v1 is refused (fail closed).
  */
 export async function createPetstore(options: PetstoreOptions): Promise<PetstoreService> {
-  return openPetstore(options, options.metrics === true ? await loadMetrics() : undefined);
+  const { serving, ...petstore } = await openPetstore(options, options.metrics === true ? await loadMetrics() : undefined);
+  serving();
+  return petstore;
+}
+
+/** A service not yet serving: `serving()` says it now does (replication begins its lineage then, replicator.ts). */
+export interface OpenedPetstore extends PetstoreService {
+  serving(): void;
 }
 
 /** The metrics of one service; the module, and perf_hooks with it, is loaded only when metrics are on. */
@@ -137,7 +146,7 @@ export async function loadMetrics(): Promise<ServiceMetrics> {
 }
 
 /** createPetstore, measured with `metrics` (which `listen` also gives its server's), or unmeasured. */
-export async function openPetstore(options: PetstoreOptions, metrics: ServiceMetrics | undefined): Promise<PetstoreService> {
+export async function openPetstore(options: PetstoreOptions, metrics: ServiceMetrics | undefined): Promise<OpenedPetstore> {
   const logger = options.logger ?? jsonLogger();
   const mount = createMount(options.basePath, options.publicUrls);
   if (options.store !== undefined) checkStore(options.store);
@@ -153,7 +162,7 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
       databasePool: options.databasePool ?? DEFAULTS.databasePool,
       idempotencyWindow: options.idempotencyWindow ?? DEFAULTS.idempotencyWindow,
     }, logger);
-    return service(database.store, database.keyring, options, logger, database.close, mount, metrics);
+    return { ...service(database.store, database.keyring, options, logger, database.close, mount, metrics), serving: () => {} };
   }
   let store = options.store;
   let replicator: Replicator | undefined;
@@ -193,7 +202,7 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
     await closeStore();
     throw error;
   }
-  return service(opened, keyring, options, logger, closeStore, mount, metrics);
+  return { ...service(opened, keyring, options, logger, closeStore, mount, metrics), serving: () => replicator?.begin() };
 }
 
 function service(

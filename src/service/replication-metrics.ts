@@ -11,6 +11,6 @@ export function addReplicationMetrics(registry: MetricsRegistry, replicator: Rep
     const last = replicator.stats().lastSuccess;
     return last === undefined ? [] : single(last);
   }));
-  registry.add(new CollectedMetric('counter', 'petstore_replication_failures_total', 'Replication rounds that failed, by reason (timeout, busy, refused, full, unreachable, not_found, damaged, other)', ['reason'],
+  registry.add(new CollectedMetric('counter', 'petstore_replication_failures_total', 'Replication rounds that failed, by reason (timeout, busy, refused, full, unreachable, not_found, damaged, superseded, other)', ['reason'],
     () => [...replicator.stats().failures].map(([reason, count]) => [[reason], count])));
 }

@@ -1,7 +1,9 @@
 import type { Logger } from '../lib/logger.js';
 import type { FileStore } from '../store/file/file-store.js';
 import { openDestination } from '../store/file/replication/open-destination.js';
+import { keyIdText, readReplicaKeys } from '../store/file/replication/replica-keys.js';
 import { Replicator } from '../store/file/replication/replicator.js';
+import { SealedDestination } from '../store/file/replication/sealed-destination.js';
 
 export interface ReplicationOptions {
   /** A directory or s3://bucket/prefix (--replicate-to) to keep a continuous copy of the data directory in. */
@@ -12,6 +14,8 @@ export interface ReplicationOptions {
   replicateTakeOver?: string | undefined;
   /** Seconds back that a restore may reach (default 86400, a day); older positions and lineages are removed. */
   replicateRetention?: number | undefined;
+  /** A file of keys (replica-keys.ts): every object is sealed under its first key. */
+  replicateKeyFile?: string | undefined;
 }
 
 export const DEFAULT_REPLICATE_INTERVAL = 1;
@@ -20,12 +24,14 @@ export const DEFAULT_REPLICATE_RETENTION = 86_400;
 /** Starts replicating the file store in `dataDir`; refuses the start when the destination cannot be used. */
 export async function startReplication(store: FileStore, dataDir: string, options: ReplicationOptions, logger: Logger): Promise<Replicator> {
   const warn = (message: string): void => ('warn' in logger && typeof logger.warn === 'function' ? logger.warn(message) : logger.error(message));
-  const destination = await openDestination(options.replicateTo, dataDir, { warn });
+  const keys = options.replicateKeyFile === undefined ? [] : await readReplicaKeys(options.replicateKeyFile);
+  const destination = new SealedDestination(await openDestination(options.replicateTo, dataDir, { warn }), keys);
   const replicator = await Replicator.start({
     dataDir, store, destination, logger, takeOver: options.replicateTakeOver,
     intervalMs: (options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL) * 1000,
     retentionMs: (options.replicateRetention ?? DEFAULT_REPLICATE_RETENTION) * 1000,
   });
-  logger.info('replicating', { destination: destination.name, lineage: replicator.lineage, intervalSeconds: options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL });
+  logger.info('replicating', { destination: destination.name, lineage: replicator.lineage, intervalSeconds: options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL,
+    sealedWith: keys[0] === undefined ? undefined : keyIdText(keys[0]) });
   return replicator;
 }

@@ -13,10 +13,12 @@ export interface Destination {
   /** Every key under `prefix`, sorted. */
   list(prefix: string): Promise<string[]>;
   delete(key: string): Promise<void>;
+  /** Removes what failed writes left behind and emptied folders, where the destination has such; how many went. */
+  tidy?(): Promise<number>;
 }
 
 /** Why a call to the destination failed, as the failures metric counts it. */
-export type FailureReason = 'timeout' | 'busy' | 'refused' | 'full' | 'unreachable' | 'not_found' | 'damaged' | 'other';
+export type FailureReason = 'timeout' | 'busy' | 'refused' | 'full' | 'unreachable' | 'not_found' | 'damaged' | 'superseded' | 'other';
 
 /** A failed call to the destination, with its reason; the message never holds a credential. */
 export class ReplicationError extends Error {

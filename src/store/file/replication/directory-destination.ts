@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { open, readdir, readFile, rename, unlink, mkdir } from 'node:fs/promises';
+import { open, readdir, readFile, rename, rmdir, unlink, mkdir } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { errorCode } from '../../../lib/system-error.js';
@@ -15,6 +15,7 @@ export interface DirectoryCalls {
   /** The entries of a directory, each with whether it is one itself. */
   readdir(path: string): Promise<Array<{ name: string; directory: boolean }>>;
   unlink(path: string): Promise<void>;
+  rmdir(path: string): Promise<void>;
 }
 
 export const nodeDirectoryCalls: DirectoryCalls = {
@@ -40,6 +41,7 @@ export const nodeDirectoryCalls: DirectoryCalls = {
   readFile: (path) => readFile(path),
   readdir: async (path) => (await readdir(path, { withFileTypes: true })).map((entry) => ({ name: entry.name, directory: entry.isDirectory() })),
   unlink,
+  rmdir: (path) => rmdir(path),
 };
 
 /** How long one file call may take before the destination counts as hung. */
@@ -115,6 +117,44 @@ export class DirectoryDestination implements Destination {
     } catch (error) {
       if (reasonOf(error) !== 'not_found') throw error;
     }
+  }
+
+  /** Removes the temp files that puts cut short left, and the directories left empty, below the root; how many went. */
+  async tidy(): Promise<number> {
+    let removed = 0;
+    const gone = async (call: () => Promise<void>): Promise<boolean> => {
+      try {
+        await this.#call(call);
+        return true;
+      } catch (error) {
+        // Something was put in it meanwhile, or it went meanwhile: either way it is not ours to remove.
+        if (reasonOf(error) === 'not_found' || errorCode((error as Error).cause) === 'ENOTEMPTY') return false;
+        throw error;
+      }
+    };
+    const walk = async (relative: string): Promise<boolean> => {
+      let entries: Array<{ name: string; directory: boolean }>;
+      try {
+        entries = await this.#call(() => this.#calls.readdir(join(this.#root, relative)));
+      } catch (error) {
+        if (reasonOf(error) === 'not_found') return false;
+        throw error;
+      }
+      let left = entries.length;
+      for (const { name, directory } of entries) {
+        const path = join(this.#root, relative, name);
+        const done = directory
+          ? (await walk(join(relative, name))) && (await gone(() => this.#calls.rmdir(path)))
+          : name.endsWith('.tmp') && (await gone(() => this.#calls.unlink(path)));
+        if (done) {
+          left--;
+          removed++;
+        }
+      }
+      return left === 0;
+    };
+    await walk('');
+    return removed;
   }
 
   /** Runs one file call, never two at once; a call past the timeout fails, and so does any while it hangs. */

@@ -4,17 +4,29 @@ import { createHash, randomBytes } from 'node:crypto';
  * The layout of a destination (design.md, "Replication"):
  *
  *   store.json                                      which store replicates here: {"store": "<id>"}
+ *   head.json                                       the newest position written (head.ts), written after it
  *   lineages/<lineage>/data/<seq>-<offset>-<sha256>-<file>   bytes of <file> from <offset>, immutable
  *   lineages/<lineage>/positions/<seq>.json         what is complete after round <seq>, written last
  *
  * A lineage is one run of one store: a new one at every start, so a store restored or repaired never
- * adds to the objects of the history it left. A position lists every file of the data directory
- * with the objects that make it up, in order, each with its checksum, and the checksum of the
- * position before it (the chain); restore takes one position and needs nothing else.
+ * adds to the objects of the history it left. A lineage names the position it continues from (its
+ * parent) and a generation one above the parent's: the newest history is the lineage of the highest
+ * generation (history.ts), never the one whose name or clock says so. A position lists every file of
+ * the data directory with the objects that make it up, in order, each with its checksum, and the
+ * checksum of the position before it (the chain); restore takes one position and needs nothing else.
  */
 export const STORE_KEY = 'store.json';
+export const HEAD_KEY = 'head.json';
 export const LINEAGES = 'lineages/';
-export const POSITION_FORMAT = 1;
+export const POSITION_FORMAT = 2;
+// Positions of format 1 carry no generation: read as generation 0, before every newer one.
+const LEGACY_FORMAT = 1;
+
+/** A position of a lineage: where another lineage continues from. */
+export interface PositionRef {
+  lineage: string;
+  seq: number;
+}
 
 export interface Segment {
   key: string;
@@ -35,6 +47,10 @@ export interface Position {
   store: string;
   lineage: string;
   seq: number;
+  /** One above the parent's: which of two lineages is the newer one (0: a position of format 1). */
+  generation: number;
+  /** The position this lineage continues from; null for a store's first lineage (or one of format 1). */
+  parent: PositionRef | null;
   /** When the files it lists were read (ISO 8601). */
   time: string;
   /** SHA-256 of the position before it in this lineage, null for the first. */
@@ -72,6 +88,9 @@ export function parsePositionKey(key: string): { lineage: string; seq: number } 
   return match === null || !LINEAGE.test(match[1] as string) ? undefined : { lineage: match[1] as string, seq: Number(match[2]) };
 }
 
+const isRef = (ref: unknown): boolean => ref === null || (typeof ref === 'object'
+  && LINEAGE.test(String((ref as PositionRef).lineage)) && Number.isSafeInteger((ref as PositionRef).seq));
+
 /** A file name that may travel: no path, nothing hidden (temp files start with a dot). */
 export const isShippableName = (name: string): boolean => FILE_NAME.test(name);
 
@@ -82,7 +101,12 @@ export function parsePosition(text: string, key: string): Position {
   const fail = (what: string): never => {
     throw new Error(`${key}: ${what}`);
   };
-  if (typeof value !== 'object' || value === null || value.format !== POSITION_FORMAT) fail(`not a position of format ${POSITION_FORMAT}`);
+  if (typeof value !== 'object' || value === null) fail(`not a position of format ${POSITION_FORMAT}`);
+  if (value.format === LEGACY_FORMAT) Object.assign(value, { generation: 0, parent: null });
+  else if (value.format !== POSITION_FORMAT) fail(`not a position of format ${POSITION_FORMAT}`);
+  if (!Number.isSafeInteger(value.generation) || value.generation < 0 || !isRef(value.parent)) {
+    fail('no generation or parent');
+  }
   if (where === undefined || value.lineage !== where.lineage || value.seq !== where.seq) fail('its lineage or round is not the one its name says');
   if (typeof value.store !== 'string' || typeof value.time !== 'string' || Number.isNaN(Date.parse(value.time))) fail('no store or time');
   if (!Number.isSafeInteger(value.idsHandedOut) || !Number.isSafeInteger(value.committedAtLeast)) fail('no ids');

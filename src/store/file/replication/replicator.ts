@@ -6,7 +6,8 @@ import { ChangedDuringRead, type DurableJournal } from './durable-files.js';
 import { newLineage } from './layout.js';
 import { applyRetention } from './retention.js';
 import { shipRound, type ShippedState } from './round.js';
-import { claimDestination, localStoreId } from './store-id.js';
+import { claimDestination, directoryHome, localRecord, writeLocalRecord, type LocalRecord } from './store-id.js';
+import { succession, type Succession } from './succession.js';
 
 /** What replication needs of the file store: its durable journal, and word of each commit. */
 export interface ReplicatedStore {
@@ -63,11 +64,19 @@ export class Replicator {
   #timer: NodeJS.Timeout | undefined;
   #round: Promise<void> | undefined;
   #stopped = false;
+  #begun = false;
+  /** Whether a round failed (or a crash may have cut one) since the destination was last tidied. */
+  #untidy = true;
+  #superseded = false;
   #retainedAt = 0;
+  /** What the data directory is to record of this lineage before its first round. */
+  #record: LocalRecord | undefined;
 
-  private constructor(options: ReplicatorOptions, store: string) {
+  private constructor(options: ReplicatorOptions, record: LocalRecord, place: Succession, home: string) {
     this.#options = options;
-    this.#state = { store, lineage: newLineage(), seq: 0, previous: null, files: new Map() };
+    const lineage = newLineage();
+    this.#state = { store: record.store, lineage, ...place, seq: 0, previous: null, files: new Map() };
+    this.#record = { store: record.store, lineage, parent: place.parent?.lineage, home };
     this.#pendingSince = Date.now(); // the first round ships everything
     this.#unwatch = options.store.watchCommits((lastId) => {
       this.#committedId = lastId;
@@ -77,15 +86,23 @@ export class Replicator {
   }
 
   /**
-   * Checks that the destination can be used and is this store's (refusing the start otherwise, with
-   * what to do), begins a new lineage, and starts the rounds; the first runs at once.
+   * Checks that the destination can be used, is this store's and that this directory may continue
+   * its newest history (refusing the start otherwise, with what to do), and prepares a new lineage.
+   * Nothing of the lineage is written until begin(): a start that fails before it serves leaves none.
    */
   static async start(options: ReplicatorOptions): Promise<Replicator> {
-    const store = await localStoreId(options.dataDir);
-    await claimDestination(options.destination, store, options.takeOver);
-    const replicator = new Replicator(options, store);
-    replicator.#schedule(0);
-    return replicator;
+    const record = await localRecord(options.dataDir);
+    const tookOver = await claimDestination(options.destination, record.store, options.takeOver);
+    const home = await directoryHome(options.dataDir);
+    const place = await succession(options.destination, record, home, tookOver || options.takeOver === record.store);
+    return new Replicator(options, record, place, home);
+  }
+
+  /** Starts the rounds, once the server serves; the first runs at once. */
+  begin(): void {
+    if (this.#begun) return;
+    this.#begun = true;
+    this.#schedule(0);
   }
 
   get lineage(): string {
@@ -111,10 +128,11 @@ export class Replicator {
     this.#stopped = true;
     clearTimeout(this.#timer);
     await this.#round;
+    this.#unwatch();
+    if (!this.#begun || this.#superseded) return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.#ship(), new Promise((resolve) => (timer = setTimeout(resolve, FINAL_ROUND_MS)))]);
     clearTimeout(timer);
-    this.#unwatch();
   }
 
   #schedule(ms: number): void {
@@ -132,13 +150,21 @@ export class Replicator {
     const began = Date.now();
     // Commits up to here are in the files the round reads; one after it may or may not be.
     const committedBefore = this.#lastCommitAt;
+    if (this.#superseded) return this.#count('superseded');
     try {
+      // The directory says which lineage it began before the lineage can exist at the destination (succession.ts).
+      if (this.#record !== undefined) await writeLocalRecord(this.#options.dataDir, this.#record);
+      this.#record = undefined;
       const outcome = await shipRound(this.#options.dataDir, this.#options.destination, this.#state, () => this.#options.store.durableJournal(), this.#committedId);
       if (outcome.shipped) this.#lastSuccess = Date.now();
       if (Date.now() - this.#retainedAt >= RETENTION_EVERY_MS && this.#lastSuccess !== undefined) {
         this.#retainedAt = Date.now();
-        await applyRetention(this.#options.destination, this.#state.store, this.#state.lineage, this.#options.retentionMs);
+        const { destination, retentionMs } = this.#options;
+        const removed = await applyRetention(destination, this.#state.store, this.#state.lineage, retentionMs);
+        if (removed > 0) this.#untidy = true;
       }
+      if (this.#untidy) await this.#options.destination.tidy?.();
+      this.#untidy = false;
       if (this.#lastCommitAt === committedBefore) this.#pendingSince = undefined;
       else this.#pendingSince = Math.min(this.#pendingSince ?? began, began);
       this.#checkBehind(undefined);
@@ -146,9 +172,22 @@ export class Replicator {
       // A compaction replaced the snapshot under the round: nothing is wrong, the next round reads again.
       if (error instanceof ChangedDuringRead) return;
       const reason = reasonOf(error);
-      this.#failures.set(reason, (this.#failures.get(reason) ?? 0) + 1);
+      this.#count(reason);
+      this.#untidy = true;
+      if (reason === 'superseded') {
+        this.#superseded = true;
+        this.#options.logger.error('replication stopped: this server\'s history has been superseded at its '
+          + 'destination, so nothing it ships could be restored; restart it from a restore of the newest history, '
+          + 'or with --replicate-take-over',
+        error, { destination: this.#options.destination.name, lineage: this.#state.lineage });
+        return;
+      }
       this.#checkBehind(error instanceof ReplicationError ? error : new ReplicationError(reason, String(error instanceof Error ? error.message : error)));
     }
+  }
+
+  #count(reason: FailureReason): void {
+    this.#failures.set(reason, (this.#failures.get(reason) ?? 0) + 1);
   }
 
   /** One line when replication falls behind (a failed round, or lag past the bound), one when it has caught up. */

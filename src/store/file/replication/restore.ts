@@ -6,7 +6,8 @@ import { readLiveDirectory, writeStoreCopy } from '../backup.js';
 import { StoreDamagedError } from '../damage.js';
 import type { LoadedDirectory } from '../load.js';
 import { ReplicationError, type Destination } from './destination.js';
-import { layOut, positionKeys, readPosition, replicatedStore, type FoundPosition } from './replica.js';
+import { chooseLineage, historyKeys, readLineages } from './history.js';
+import { layOut, readPosition, replicatedStore, type FoundPosition } from './replica.js';
 
 /** Where a restore stops: the newest position (undefined), the newest at or before a time, or holding no pet after an id. */
 export type RestorePoint = undefined | { time: Date } | { id: number };
@@ -27,47 +28,95 @@ export interface Restored {
   store: string;
   position: FoundPosition;
   live: LoadedDirectory;
+  /** How many of live's pets are restored (those up to --until's id, or all), and the highest id of them. */
+  count: number;
+  highest: number;
   /** The id the restored store continues after. */
   lastId: number;
 }
 
 /**
- * Restores the replicas in `destination` as of `point` into `fill`'s directory: the position's files
- * are laid out in a staging directory beside `target`, read as the store reads them (every record
- * checked), and written as a compacted store that continues beyond every id handed out.
+ * Restores the replicas in `destination` as of `point` into a staging directory beside `target`:
+ * the newest history's (or the `chosen` lineage's) position for the point is laid out, read as the
+ * store reads it (every record checked), and kept to the pets up to an --until id. A point past the
+ * newest position or before the oldest one is refused, naming the restore point nearest to it.
  */
-export async function restoreReplica(fs: FileSystem, destination: Destination, point: RestorePoint, target: string): Promise<Restored & { staging: string }> {
+export async function restoreReplica(
+  fs: FileSystem, destination: Destination, point: RestorePoint, target: string, chosen?: string,
+): Promise<Restored & { staging: string }> {
   const store = await replicatedStore(destination);
-  const keys = await positionKeys(destination);
-  if (keys.length === 0) throw new ReplicationError('not_found', `${destination.name} holds no position yet: nothing was replicated`);
-  // Lineage ids begin with their start time, so the newest position of all is the last key.
-  const newest = await readPosition(destination, keys.at(-1) as string);
-  const firstOfNewest = await readPosition(destination, keys.find((key) => key.startsWith(`lineages/${newest.position.lineage}/`)) as string);
+  const lineages = await readLineages(destination);
+  const lineage = chooseLineage(lineages, store, destination.name, chosen);
+  const keys = historyKeys(lineage, lineages);
+  const newest = lineage.newest;
+  const firstOfNewest = await readPosition(destination, lineage.keys[0] as string);
   const handedOut = newest.position.idsHandedOut + idMargin(firstOfNewest.position, newest.position);
+  const found = await positionFor(destination, keys, newest, point);
   const staging = await mkdtemp(join(dirname(resolve(target)), `.${basename(resolve(target))}.restore-`));
   try {
-    for (const key of [...keys].reverse()) {
-      const found = key === newest.key ? newest : await readPosition(destination, key);
-      if (found.position.store !== store) continue; // a store whose destination this one took over
-      if (point !== undefined && 'time' in point && Date.parse(found.position.time) > point.time.getTime()) continue;
-      if (point !== undefined && 'id' in point && found.position.committedAtLeast > point.id) continue;
-      await rm(staging, { recursive: true, force: true });
-      await fs.mkdir(staging);
-      await layOut(destination, found.position, staging);
-      const live = await readLiveDirectory(fs, staging);
-      if (live.damage.length > 0) throw new StoreDamagedError(live.damage);
-      if (point !== undefined && 'id' in point && live.index.lastId > point.id) continue;
-      return { store, position: found, live, lastId: Math.max(handedOut, live.lastId), staging };
+    await layOut(destination, found.position, staging);
+    const live = await readLiveDirectory(fs, staging);
+    if (live.damage.length > 0) throw new StoreDamagedError(live.damage);
+    const { count, highest } = upTo(live, point !== undefined && 'id' in point ? point.id : Infinity);
+    if (point !== undefined && 'id' in point && count === live.index.size && highest < point.id) {
+      throw new ReplicationError('not_found', `--until ${point.id} is past the newest restore point of `
+        + `${destination.name}, which holds pets up to id ${highest} (${where(found)}): pets after it may have been created and are not `
+        + 'there; restore without --until for the newest');
     }
+    return { store, position: found, live, count, highest, lastId: Math.max(handedOut, live.lastId), staging };
   } catch (error) {
     await rm(staging, { recursive: true, force: true }).catch(reportToStderr);
     throw error;
   }
-  await rm(staging, { recursive: true, force: true });
-  throw new ReplicationError('not_found', `${destination.name} holds no position ${point !== undefined && 'id' in point ? `without a pet after id ${point.id}` : 'at or before that time'}`);
+}
+
+const where = ({ position }: FoundPosition): string =>
+  `${position.time}, lineage ${position.lineage}, position ${position.seq}`;
+
+/** The number of pets with an id up to `id` (the first ones: pets are in id order), and the highest id of them. */
+function upTo(live: LoadedDirectory, id: number): { count: number; highest: number } {
+  let count = 0;
+  let highest = 0;
+  for (const line of live.index.lines(live.index.size)) {
+    if (line.id > id) break;
+    count++;
+    highest = line.id;
+  }
+  return { count, highest };
+}
+
+/**
+ * The position of the history (`keys`, oldest first) to restore `point` from: the newest; for a time,
+ * the last one at or before it; for an id, the first that the store had committed that id by (it
+ * holds every pet up to it), else the newest.
+ */
+async function positionFor(
+  destination: Destination, keys: readonly string[], newest: FoundPosition, point: RestorePoint,
+): Promise<FoundPosition> {
+  if (point === undefined) return newest;
+  if ('id' in point) {
+    for (const key of keys) {
+      const found = key === newest.key ? newest : await readPosition(destination, key);
+      if (found.position.committedAtLeast >= point.id) return found;
+    }
+    return newest;
+  }
+  const time = point.time.getTime();
+  if (time > Date.parse(newest.position.time)) {
+    throw new ReplicationError('not_found', `--until ${point.time.toISOString()} is after the newest restore point of `
+      + `${destination.name} (${where(newest)}): what was created after it is not there; `
+      + 'restore without --until for it');
+  }
+  for (const key of [...keys].reverse()) {
+    const found = key === newest.key ? newest : await readPosition(destination, key);
+    if (Date.parse(found.position.time) <= time) return found;
+  }
+  const oldest = await readPosition(destination, keys[0] as string);
+  throw new ReplicationError('not_found', `--until ${point.time.toISOString()} is before the oldest restore point of `
+    + `${destination.name} (${where(oldest)}); nothing older is kept (--replicate-retention)`);
 }
 
 /** Writes what restoreReplica found into `dir` as a stopped store leaves it. */
 export async function writeRestored(fs: FileSystem, dir: string, restored: Restored): Promise<void> {
-  await writeStoreCopy(fs, dir, { ...restored.live, lastId: restored.lastId }, reportToStderr);
+  await writeStoreCopy(fs, dir, { ...restored.live, lastId: restored.lastId }, reportToStderr, restored.count);
 }

@@ -1,5 +1,6 @@
 import type { Destination } from './destination.js';
 import { LINEAGES, parsePositionKey } from './layout.js';
+import { readLineages } from './history.js';
 import { readPosition } from './replica.js';
 
 /** The round an object of a lineage was shipped in: the number its name begins with. */
@@ -13,10 +14,11 @@ const objectRound = (key: string): number | undefined => {
  * the positions before the newest one older than the window (point-in-time restores reach back to
  * it), and the objects of those rounds that it does not name: a later position names an object of an
  * earlier round only if that position names it too, since journals only grow and a file that comes
- * back anew is shipped in new rounds. Of earlier lineages of this store (earlier runs), every one
- * whose newest position is older than the window; while this lineage has no position older than the
- * window, the newest of them stays, as a restore to the window's start needs it. Returns the number
- * of objects removed.
+ * back anew is shipped in new rounds. Of earlier lineages of this store (a lower generation: earlier
+ * runs), every one whose newest position is older than the window; while this lineage has no
+ * position older than the window, the newest of them stays, as a restore to the window's start needs
+ * it. Another store's lineages (one taken over) go once their newest position is older than the
+ * window. Returns the number of objects removed.
  */
 export async function applyRetention(destination: Destination, store: string, lineage: string, retentionMs: number, now = Date.now()): Promise<number> {
   const keys = await destination.list(LINEAGES);
@@ -49,12 +51,14 @@ export async function applyRetention(destination: Destination, store: string, li
       high = middle - 1;
     }
   }
-  const earlier = [...byLineage.keys()].filter((name) => name < lineage).sort();
-  for (const name of oldest === undefined ? earlier.slice(0, -1) : earlier) {
-    const newest = (byLineage.get(name) ?? []).filter((key) => parsePositionKey(key) !== undefined).at(-1);
-    if (newest === undefined) continue; // a lineage that never wrote a position is left for its own next start
-    const { position } = await readPosition(destination, newest);
-    if (position.store === store && Date.parse(position.time) < cutoff) await remove(byLineage.get(name) ?? []);
+  const lineages = await readLineages(destination);
+  const generation = lineages.find((found) => found.id === lineage)?.generation ?? Infinity;
+  const earlier = lineages
+    .filter((found) => found.store === store && found.id !== lineage && found.generation < generation)
+    .sort((a, b) => a.generation - b.generation || (a.id < b.id ? -1 : 1));
+  const others = lineages.filter((found) => found.store !== store);
+  for (const found of [...(oldest === undefined ? earlier.slice(0, -1) : earlier), ...others]) {
+    if (Date.parse(found.newest.position.time) < cutoff) await remove(byLineage.get(found.id) ?? []);
   }
   if (oldest === undefined) return removed;
   const pivot = oldest;

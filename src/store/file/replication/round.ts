@@ -1,12 +1,18 @@
 import { SNAPSHOT_FILE } from '../file-names.js';
-import type { Destination } from './destination.js';
+import { ReplicationError, type Destination } from './destination.js';
 import { ChangedDuringRead, durableFiles, readRange, readWhole, stillSame, type DurableJournal } from './durable-files.js';
-import { POSITION_FORMAT, positionKey, segmentKey, sha256, type Position, type ReplicatedFile, type Segment } from './layout.js';
+import { headDocument, supersedingHead } from './head.js';
+import {
+  HEAD_KEY, POSITION_FORMAT, positionKey, segmentKey, sha256, type Position, type PositionRef, type ReplicatedFile, type Segment,
+} from './layout.js';
 
 /** What a lineage has shipped so far: the files of its newest position. */
 export interface ShippedState {
   store: string;
   lineage: string;
+  /** One above the parent's (succession.ts). */
+  generation: number;
+  parent: PositionRef | null;
   seq: number;
   /** SHA-256 of the newest position's text. */
   previous: string | null;
@@ -25,9 +31,18 @@ export interface RoundOutcome {
  * new objects, then writes the position that lists every file — last, so that a position names only
  * objects that are there. `state` moves on only when the position is written; a failed round is
  * simply done again (its objects have the same names and contents). Uploads go one at a time: a
- * destination is never asked more than one thing at once.
+ * destination is never asked more than one thing at once. The head is read first: a round of a
+ * lineage that a newer history has superseded fails ('superseded') without writing anything; after
+ * the position, the head is written to name it.
  */
 export async function shipRound(dir: string, destination: Destination, state: ShippedState, journal: () => DurableJournal, committedAtLeast: number): Promise<RoundOutcome> {
+  const own = { store: state.store, lineage: state.lineage, seq: state.seq, generation: state.generation };
+  const head = await supersedingHead(destination, own);
+  if (head !== undefined) {
+    throw new ReplicationError('superseded', `${destination.name}: a newer history has begun there `
+      + `(lineage ${head.lineage}, generation ${head.generation}, of store ${head.store}); `
+      + 'this server no longer replicates');
+  }
   const time = new Date().toISOString();
   const { files, durable } = await durableFiles(dir, journal);
   const seq = state.seq + 1;
@@ -67,7 +82,8 @@ export async function shipRound(dir: string, destination: Destination, state: Sh
     bytes += upload.bytes.length;
   }
   const position: Position = {
-    format: POSITION_FORMAT, store: state.store, lineage: state.lineage, seq, time, previous: state.previous,
+    format: POSITION_FORMAT, store: state.store, lineage: state.lineage,
+    generation: state.generation, parent: state.parent, seq, time, previous: state.previous,
     idsHandedOut: durable.idsHandedOut, committedAtLeast, files: [...next.values()].map((entry) => entry.file),
   };
   const text = JSON.stringify(position);
@@ -75,5 +91,6 @@ export async function shipRound(dir: string, destination: Destination, state: Sh
   state.seq = seq;
   state.previous = sha256(text);
   state.files = next;
+  await destination.put(HEAD_KEY, headDocument({ ...own, seq }));
   return { shipped: true, bytes: bytes + text.length, durable };
 }

@@ -1,0 +1,64 @@
+/**
+ * Points in time (docs/operations.md, "Replication"): `restore --until <id>` gives back every pet up
+ * to that id and none above it, `--until <time>` the newest state at or before it, a point outside
+ * what the destination holds is refused naming the nearest one, and `restore --list` prints them all.
+ */
+import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { runCli, startServer } from './helpers.js';
+import { post, stopsFor } from './replication-support.js';
+import { dataDir } from './store-support.js';
+
+/** A server that ships only at its start and its stop: each run makes two positions, the first as the run found the directory. */
+async function run(t: import('node:test').TestContext, dir: string, replica: string, lineages: number, from: number, to: number): Promise<void> {
+  const servers = stopsFor(t);
+  const server = await startServer({ dataDir: dir, replicateTo: replica, replicateInterval: 3600 });
+  servers.push(server);
+  // The round at the start ships the directory as it found it; the creates come after it.
+  const firsts = async (): Promise<number> => (await readdir(join(replica, 'lineages')).catch(() => [])).length;
+  const deadline = Date.now() + 5000;
+  while ((await firsts()) < lineages + 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const created = await Promise.all(Array.from({ length: to - from + 1 }, (_, i) => post(server.url, `pet ${from + i}`)));
+  assert.deepEqual(created.map((r) => r.status), created.map(() => 201));
+  await server.stop();
+}
+
+test('restore --until <id> gives every pet up to the id and none above, from a position that holds pets past it; --list shows every point', async (t) => {
+  const root = await dataDir(t);
+  const dir = join(root, 'data');
+  const replica = join(root, 'replica');
+  await run(t, dir, replica, 0, 1, 10);
+  await run(t, dir, replica, 1, 11, 20);
+
+  const listed = await runCli(['restore', '--list', '--from', replica]);
+  assert.equal(listed.code, 0, listed.stderr);
+  const rows = listed.stdout.trim().split('\n').slice(1).map((line) => line.trim().split(/ +/));
+  assert.deepEqual(rows.map(([, generation, seq, , highest, pets]) => [generation, seq, highest, pets]),
+    [['1', '1', '0', '0'], ['1', '2', '10', '10'], ['2', '1', '10', '10'], ['2', '2', '20', '20']]);
+  const [first, second] = rows as [string[], string[]];
+
+  const exact = await runCli(['restore', join(root, 'fifteen'), '--from', replica, '--until', '15']);
+  assert.equal(exact.code, 0, exact.stderr);
+  assert.match(exact.stdout, /^restored 15 pets \(last id 15\)/);
+  const server = await startServer({ dataDir: join(root, 'fifteen') });
+  t.after(() => server.stop());
+  const page = (await server.request('GET', '/v1/pets?limit=100')).json as Array<{ id: number; name: string }>;
+  assert.deepEqual(page.map((pet) => pet.id), Array.from({ length: 15 }, (_, i) => i + 1));
+  assert.equal((await server.request('GET', '/v1/pets/16')).status, 404);
+
+  const past = await runCli(['restore', join(root, 'past'), '--from', replica, '--until', '25']);
+  assert.equal(past.code, 1);
+  assert.match(past.stderr, /--until 25 is past the newest restore point of .*, which holds pets up to id 20 \(.*\): .*restore without --until/);
+
+  const atTime = await runCli(['restore', join(root, 'at-time'), '--from', replica, '--until', second[3] as string]);
+  assert.equal(atTime.code, 0, atTime.stderr);
+  assert.match(atTime.stdout, /^restored 10 pets \(last id 10\)/);
+  const after = await runCli(['restore', join(root, 'after'), '--from', replica, '--until', new Date(Date.now() + 60_000).toISOString()]);
+  assert.equal(after.code, 1);
+  assert.match(after.stderr, /is after the newest restore point of .*: what was created after it is not there; restore without --until for it\n$/);
+  const before = await runCli(['restore', join(root, 'before'), '--from', replica, '--until', new Date(Date.parse(first[3] as string) - 1000).toISOString()]);
+  assert.equal(before.code, 1);
+  assert.match(before.stderr, new RegExp(`is before the oldest restore point of .* \\(${first[3]}, lineage ${first[0]}, position 1\\)`));
+});
