@@ -2,6 +2,7 @@ import type { Logger } from '../lib/logger.js';
 import type { PetStore } from '../store/store.js';
 import { CommitTimes } from './commit-times.js';
 import { CursorFile } from './cursor-file.js';
+import { Pace } from './pace.js';
 import {
   readSubscriptionFile,
   subscriptionFilePath,
@@ -30,6 +31,7 @@ export interface SubscriptionStats {
  */
 export class Deliveries {
   readonly #subscriptions = new Map<string, SubscriptionDelivery>();
+  readonly #pace = new Pace();
   readonly #path: string;
   #version = '';
   #reloadFailing = false;
@@ -73,6 +75,7 @@ export class Deliveries {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#unwatch?.();
+    this.#pace.stop();
     await Promise.all([...this.#subscriptions.values()].map((d) => d.stop()));
     await this.cursors.flush();
   }
@@ -139,7 +142,7 @@ export class Deliveries {
     };
     this.#subscriptions.set(
       subscription.id,
-      new SubscriptionDelivery(subscription, cursor, this.store, this.cursors, this.options, events),
+      new SubscriptionDelivery(subscription, cursor, this.store, this.cursors, this.options, events, this.#pace),
     );
     this.logger.info('webhook subscription delivering', { subscription: subscription.id, after: cursor });
   }

@@ -14,7 +14,7 @@ export function checkEndpointUrl(text: string, allowHttp: boolean): URL {
     throw new TypeError(
       url.protocol === 'http:'
         ? 'the webhook URL is http: deliveries go over https only, ' +
-          'unless --webhooks-allow-http (PETSTORE_WEBHOOKS_ALLOW_HTTP=true)'
+            'unless --webhooks-allow-http (PETSTORE_WEBHOOKS_ALLOW_HTTP=true)'
         : `the webhook URL must be https, not ${url.protocol.slice(0, -1)}`,
     );
   }

@@ -2,6 +2,7 @@ import type { LogFields } from '../lib/logger.js';
 import { petJson, type Pet } from '../pet/pet.js';
 import { StoreUnavailableError, type PetStore } from '../store/store.js';
 import type { CursorFile } from './cursor-file.js';
+import type { Pace } from './pace.js';
 import { checkEndpointUrl, endpointOrigin } from './endpoint-url.js';
 import { send, type Attempt, type AttemptResult } from './sender.js';
 import { signatureHeader } from './signature.js';
@@ -51,6 +52,7 @@ export class SubscriptionDelivery {
     private readonly cursors: CursorFile,
     private readonly options: DeliveryOptions,
     private readonly events: DeliveryEvents,
+    private readonly pace: Pace,
   ) {
     this.#subscription = subscription;
     this.#cursor = cursor;
@@ -131,6 +133,9 @@ export class SubscriptionDelivery {
   async #deliver(pet: Pet, generation: number): Promise<boolean> {
     const id = `msg_${this.#subscription.id}_${pet.id}`;
     for (let failures = 0; ; ) {
+      const wait = this.pace.delay();
+      if (wait > 0) await this.#sleep(wait, false);
+      if (this.#stopped || generation !== this.#generation) return false;
       const attempt = await this.#attempt(id, pet);
       if (this.#stopped || generation !== this.#generation) return false;
       this.counts[attempt.result]++;
