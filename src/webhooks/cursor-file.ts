@@ -35,7 +35,7 @@ export class CursorFile {
   static open(dataDir: string, onError: (error: unknown) => void): CursorFile {
     const path = join(dataDir, CURSOR_FILE);
     const text = readPrivateFileSync(path)?.toString('utf8');
-    const document = (text === undefined ? { format: FORMAT, cursors: {} } : JSON.parse(text)) as {
+    const document = (text === undefined ? { format: FORMAT, cursors: {} } : parseOrNothing(text)) as {
       format?: unknown;
       cursors?: unknown;
     };
@@ -85,5 +85,15 @@ export class CursorFile {
       }
       this.#writing = undefined;
     })();
+  }
+}
+
+/** The document in `text`, or an empty one when it is not JSON (refused just after, with advice). */
+function parseOrNothing(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
+    return {};
   }
 }

@@ -87,7 +87,12 @@ export class Deliveries {
 
   #schedule(): void {
     // Unref'd: delivery alone never keeps the process alive.
-    this.#timer = setTimeout(() => void this.#tick(), RELOAD_INTERVAL_MS).unref();
+    this.#timer = setTimeout(() => {
+      this.#tick().catch((error: unknown) => {
+        this.logger.error('webhook delivery could not check for changes; trying again in a second', error);
+        if (this.#timer !== undefined) this.#schedule();
+      });
+    }, RELOAD_INTERVAL_MS).unref();
   }
 
   async #tick(): Promise<void> {
@@ -139,6 +144,12 @@ export class Deliveries {
         this.logger.error('webhook subscription failing; retrying', undefined, fields),
       recovered: (fields: Record<string, string | number | boolean | undefined>) =>
         this.logger.info('webhook subscription recovered', fields),
+      stopped: (error: unknown, fields: Record<string, string | number | boolean | undefined>) =>
+        this.logger.error(
+          'webhook delivery stopped on an unexpected error; restart the server to resume',
+          error,
+          fields,
+        ),
     };
     this.#subscriptions.set(
       subscription.id,

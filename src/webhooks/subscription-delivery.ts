@@ -25,6 +25,8 @@ export interface DeliveryEvents {
   /** A subscription started failing (`reason` of its last attempt) or recovered: said once each. */
   failing(fields: LogFields): void;
   recovered(fields: LogFields): void;
+  /** The loop failed on something unexpected (a store error other than unavailable): it ends, said once. */
+  stopped(error: unknown, fields: LogFields): void;
 }
 
 /**
@@ -57,7 +59,9 @@ export class SubscriptionDelivery {
     this.#subscription = subscription;
     this.#cursor = cursor;
     this.#applyReplay();
-    this.#running = this.#run();
+    this.#running = this.#run().catch((error: unknown) =>
+      this.events.stopped(error, this.#fields({ after: this.#cursor })),
+    );
   }
 
   get cursor(): number {

@@ -57,9 +57,9 @@ export function readSubscriptionFile(path: string): Subscription[] | undefined {
   try {
     document = JSON.parse(text);
   } catch (error) {
-    throw new SubscriptionFileError(`${path} is not valid JSON; restore it from a backup, or correct it by hand`, {
-      cause: error,
-    });
+    if (!(error instanceof SyntaxError)) throw error;
+    // Without the parser's message as cause: it quotes the text around the fault, which may be a secret.
+    throw new SubscriptionFileError(`${path} is not valid JSON; restore it from a backup, or correct it by hand`);
   }
   const { format, subscriptions } = (document ?? {}) as { format?: unknown; subscriptions?: unknown };
   if (format !== FORMAT)
