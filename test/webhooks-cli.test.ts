@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { request, runCli, runNode, spawnServerFor, stopProcess, tempDirFor, TEST_KEY, waitFor } from './helpers.js';
@@ -24,6 +24,12 @@ test('webhooks add prints a whsec_ secret of 32 random bytes once and keeps it i
   assert.match(rotated, /^rotated the secret of webhook wh_/);
   assert.equal(await webhooks(dataDir, 'remove', id), `removed webhook ${id}\n`);
   assert.doesNotMatch(await webhooks(dataDir, 'list'), new RegExp(id));
+  // A secret readable by others is refused, by the commands as by a server.
+  await chmod(join(dataDir, 'webhooks.json'), 0o640);
+  const refused = await runCli(['webhooks', 'list', '--data-dir', dataDir]);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /holds signing secrets and others may read it; chmod 600 it/);
+  assert.doesNotMatch(refused.stderr, /\n    at /, 'no stack');
 });
 
 test('webhooks commands refuse what they cannot do: http without the flag, credentials in the URL, an unknown id, a bad --from', async (t) => {

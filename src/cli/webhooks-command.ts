@@ -7,6 +7,7 @@ import {
   newSubscription,
   readSubscriptionFile,
   ROTATION_OVERLAP_MS,
+  SubscriptionFileError,
   subscriptionFilePath,
   updateSubscriptionFile,
   type Subscription,
@@ -33,6 +34,22 @@ const USAGE =
  * running server takes each change up within a second. A secret is printed once, never taken as an argument.
  */
 export async function runWebhooksCommand(
+  dataDir: string,
+  command: string,
+  args: readonly string[],
+  options: WebhookCommandOptions,
+  out: (line: string) => void,
+): Promise<void> {
+  try {
+    await run(dataDir, command, args, options, out);
+  } catch (error) {
+    // A file that cannot be used is a failure to report in one line, as a bad key file is.
+    if (error instanceof SubscriptionFileError) throw new CommandError(error.message);
+    throw error;
+  }
+}
+
+async function run(
   dataDir: string,
   command: string,
   args: readonly string[],

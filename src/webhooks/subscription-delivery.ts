@@ -95,7 +95,8 @@ export class SubscriptionDelivery {
   #applyReplay(): boolean {
     const replay = this.#subscription.replay;
     if (replay === undefined || this.cursors.get(this.#subscription.id)?.replay === replay.token) return false;
-    this.#cursor = replay.from - 1;
+    // Back, never forward: pets not yet delivered before `from` are not passed over.
+    this.#cursor = Math.min(this.#cursor, replay.from - 1);
     this.#generation++;
     this.cursors.set(this.#subscription.id, { last: this.#cursor, replay: replay.token });
     return true;

@@ -53,6 +53,11 @@ export const subscriptionFilePath = (dataDir: string): string => join(dataDir, S
 export function readSubscriptionFile(path: string): Subscription[] | undefined {
   const text = readPrivateFileSync(path)?.toString('utf8');
   if (text === undefined) return undefined;
+  // It holds signing secrets: readable by others is refused too, not only writable (readPrivateFileSync).
+  if (((lstatSync(path, { throwIfNoEntry: false })?.mode ?? 0) & 0o077) !== 0) {
+    const advice = 'chmod 600 it (and rotate the secrets)';
+    throw new SubscriptionFileError(`${path} holds signing secrets and others may read it; ${advice}`);
+  }
   let document: unknown;
   try {
     document = JSON.parse(text);
