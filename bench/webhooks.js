@@ -189,6 +189,7 @@ export async function webhooksMode() {
     `| POST /v1/pets, ${CREATE_CONNECTIONS} connections, creates/s | ${fmt.int(med((r) => r.createOff.rps))} | ${fmt.int(med((r) => r.createOn.rps))} | ${fmt.ratio(med((r) => r.createOn.rps / r.createOff.rps))} | ${fmt.ms(med((r) => r.createOff.p99))} | ${fmt.ms(med((r) => r.createOn.p99))} |`,
     `| GET /v1/pets?limit=20, ${READ_CONNECTIONS} connections, req/s | ${fmt.int(med((r) => r.readOff.rps))} | ${fmt.int(med((r) => r.readOn.rps))} | ${fmt.ratio(med((r) => r.readOn.rps / r.readOff.rps))} | ${fmt.ms(med((r) => r.readOff.p99))} | ${fmt.ms(med((r) => r.readOn.p99))} |`,
     `| server CPU per create, µs | ${fmt.int(med((r) => r.createOff.cpuPerAnswer))} | ${fmt.int(med((r) => r.createOn.cpuPerAnswer))} | ${fmt.ratio(med((r) => r.createOn.cpuPerAnswer / r.createOff.cpuPerAnswer))} | | |`,
+    `| server CPU per list, µs | ${fmt.int(med((r) => r.readOff.cpuPerAnswer))} | ${fmt.int(med((r) => r.readOn.cpuPerAnswer))} | ${fmt.ratio(med((r) => r.readOn.cpuPerAnswer / r.readOff.cpuPerAnswer))} | | |`,
     '',
     `Creates/s on ÷ off per round: ${rows.map((r) => (r.createOn.rps / r.createOff.rps).toFixed(3)).join(', ')}; reads: ${rows.map((r) => (r.readOn.rps / r.readOff.rps).toFixed(3)).join(', ')}. Errors: ${errors}.`,
     '',
