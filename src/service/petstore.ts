@@ -192,9 +192,8 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
       replicator = await startReplication(opened, options.dataDir as string, { ...options, replicateTo: options.replicateTo }, logger);
       metrics?.watchReplication(replicator);
     }
-    // Webhooks.json of dataDir, or none: deliveries start once there are subscriptions (service/webhooks.ts).
-    if (options.dataDir !== undefined) webhooks = await watchWebhooks(opened, options.dataDir, options, logger);
-    if (webhooks !== undefined) metrics?.watchWebhooks(webhooks);
+    const { dataDir } = options;
+    if (dataDir !== undefined) webhooks = await watchWebhooks(opened, dataDir, options, logger, metrics);
   } catch (error) {
     await closeStore();
     throw error;
