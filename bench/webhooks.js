@@ -15,13 +15,13 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import {
-  KEY,
-  ROOT,
   envNumber,
   fmt,
+  KEY,
   machine,
   measureInterleaved,
   median,
+  ROOT,
   removeDir,
   sleep,
   start,

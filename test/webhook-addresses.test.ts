@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
-import { test } from 'node:test';
-import { guardedLookup, isForbiddenAddress } from '#dist/webhooks/address-policy.js';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { guardedLookup, isForbiddenAddress } from '#dist/webhooks/address-policy.js';
 import { tempDir, tempDirFor, waitFor } from './helpers.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 import { startReceiver } from './webhook-receiver.js';
@@ -145,25 +145,33 @@ test('an http URL is refused at delivery without --webhooks-allow-http, even whe
   assert.equal(receiver.received.length, 0);
 });
 
-test('a receiver whose certificate does not verify gets nothing: the handshake fails and is retried', needsOpenssl, async (t) => {
-  const dir = await tempDirFor(t);
-  const { cert, key } = certificate(dir, 'receiver');
-  let requests = 0;
-  const receiver = createHttpsServer({ cert: readFileSync(cert), key: readFileSync(key) }, (_req, res) => {
-    requests++;
-    res.writeHead(204).end();
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  t.after(() => new Promise((r) => receiver.close(r)));
-  const dataDir = await tempDir();
-  await addWebhook(dataDir, `https://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`);
-  const server = await webhookServer(t, { dataDir, webhooksAllowHttp: false, webhooksRetryMax: 0.05, metrics: true });
-  await createPets(server, 1);
-  let metrics = '';
-  await waitFor(() => {
-    void server.running.petstore.metrics().then((m) => (metrics = m));
-    return /result="failed"\} [2-9]/.test(metrics);
-  }, 5000, 'two failed attempts');
-  assert.equal(requests, 0);
-  assert.match(metrics, /result="delivered"\} 0\n/);
-});
+test(
+  'a receiver whose certificate does not verify gets nothing: the handshake fails and is retried',
+  needsOpenssl,
+  async (t) => {
+    const dir = await tempDirFor(t);
+    const { cert, key } = certificate(dir, 'receiver');
+    let requests = 0;
+    const receiver = createHttpsServer({ cert: readFileSync(cert), key: readFileSync(key) }, (_req, res) => {
+      requests++;
+      res.writeHead(204).end();
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    t.after(() => new Promise((r) => receiver.close(r)));
+    const dataDir = await tempDir();
+    await addWebhook(dataDir, `https://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`);
+    const server = await webhookServer(t, { dataDir, webhooksAllowHttp: false, webhooksRetryMax: 0.05, metrics: true });
+    await createPets(server, 1);
+    let metrics = '';
+    await waitFor(
+      () => {
+        void server.running.petstore.metrics().then((m) => (metrics = m));
+        return /result="failed"\} [2-9]/.test(metrics);
+      },
+      5000,
+      'two failed attempts',
+    );
+    assert.equal(requests, 0);
+    assert.match(metrics, /result="delivered"\} 0\n/);
+  },
+);

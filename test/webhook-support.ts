@@ -1,7 +1,7 @@
 /** What the webhook tests share: subscriptions made with the command line, and a server that may deliver to 127.0.0.1. */
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
-import { runCli, startServer, tempDir, type TestServer } from './helpers.js';
+import { runCli, startServer, type TestServer, tempDir } from './helpers.js';
 import type { ListenOptions } from './support.js';
 
 /** `webhooks add url [args]` on `dataDir`: the new subscription's id and its secret, as printed once. */

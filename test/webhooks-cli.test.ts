@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { request, runCli, runNode, spawnServerFor, stopProcess, tempDirFor, TEST_KEY, waitFor } from './helpers.js';
+import { request, runCli, runNode, spawnServerFor, stopProcess, TEST_KEY, tempDirFor, waitFor } from './helpers.js';
 import { startReceiver } from './webhook-receiver.js';
 import { addWebhook, webhooks } from './webhook-support.js';
 
@@ -29,7 +29,7 @@ test('webhooks add prints a whsec_ secret of 32 random bytes once and keeps it i
   const refused = await runCli(['webhooks', 'list', '--data-dir', dataDir]);
   assert.equal(refused.code, 1);
   assert.match(refused.stderr, /holds signing secrets and others may read it; chmod 600 it/);
-  assert.doesNotMatch(refused.stderr, /\n    at /, 'no stack');
+  assert.doesNotMatch(refused.stderr, /\n {4}at /, 'no stack');
 });
 
 test('webhooks commands refuse what they cannot do: http without the flag, credentials in the URL, an unknown id, a bad --from', async (t) => {

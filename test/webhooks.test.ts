@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { tempDir, waitFor, within } from './helpers.js';
 import type { Logger } from './support.js';
 import { startReceiver } from './webhook-receiver.js';
-import { addWebhook, createPets, webhooks, webhookServer } from './webhook-support.js';
+import { addWebhook, createPets, webhookServer, webhooks } from './webhook-support.js';
 
 /** A logger that keeps the messages of its info and error lines. */
 function recordingLogger(): Logger & { lines: string[] } {
@@ -89,10 +89,14 @@ test('a receiver that is down, then up, gets every pet, in order, from where it 
   assert.equal(logger.lines.filter((l) => l === 'webhook subscription recovered').length, 1);
   // The receiver counts a delivery as it answers; the server, once the answer has come.
   let metrics = '';
-  await waitFor(() => {
-    void server.running.petstore.metrics().then((m) => (metrics = m));
-    return /result="delivered"\} 6\n/.test(metrics);
-  }, 5000, 'six deliveries counted');
+  await waitFor(
+    () => {
+      void server.running.petstore.metrics().then((m) => (metrics = m));
+      return /result="delivered"\} 6\n/.test(metrics);
+    },
+    5000,
+    'six deliveries counted',
+  );
   assert.match(metrics, /petstore_webhook_failing\{subscription="wh_[0-9a-f]{8}"\} 0\n/);
   assert.match(metrics, /petstore_webhook_deliveries_total\{subscription="wh_[0-9a-f]{8}",result="delivered"\} 6\n/);
   assert.match(
@@ -214,5 +218,8 @@ test('a subscription of some statuses gets only their pets; a removed one gets n
   assert.ok(marker.accepted.length > 0);
   // Pets created before the server took the change up still went to it; none from then on.
   const takenUp = marker.accepted[0]?.petId as number;
-  assert.deepEqual(receiver.received.filter((d) => d.petId >= takenUp), []);
+  assert.deepEqual(
+    receiver.received.filter((d) => d.petId >= takenUp),
+    [],
+  );
 });

@@ -5,12 +5,12 @@ import { checkEndpointUrl } from '../webhooks/endpoint-url.js';
 import {
   newSecret,
   newSubscription,
-  readSubscriptionFile,
   ROTATION_OVERLAP_MS,
+  readSubscriptionFile,
+  type Subscription,
   SubscriptionFileError,
   subscriptionFilePath,
   updateSubscriptionFile,
-  type Subscription,
 } from '../webhooks/subscription-file.js';
 import { refuseRootInOthersDirectory } from './directory-owner.js';
 import { CommandError, UsageError } from './errors.js';
@@ -135,7 +135,11 @@ async function run(
       const from = options.from === undefined ? NaN : Number(options.from);
       if (!/^[1-9][0-9]{0,15}$/.test(options.from ?? '') || !Number.isSafeInteger(from))
         throw new UsageError('usage: webhooks replay <id> --from <pet id> (a positive integer)');
-      const found = await change((all) => edit(all, id, (s) => void (s.replay = { token: randomUUID(), from })));
+      const found = await change((all) =>
+        edit(all, id, (s) => {
+          s.replay = { token: randomUUID(), from };
+        }),
+      );
       if (!found) throw new CommandError(`no webhook with id ${id} in ${path}`);
       out(`webhook ${id} delivers again from pet ${from}, in order, once the server takes this up (within a second)`);
       return;

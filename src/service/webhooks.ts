@@ -64,7 +64,9 @@ export async function watchWebhooks(
       if (!exists()) return;
       clearInterval(timer);
       starting = start().then(
-        (started) => void (deliveries = started),
+        (started) => {
+          deliveries = started;
+        },
         (error: unknown) => logger.error('cannot start webhook delivery; fix webhooks.json and restart', error),
       );
     };

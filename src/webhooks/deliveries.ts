@@ -3,14 +3,14 @@ import type { PetStore } from '../store/store.js';
 import { CommitTimes } from './commit-times.js';
 import { CursorFile } from './cursor-file.js';
 import { Pace } from './pace.js';
+import type { AttemptResult } from './sender.js';
+import { type DeliveryOptions, SubscriptionDelivery } from './subscription-delivery.js';
 import {
   readSubscriptionFile,
+  type Subscription,
   subscriptionFilePath,
   subscriptionFileVersion,
-  type Subscription,
 } from './subscription-file.js';
-import { SubscriptionDelivery, type DeliveryOptions } from './subscription-delivery.js';
-import type { AttemptResult } from './sender.js';
 
 // How often the subscription file is checked for changes (`webhooks add`, `rotate-secret`, `replay`).
 const RELOAD_INTERVAL_MS = 1000;

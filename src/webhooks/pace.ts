@@ -1,4 +1,4 @@
-import { performance, type EventLoopUtilization } from 'node:perf_hooks';
+import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 import { monotonicMs } from '../lib/monotonic.js';
 
 // Above this share of the last window spent running, the process is busy: the API comes first.

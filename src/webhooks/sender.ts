@@ -1,4 +1,4 @@
-import { request as httpRequest, type ClientRequest, type RequestOptions } from 'node:http';
+import { type ClientRequest, request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { AddressRefusedError, guardedLookup, isForbiddenAddress } from './address-policy.js';

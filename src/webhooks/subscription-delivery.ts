@@ -1,12 +1,12 @@
 import type { LogFields } from '../lib/logger.js';
-import { petJson, type Pet } from '../pet/pet.js';
-import { StoreUnavailableError, type PetStore } from '../store/store.js';
+import { type Pet, petJson } from '../pet/pet.js';
+import { type PetStore, StoreUnavailableError } from '../store/store.js';
 import type { CursorFile } from './cursor-file.js';
-import type { Pace } from './pace.js';
 import { checkEndpointUrl, endpointOrigin } from './endpoint-url.js';
-import { send, type Attempt, type AttemptResult } from './sender.js';
+import type { Pace } from './pace.js';
+import { type Attempt, type AttemptResult, send } from './sender.js';
 import { signatureHeader } from './signature.js';
-import { signingSecrets, type Subscription } from './subscription-file.js';
+import { type Subscription, signingSecrets } from './subscription-file.js';
 
 /** Failed attempts in a row before a subscription is marked failing: 1 + 2 + … + 256 s, 4–9 minutes with jitter. */
 export const FAILING_AFTER = 10;
