@@ -8,7 +8,8 @@
  * made to collide under the table's old hash against random ones (see bench/flood.js); `--slots`
  * whether clients that send no request can take the connection slots (see bench/slots.js);
  * `--replication` creates and reads with continuous replication on and off (see
- * bench/replication.js); `--wrk` the server against the lean floor and Fastify 5 (fetched into a
+ * bench/replication.js); `--webhooks` creates and reads with ten webhook subscriptions and without, and
+ * the delay from a 201 to the receiver (see bench/webhooks.js); `--wrk` the server against the lean floor and Fastify 5 (fetched into a
  * cache outside the repository) with wrk as the load generator, CPU per answer beside req/s (see
  * bench/wrk.js). Results are printed and written to
  * bench/results.md (each mode replaces only its own section).
@@ -43,6 +44,7 @@ const INSTRUCTIONS = process.argv.includes('--instructions');
 const FLOOD = process.argv.includes('--flood');
 const SLOTS = process.argv.includes('--slots');
 const REPLICATION = process.argv.includes('--replication');
+const WEBHOOKS = process.argv.includes('--webhooks');
 const WRK = process.argv.includes('--wrk');
 const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is noisy: more rounds, steadier medians
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
@@ -486,6 +488,7 @@ try {
   else if (FLOOD) await (await import('./flood.js')).floodMode();
   else if (SLOTS) await (await import('./slots.js')).slotsMode();
   else if (REPLICATION) await (await import('./replication.js')).replicationMode();
+  else if (WEBHOOKS) await (await import('./webhooks.js')).webhooksMode();
   else if (WRK) await (await import('./wrk.js')).wrkMode();
   else await (SCALE ? scaleMode() : mainMode());
 } catch (error) {

@@ -46,7 +46,8 @@ test('--help lists every flag with its environment twin and default, and exits 0
     const next = /^[ \t]+--/m.exec(stdout.slice(start + 3));
     const block = stdout.slice(start, next === null ? undefined : start + 3 + next.index);
     // The flag and its description stay apart: at least two spaces, or a line of its own.
-    assert.match(block, new RegExp(`^[ \\t]+--${s.flag} <value>(  |\n)`), `--${s.flag} is not run into its description`);
+    const value = 'boolean' in s ? '' : ' <value>';
+    assert.match(block, new RegExp(`^[ \\t]+--${s.flag}${value}(  |\n)`), `--${s.flag} is not run into its description`);
     assert.match(block, new RegExp(`\\b${s.env}\\b`), `--${s.flag} names ${s.env}`);
     if (s.default !== undefined) assert.ok(block.includes(`default ${String(s.default)}`), `--${s.flag} shows its default ${String(s.default)}`);
     else assert.match(block, /default/, `--${s.flag} says what happens by default`);

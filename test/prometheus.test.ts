@@ -81,7 +81,7 @@ describe('with Prometheus', { skip: bin === undefined ? PROMETHEUS_SKIP_REASON :
     for (;;) {
       const rules = await request(api, 'GET', '/api/v1/rules', { auth: false });
       const evaluated = (rules.json as { data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> } }).data.groups.flatMap((g) => g.rules);
-      assert.equal(evaluated.length, 10);
+      assert.equal(evaluated.length, 11);
       assert.deepEqual(evaluated.filter((r) => r.health === 'err'), [], 'no rule fails to evaluate');
       if (evaluated.every((r) => r.health === 'ok')) break;
       assert.ok(Date.now() < deadline, `rules not evaluated in time: ${JSON.stringify(evaluated)}`);

@@ -9,11 +9,12 @@ const OPTIONS = {
   version: { type: 'boolean' },
   label: { type: 'string' },
   scope: { type: 'string', multiple: true },
+  status: { type: 'string', multiple: true },
   from: { type: 'string' },
   until: { type: 'string' },
   lineage: { type: 'string' },
   list: { type: 'boolean' },
-  ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'string' }])),
+  ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'boolean' in s ? 'boolean' : 'string' }])),
 } as const;
 
 export interface CommandLine {

@@ -4,6 +4,7 @@ import { LOG_LEVELS, type LogLevel } from '../lib/logger.js';
 import { SERVER_DEFAULTS } from '../service/listen.js';
 import { createMount, parsePublicUrls } from '../http/mount.js';
 import { DEFAULTS } from '../service/petstore.js';
+import { WEBHOOK_DEFAULTS } from '../service/webhooks.js';
 import { DEFAULT_REPLICATE_INTERVAL, DEFAULT_REPLICATE_RETENTION } from '../service/replication.js';
 import { UsageError } from './errors.js';
 
@@ -45,6 +46,10 @@ export interface Config {
   replicateTakeOver: string | undefined;
   replicateRetention: number;
   replicateKeyFile: string | undefined;
+  webhooksAllowHttp: boolean;
+  webhooksAllowPrivate: boolean;
+  webhooksTimeout: number;
+  webhooksRetryMax: number;
 }
 
 interface Setting<K extends keyof Config> {
@@ -53,6 +58,8 @@ interface Setting<K extends keyof Config> {
   env: string;
   default: Config[K];
   help: string;
+  /** A flag given alone (`--webhooks-allow-http`), its environment twin `true` or `false`. */
+  boolean?: true;
   parse(raw: string, source: string): Config[K];
 }
 
@@ -79,6 +86,11 @@ export const embedderCheck = <T>(check: (raw: string) => T) => (raw: string, sou
     if (error instanceof TypeError) throw new UsageError(`${source}: ${error.message}`);
     throw error;
   }
+};
+
+const onOff = (raw: string, source: string): boolean => {
+  if (raw !== 'true' && raw !== 'false') throw new UsageError(`${source} must be true or false, got "${raw}"`);
+  return raw === 'true';
 };
 
 const setting = <K extends keyof Config>(s: Setting<K>): Setting<K> => s;
@@ -130,6 +142,26 @@ export const SETTINGS = [
   setting({ key: 'replicateTakeOver', flag: 'replicate-take-over', env: 'PETSTORE_REPLICATE_TAKE_OVER', default: undefined, help: 'the store id at the --replicate-to destination (this store\'s own, after a restore or copy; another\'s, to take its destination) to make this data directory\'s history the newest there', parse: text }),
   setting({ key: 'replicateRetention', flag: 'replicate-retention', env: 'PETSTORE_REPLICATE_RETENTION', default: DEFAULT_REPLICATE_RETENTION, help: 'seconds back a restore may reach; older replicas are removed', parse: integer(60, 10 * 365 * 86400) }),
   setting({ key: 'replicateKeyFile', flag: 'replicate-key-file', env: 'PETSTORE_REPLICATE_KEY_FILE', default: undefined, help: 'a file of 256-bit keys ("replicate-key create"): every replicated object is sealed with AES-256-GCM under its first key, and opened under any (also for restore and verify --from)', parse: text }),
+  setting({
+    key: 'webhooksAllowHttp', flag: 'webhooks-allow-http', env: 'PETSTORE_WEBHOOKS_ALLOW_HTTP',
+    default: false, boolean: true,
+    help: 'let webhooks deliver to http:// URLs (tests, local receivers)', parse: onOff,
+  }),
+  setting({
+    key: 'webhooksAllowPrivate', flag: 'webhooks-allow-private', env: 'PETSTORE_WEBHOOKS_ALLOW_PRIVATE',
+    default: false, boolean: true,
+    help: 'let webhooks connect to loopback, private, link-local and metadata addresses', parse: onOff,
+  }),
+  setting({
+    key: 'webhooksTimeout', flag: 'webhooks-timeout', env: 'PETSTORE_WEBHOOKS_TIMEOUT',
+    default: WEBHOOK_DEFAULTS.timeout,
+    help: 'seconds a receiver has to answer a delivery with 2xx (0.05 to 3600)', parse: seconds,
+  }),
+  setting({
+    key: 'webhooksRetryMax', flag: 'webhooks-retry-max', env: 'PETSTORE_WEBHOOKS_RETRY_MAX',
+    default: WEBHOOK_DEFAULTS.retryMax,
+    help: 'seconds between retries of a failing delivery at most (0.05 to 3600)', parse: seconds,
+  }),
 ] as const;
 
 /** Resolves every setting: flag, else environment, else default. */
@@ -144,7 +176,7 @@ export function resolveSetting<K extends keyof Config>(key: K, flags: Readonly<R
   const s = SETTINGS.find((candidate) => candidate.key === key) as unknown as Setting<K>;
   const flag = flags[s.flag];
   const fromEnv = env[s.env];
-  if (flag !== undefined) return s.parse(flag, `--${s.flag}`);
+  if (flag !== undefined) return s.parse(s.boolean === true ? 'true' : flag, `--${s.flag}`);
   if (fromEnv !== undefined && fromEnv !== '') return s.parse(fromEnv, s.env);
   return s.default;
 }
@@ -168,7 +200,7 @@ export function helpText(command: string): string {
   const under = ' '.repeat(command.length + 3);
   const rows = SETTINGS.map((s) => {
     // A flag too long for the column gets its description on the next line, not run into it.
-    const flag = `  --${s.flag} <value>`;
+    const flag = `  --${s.flag}${s.boolean === true ? '' : ' <value>'}`;
     const left = flag.length <= 30 ? flag.padEnd(32) : `${flag}\n${' '.repeat(32)}`;
     const fallback = s.default === undefined ? 'unset' : String(s.default);
     return `${left}${s.help}\n${' '.repeat(32)}env ${s.env}, default ${fallback}`;
@@ -203,6 +235,9 @@ export function helpText(command: string): string {
     `${under}print every restore point: lineage, generation, position, time, highest id, pets`,
     `  ${command} replicate-key create <file> | replicate-key rotate <file>`,
     `${under}write a new key for --replicate-key-file (0600); rotate adds one, keeping the older for reading`,
+    `  ${command} webhooks add <https-url> [--label <text>] [--status <status>]… [--data-dir <dir>]`,
+    `${under}deliver every new pet (of those statuses) to the URL, signed; prints its secret once`,
+    `  ${command} webhooks list | remove <id> | rotate-secret <id> | replay <id> --from <pet id>`,
     `  ${command} verify --from <replica-dir | s3://bucket/prefix>`,
     `${under}check every replicated object against its checksum, and the chain; exit 0 intact, 1 damaged`,
     '',

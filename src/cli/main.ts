@@ -32,6 +32,21 @@ async function main(args: readonly string[]): Promise<void> {
     return;
   }
   const flags = values as Record<string, string | undefined>;
+  if (positionals[0] === 'webhooks') {
+    const { runWebhooksCommand } = await import('./webhooks-command.js');
+    if (resolveSetting('databaseUrl', flags, process.env) !== undefined) {
+      throw new UsageError('webhooks are kept in the data directory; with --database-url they are not supported yet');
+    }
+    const options = {
+      label: flags['label'], statuses: values['status'] as string[] | undefined, from: flags['from'],
+      allowHttp: resolveSetting('webhooksAllowHttp', flags, process.env),
+    };
+    const dataDir = resolveSetting('dataDir', flags, process.env);
+    const print = (line: string): void => void process.stdout.write(line + '\n');
+    await runWebhooksCommand(dataDir, commandLine(args), positionals.slice(1), options, print);
+    return;
+  }
+  if (values['status'] !== undefined) throw new UsageError('--status applies only to "webhooks add"');
   const creating = positionals[0] === 'keys' && positionals[1] === 'create';
   // --rate-limit serves the server too; for keys create it is the new key's own (PETSTORE_RATE_LIMIT is not).
   const newKey: NewKeyOptions = { label: values['label'] as string | undefined, scopes: values['scope'] as string[] | undefined, rateLimit: creating ? flags['rate-limit'] : undefined };
@@ -131,10 +146,14 @@ function readIt(error: unknown): boolean {
 
 const COMMANDS: Record<string, string> = {
   backup: 'backup failed', 'replicate-key': 'replicate-key failed', restore: 'restore failed', verify: 'verify failed', repair: 'repair failed', migrate: 'migrate failed', 'keys create': 'keys create failed', 'keys list': 'keys list failed', 'keys revoke': 'keys revoke failed',
+  'webhooks add': 'webhooks add failed', 'webhooks list': 'webhooks list failed',
+  'webhooks remove': 'webhooks remove failed', 'webhooks rotate-secret': 'webhooks rotate-secret failed',
+  'webhooks replay': 'webhooks replay failed',
 };
 
 /** How a failure of the command in `args` begins: `cannot start` for the server, `<command> failed` for the others. */
 function failedWhat(args: readonly string[]): string {
   const [first = '', second = ''] = commandWords(args);
-  return COMMANDS[`${first} ${second}`] ?? COMMANDS[first] ?? (first === 'keys' ? 'keys failed' : 'cannot start');
+  const commandFailed = first === 'keys' || first === 'webhooks' ? `${first} failed` : 'cannot start';
+  return COMMANDS[`${first} ${second}`] ?? COMMANDS[first] ?? commandFailed;
 }

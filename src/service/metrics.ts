@@ -19,6 +19,8 @@ import { ProcessMetrics } from './process-metrics.js';
 import { addStoreMetrics } from './store-metrics.js';
 import { addReplicationMetrics } from './replication-metrics.js';
 import type { Replicator } from '../store/file/replication/replicator.js';
+import { addWebhookMetrics } from './webhook-metrics.js';
+import type { Webhooks } from './webhooks.js';
 
 /**
  * A registry of its own (two services in one process count apart) with what the HTTP layer
@@ -63,6 +65,11 @@ export class ServiceMetrics {
   /** Adds the replication families (replication.ts). */
   watchReplication(replicator: Replicator): void {
     addReplicationMetrics(this.#registry, replicator);
+  }
+
+  /** Adds the webhook families (webhook-metrics.ts). */
+  watchWebhooks(webhooks: Webhooks): void {
+    addWebhookMetrics(this.#registry, webhooks);
   }
 
   /** Serves `GET /metrics` on a listener of its own (metrics-listener.ts). */

@@ -14,8 +14,9 @@ import type { PetStore } from '../store/store.js';
 import type { Replicator } from '../store/file/replication/replicator.js';
 import type { ServiceMetrics } from './metrics.js';
 import { startReplication } from './replication.js';
+import { watchWebhooks, type WebhookOptions, type Webhooks } from './webhooks.js';
 
-export interface PetstoreOptions {
+export interface PetstoreOptions extends WebhookOptions {
   /** Directory of the pet data and the key file. Required unless `store` is given. */
   dataDir?: string;
   /** A store of the embedder's own instead of the file store in `dataDir`. */
@@ -166,6 +167,7 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
   }
   let store = options.store;
   let replicator: Replicator | undefined;
+  let webhooks: Webhooks | undefined;
   if (store === undefined) {
     if (options.dataDir === undefined) throw new TypeError('createPetstore needs a dataDir or a store');
     store = await FileStore.open(options.dataDir, {
@@ -177,6 +179,7 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
   }
   const opened = store;
   const closeStore = async (): Promise<void> => {
+    await webhooks?.stop();
     await replicator?.stop();
     await opened.close();
   };
@@ -198,6 +201,8 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
       replicator = await startReplication(opened, options.dataDir as string, { ...options, replicateTo: options.replicateTo }, logger);
       metrics?.watchReplication(replicator);
     }
+    const { dataDir } = options;
+    if (dataDir !== undefined) webhooks = await watchWebhooks(opened, dataDir, options, logger, metrics);
   } catch (error) {
     await closeStore();
     throw error;

@@ -1,0 +1,87 @@
+import { lstatSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from '../lib/logger.js';
+import type { PetStore } from '../store/store.js';
+import type { Deliveries, SubscriptionStats } from '../webhooks/deliveries.js';
+import type { ServiceMetrics } from './metrics.js';
+
+export interface WebhookOptions {
+  /** Deliver to http:// URLs too (tests, local receivers); https only by default. */
+  webhooksAllowHttp?: boolean | undefined;
+  /** Connect to loopback, private, link-local and metadata addresses too; refused by default. */
+  webhooksAllowPrivate?: boolean | undefined;
+  /** Seconds a receiver has to answer with a 2xx (default 10). */
+  webhooksTimeout?: number | undefined;
+  /** Seconds between retries of a failing delivery at most (default 600). */
+  webhooksRetryMax?: number | undefined;
+}
+
+export const WEBHOOK_DEFAULTS = { timeout: 10, retryMax: 600 } as const;
+
+// The same name as src/webhooks/subscription-file.ts gives it: that module is not loaded to look for the file.
+const SUBSCRIPTION_FILE = 'webhooks.json';
+const LOOK_INTERVAL_MS = 1000;
+
+/** The webhooks of one service: their figures for metrics (none before they start) and their stop. */
+export interface Webhooks {
+  stats(): SubscriptionStats[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Delivers the pets of `store` to the subscriptions of `dataDir` once it has a `webhooks.json` (and
+ * adds their families to `metrics`, when on): at
+ * once, or when a `webhooks add` makes one (looked for every second). Until then no module of
+ * src/webhooks/ is loaded: a service without subscriptions carries none of them.
+ */
+export async function watchWebhooks(
+  store: PetStore,
+  dataDir: string,
+  options: WebhookOptions,
+  logger: Logger,
+  metrics: ServiceMetrics | undefined,
+): Promise<Webhooks> {
+  const path = join(dataDir, SUBSCRIPTION_FILE);
+  const start = async (): Promise<Deliveries> =>
+    (await import('../webhooks/deliveries.js')).Deliveries.start(
+      store,
+      dataDir,
+      {
+        allowHttp: options.webhooksAllowHttp ?? false,
+        allowPrivate: options.webhooksAllowPrivate ?? false,
+        timeoutMs: (options.webhooksTimeout ?? WEBHOOK_DEFAULTS.timeout) * 1000,
+        retryMaxMs: (options.webhooksRetryMax ?? WEBHOOK_DEFAULTS.retryMax) * 1000,
+      },
+      logger,
+    );
+  let deliveries: Deliveries | undefined;
+  let starting: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const exists = (): boolean => lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+  if (exists()) deliveries = await start();
+  else {
+    const look = (): void => {
+      if (!exists()) return;
+      clearInterval(timer);
+      starting = start().then(
+        (started) => {
+          deliveries = started;
+        },
+        (error: unknown) => logger.error('cannot start webhook delivery; fix webhooks.json and restart', error),
+      );
+    };
+    // Unref'd: looking alone never keeps the process alive.
+    timer = setInterval(look, LOOK_INTERVAL_MS).unref();
+  }
+  const webhooks: Webhooks = {
+    stats: () => deliveries?.stats() ?? [],
+    async stop() {
+      clearInterval(timer);
+      await starting;
+      await deliveries?.stop();
+    },
+  };
+  // Registered now, empty until delivery starts: families are made once, with the service's metrics.
+  metrics?.watchWebhooks(webhooks);
+  return webhooks;
+}

@@ -1,0 +1,180 @@
+import type { Logger } from '../lib/logger.js';
+import type { PetStore } from '../store/store.js';
+import { CommitTimes } from './commit-times.js';
+import { CursorFile } from './cursor-file.js';
+import { Pace } from './pace.js';
+import type { AttemptResult } from './sender.js';
+import { type DeliveryOptions, SubscriptionDelivery } from './subscription-delivery.js';
+import {
+  readSubscriptionFile,
+  type Subscription,
+  subscriptionFilePath,
+  subscriptionFileVersion,
+} from './subscription-file.js';
+
+// How often the subscription file is checked for changes (`webhooks add`, `rotate-secret`, `replay`).
+const RELOAD_INTERVAL_MS = 1000;
+
+/** What metrics read of one subscription, at scrape time. */
+export interface SubscriptionStats {
+  id: string;
+  counts: Readonly<Record<AttemptResult, number>>;
+  failing: boolean;
+  /** Age of the oldest pet not yet delivered (or passed over); 0 when it is up to date. */
+  lagSeconds: number;
+}
+
+/**
+ * Every subscription of a data directory, delivered from the store's own order: each keeps a cursor
+ * (the last pet id it is done with) and reads the pets after it. New commits wake them; the
+ * subscription file is read again when it changes, so that commands take effect on a running server.
+ */
+export class Deliveries {
+  readonly #subscriptions = new Map<string, SubscriptionDelivery>();
+  readonly #pace = new Pace();
+  readonly #path: string;
+  #version = '';
+  #reloadFailing = false;
+  #timer: NodeJS.Timeout | undefined;
+  #unwatch: (() => void) | undefined;
+
+  private constructor(
+    private readonly store: PetStore,
+    private readonly cursors: CursorFile,
+    private readonly times: CommitTimes,
+    private readonly options: DeliveryOptions,
+    private readonly logger: Logger,
+    dataDir: string,
+  ) {
+    this.#path = subscriptionFilePath(dataDir);
+  }
+
+  /** Reads the subscriptions (a file that cannot be used refuses the start) and starts delivering. */
+  static async start(store: PetStore, dataDir: string, options: DeliveryOptions, logger: Logger): Promise<Deliveries> {
+    const cursors = CursorFile.open(dataDir, (error) =>
+      logger.error('cannot write the webhook cursors; their pets may be delivered again after a restart', error),
+    );
+    const deliveries = new Deliveries(store, cursors, new CommitTimes(await lastId(store)), options, logger, dataDir);
+    deliveries.#unwatch = store.watchCommits?.((id) => deliveries.#committed(id));
+    await deliveries.#reload(true);
+    deliveries.#schedule();
+    return deliveries;
+  }
+
+  stats(): SubscriptionStats[] {
+    return [...this.#subscriptions].map(([id, delivery]) => ({
+      id,
+      counts: delivery.counts,
+      failing: delivery.failing,
+      lagSeconds: this.times.lagSeconds(delivery.cursor),
+    }));
+  }
+
+  /** Ends every attempt in flight and leaves the cursors on disk. */
+  async stop(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#unwatch?.();
+    this.#pace.stop();
+    await Promise.all([...this.#subscriptions.values()].map((d) => d.stop()));
+    await this.cursors.flush();
+  }
+
+  #committed(id: number): void {
+    this.times.committed(id);
+    for (const delivery of this.#subscriptions.values()) delivery.notify();
+  }
+
+  #schedule(): void {
+    // Unref'd: delivery alone never keeps the process alive.
+    this.#timer = setTimeout(() => {
+      this.#tick().catch((error: unknown) => {
+        this.logger.error('webhook delivery could not check for changes; trying again in a second', error);
+        if (this.#timer !== undefined) this.#schedule();
+      });
+    }, RELOAD_INTERVAL_MS).unref();
+  }
+
+  async #tick(): Promise<void> {
+    await this.#reload(false);
+    // A store that cannot tell of its commits is asked every time the file is checked.
+    if (this.store.watchCommits === undefined) this.#committed(await lastId(this.store));
+    this.times.prune(Math.min(...[...this.#subscriptions.values()].map((d) => d.cursor)));
+    if (this.#timer !== undefined) this.#schedule();
+  }
+
+  async #reload(first: boolean): Promise<void> {
+    const version = subscriptionFileVersion(this.#path);
+    if (version === this.#version) return;
+    let subscriptions: Subscription[];
+    try {
+      subscriptions = readSubscriptionFile(this.#path) ?? [];
+    } catch (error) {
+      if (first) throw error;
+      if (!this.#reloadFailing)
+        this.logger.error('cannot reload webhooks.json; the previous subscriptions stay in force', error);
+      this.#reloadFailing = true;
+      return;
+    }
+    this.#version = version;
+    this.#reloadFailing = false;
+    const seen = new Set<string>();
+    for (const subscription of subscriptions) {
+      seen.add(subscription.id);
+      const running = this.#subscriptions.get(subscription.id);
+      if (running !== undefined) running.update(subscription);
+      else this.#add(subscription);
+    }
+    for (const [id, delivery] of this.#subscriptions) {
+      if (seen.has(id)) continue;
+      this.#subscriptions.delete(id);
+      void delivery.stop().then(() => this.cursors.delete(id));
+    }
+  }
+
+  #add(subscription: Subscription): void {
+    // A subscription new to this store starts after the pets there now: it is for new pets (replay reaches back).
+    let cursor = this.cursors.get(subscription.id)?.last;
+    if (cursor === undefined) {
+      cursor = this.times.lastId;
+      this.cursors.set(subscription.id, { last: cursor });
+    }
+    const events = {
+      failing: (fields: Record<string, string | number | boolean | undefined>) =>
+        this.logger.error('webhook subscription failing; retrying', undefined, fields),
+      recovered: (fields: Record<string, string | number | boolean | undefined>) =>
+        this.logger.info('webhook subscription recovered', fields),
+      stopped: (error: unknown, fields: Record<string, string | number | boolean | undefined>) =>
+        this.logger.error(
+          'webhook delivery stopped on an unexpected error; restart the server to resume',
+          error,
+          fields,
+        ),
+    };
+    this.#subscriptions.set(
+      subscription.id,
+      new SubscriptionDelivery(subscription, cursor, this.store, this.cursors, this.options, events, this.#pace),
+    );
+    this.logger.info('webhook subscription delivering', { subscription: subscription.id, after: cursor });
+  }
+}
+
+/** The highest pet id in `store`, found with list alone: doubling, then halving, about 2·log2(id) reads of one pet. */
+export async function lastId(store: PetStore): Promise<number> {
+  const any = async (after: number): Promise<number | undefined> => (await store.list({ after, limit: 1 })).pets[0]?.id;
+  let low = await any(0);
+  if (low === undefined) return 0;
+  let high = low * 2 + 1;
+  while ((await any(high)) !== undefined) {
+    low = high;
+    high *= 2;
+  }
+  // A pet after `low`, none after `high`.
+  while (high - low > 1) {
+    const middle = Math.floor((low + high) / 2);
+    const found = await any(middle);
+    if (found === undefined) high = middle;
+    else low = found;
+  }
+  return (await any(low)) ?? low;
+}
