@@ -202,7 +202,11 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
       metrics?.watchReplication(replicator);
     }
     const { dataDir } = options;
-    if (dataDir !== undefined) webhooks = await watchWebhooks(opened, dataDir, options, logger, metrics);
+    if (dataDir !== undefined) {
+      webhooks = await watchWebhooks(opened, dataDir, options, logger);
+      // Registered now, empty until delivery starts: families are made once, with the service's metrics.
+      metrics?.watchWebhooks(webhooks);
+    }
   } catch (error) {
     await closeStore();
     throw error;

@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import type { Logger } from '../lib/logger.js';
 import type { PetStore } from '../store/store.js';
 import type { Deliveries, SubscriptionStats } from '../webhooks/deliveries.js';
-import type { ServiceMetrics } from './metrics.js';
 
 export interface WebhookOptions {
   /** Deliver to http:// URLs too (tests, local receivers); https only by default. */
@@ -29,8 +28,7 @@ export interface Webhooks {
 }
 
 /**
- * Delivers the pets of `store` to the subscriptions of `dataDir` once it has a `webhooks.json` (and
- * adds their families to `metrics`, when on): at
+ * Delivers the pets of `store` to the subscriptions of `dataDir` once it has a `webhooks.json`: at
  * once, or when a `webhooks add` makes one (looked for every second). Until then no module of
  * src/webhooks/ is loaded: a service without subscriptions carries none of them.
  */
@@ -39,7 +37,6 @@ export async function watchWebhooks(
   dataDir: string,
   options: WebhookOptions,
   logger: Logger,
-  metrics: ServiceMetrics | undefined,
 ): Promise<Webhooks> {
   const path = join(dataDir, SUBSCRIPTION_FILE);
   const start = async (): Promise<Deliveries> =>
@@ -73,7 +70,7 @@ export async function watchWebhooks(
     // Unref'd: looking alone never keeps the process alive.
     timer = setInterval(look, LOOK_INTERVAL_MS).unref();
   }
-  const webhooks: Webhooks = {
+  return {
     stats: () => deliveries?.stats() ?? [],
     async stop() {
       clearInterval(timer);
@@ -81,7 +78,4 @@ export async function watchWebhooks(
       await deliveries?.stop();
     },
   };
-  // Registered now, empty until delivery starts: families are made once, with the service's metrics.
-  metrics?.watchWebhooks(webhooks);
-  return webhooks;
 }
