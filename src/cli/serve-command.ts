@@ -34,7 +34,8 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: st
   let generated: string | undefined;
   let running: RunningServer;
   try {
-    running = await listen({ ...config, tls, keys, logger, onKeyGenerated: (key) => void (generated = key) });
+    const tlsFiles = tls === undefined ? undefined : { ...tls, certFile: config.tlsCert, keyFile: config.tlsKey };
+    running = await listen({ ...config, tls: tlsFiles, keys, logger, onKeyGenerated: (key) => void (generated = key) });
   } catch (error) {
     if (generated === undefined) throw error;
     throw new FailedStart(error, `A key was generated before the start failed. It is kept (only its SHA-256 hash, in ${keyHome}) `
@@ -69,6 +70,11 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: st
   // Before the line that says it listens: whoever reads that line may signal at once.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  // SIGHUP would end the process by default; here it reads the TLS pair again (ExecReload= of the unit).
+  process.on('SIGHUP', () => {
+    if (tls === undefined) logger.info('SIGHUP: plain HTTP, no TLS pair to read again; nothing else is reloaded by it');
+    else void running.reloadTls();
+  });
   logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, ...where, pid: process.pid, metrics: running.metricsUrl });
   if (tls === undefined && !isLoopback(config.host)) {
     logger.warn(`serving plain HTTP on ${config.host}: bearer keys travel in clear; use --tls-cert and --tls-key, or a TLS proxy in front`);

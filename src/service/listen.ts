@@ -4,6 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
 import { answerPlainHttp } from './plain-http-on-tls.js';
+import { reloadCertificates, type TlsOptions } from './certificate-reload.js';
 import { AcceptedSockets } from '../http/accepted-sockets.js';
 import { Connections } from '../http/connections.js';
 import { clientErrorHandler, connectHandler, refuseExpectation, refuseWhileStopping } from '../http/edge.js';
@@ -22,8 +23,12 @@ export interface ListenOptions extends PetstoreOptions {
   maxConnections?: number;
   /** How long a graceful stop waits for requests in flight before closing their connections. */
   shutdownTimeout?: number;
-  /** Serve HTTPS (node:https) with this certificate chain and private key, both PEM; plain HTTP without. */
-  tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
+  /**
+   * Serve HTTPS (node:https) with this certificate chain and private key, both PEM; plain HTTP without.
+   * With `certFile` and `keyFile`, the files they came from, the pair is read again when those change
+   * and on `reloadTls()` (certificate-reload.ts).
+   */
+  tls?: TlsOptions | undefined;
   /** Serve `GET /metrics` on a listener of its own on this port (0: any free one), which turns metrics on; unset: no listener. */
   metricsPort?: number | undefined;
   /** The metrics listener's address (default 127.0.0.1). */
@@ -39,6 +44,8 @@ export interface RunningServer {
   metricsUrl: string | undefined;
   /** Stops accepting, finishes requests in flight, makes the store durable. */
   close(): Promise<void>;
+  /** Reads `tls.certFile` and `tls.keyFile` again for new connections; resolves whether the pair loaded. */
+  reloadTls(): Promise<boolean>;
 }
 
 export const SERVER_DEFAULTS = {
@@ -102,6 +109,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
       logger.info('plain HTTP on the HTTPS port: answered 400', { remote: socket.remoteAddress });
     });
   }
+  const certificates = options.tls === undefined ? undefined : reloadCertificates(server as HttpsServer, options.tls, logger, metrics);
   metrics?.watchServer(server, sockets);
   server.on('connection', (raw: Socket) => sockets.add(raw));
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
@@ -155,7 +163,8 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     await petstore.close();
   })());
 
-  return { server, petstore, url: `${options.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`, metricsUrl: metricsListener?.url, close };
+  return { server, petstore, url: `${options.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`, metricsUrl: metricsListener?.url, close,
+    reloadTls: () => certificates?.reload() ?? Promise.resolve(false) };
 }
 
 /**

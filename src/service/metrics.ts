@@ -18,6 +18,7 @@ import { listenMetrics, type MetricsListener } from './metrics-listener.js';
 import { ProcessMetrics } from './process-metrics.js';
 import { addStoreMetrics } from './store-metrics.js';
 import { addReplicationMetrics } from './replication-metrics.js';
+import { addCertificateMetrics, type CertificateState } from './certificate-metrics.js';
 import type { Replicator } from '../store/file/replication/replicator.js';
 
 /**
@@ -63,6 +64,11 @@ export class ServiceMetrics {
   /** Adds the replication families (replication.ts). */
   watchReplication(replicator: Replicator): void {
     addReplicationMetrics(this.#registry, replicator);
+  }
+
+  /** Adds the TLS certificate families (certificate-metrics.ts). */
+  watchCertificates(certificates: CertificateState): void {
+    addCertificateMetrics(this.#registry, certificates);
   }
 
   /** Serves `GET /metrics` on a listener of its own (metrics-listener.ts). */
