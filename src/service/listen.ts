@@ -15,6 +15,11 @@ import { loadMetrics, openPetstore, type Petstore, type PetstoreOptions } from '
 export interface ListenOptions extends PetstoreOptions {
   port?: number;
   host?: string;
+  /**
+   * A socket already listening, inherited by this process (systemd's fd 3: socket-activation.ts):
+   * served instead of binding `port` and `host`.
+   */
+  fd?: number | undefined;
   /** Limits that keep slow or idle clients from holding the server (milliseconds, bytes, count). */
   headersTimeout?: number;
   requestTimeout?: number;
@@ -80,8 +85,13 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     sockets.busy(req.socket as Socket);
     connections.owe(req, res);
-    if (stopping) refuseWhileStopping(req, res);
-    else petstore.handler(req, res);
+    // On an inherited socket (socket activation) the next process takes new connections: a request on
+    // one this process accepted is its last, served rather than refused, so that a restart refuses none.
+    if (stopping && options.fd === undefined) refuseWhileStopping(req, res);
+    else {
+      if (stopping) res.setHeader('connection', 'close');
+      petstore.handler(req, res);
+    }
   };
   const headersTimeout = options.headersTimeout ?? SERVER_DEFAULTS.headersTimeout;
   const requestTimeout = options.requestTimeout ?? SERVER_DEFAULTS.requestTimeout;
@@ -140,7 +150,9 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     }
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(options.port ?? SERVER_DEFAULTS.port, options.host ?? SERVER_DEFAULTS.host, () => {
+      const where = options.fd !== undefined ? { fd: options.fd }
+        : { port: options.port ?? SERVER_DEFAULTS.port, host: options.host ?? SERVER_DEFAULTS.host };
+      server.listen(where, () => {
         server.off('error', reject);
         // From now on a failed accept (EMFILE on a small ulimit) is reported, not a crash.
         server.on('error', (error) => logger.error('the server could not accept a connection', error));
