@@ -20,9 +20,14 @@ export interface SocketLauncher {
   stop(): Promise<number>;
 }
 
-/** A launcher holding a socket for servers run with `args`, ended (and its server killed) when `t` ends. */
-export async function socketLauncher(t: TestContext, args: string[], env: NodeJS.ProcessEnv): Promise<SocketLauncher> {
-  const child = spawn('python3', [LAUNCHER, process.execPath, SERVER_JS, ...args],
+/**
+ * A launcher holding a socket for servers run with `args` (of `serverJs`, the built one by default),
+ * ended (and its server killed) when `t` ends.
+ */
+export async function socketLauncher(
+  t: TestContext, args: string[], env: NodeJS.ProcessEnv, serverJs = SERVER_JS,
+): Promise<SocketLauncher> {
+  const child = spawn('python3', [LAUNCHER, process.execPath, serverJs, ...args],
     { env: { PATH: process.env['PATH'], ...env }, stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
   t.after(async () => {
