@@ -9,7 +9,7 @@ import { copyFileSync, mkdirSync, readFileSync, renameSync, symlinkSync } from '
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
-import { TEST_KEY, spawnServerFor, startServer, tempDirFor, waitFor, within } from './helpers.js';
+import { TEST_KEY, request, spawnServerFor, startServer, tempDirFor, waitFor, within } from './helpers.js';
 import { scrape } from './metrics-support.js';
 import { valueOf } from './exposition-parser.js';
 import type { Logger } from './support.js';
@@ -170,4 +170,12 @@ test('SIGHUP reads the pair at once; a certificate that is not PEM is refused, n
   assert.match(JSON.parse(line).msg, /server\.crt is not a PEM certificate/);
   assert.equal(await servedFingerprint(server.url), fingerprintOf(second.cert), 'the previous pair still serves');
   assert.equal(server.child.exitCode, null, 'SIGHUP does not end the server');
+});
+
+test('SIGHUP to a server of plain HTTP is logged and ends nothing', async (t) => {
+  const data = await tempDirFor(t, 'petstore-reload-data-');
+  const server = await spawnServerFor(t, ['--data-dir', data], { PETSTORE_API_KEYS: TEST_KEY });
+  server.child.kill('SIGHUP');
+  await waitFor(() => server.stdout().includes('SIGHUP: plain HTTP'), 5000, 'the SIGHUP is logged');
+  assert.equal((await request(server.url, 'GET', '/healthz', { auth: false })).status, 200);
 });

@@ -1,3 +1,6 @@
+import { fstatSync } from 'node:fs';
+import { errorCode } from '../lib/system-error.js';
+
 /**
  * systemd socket activation (sd_listen_fds(3)): when systemd holds the listening socket and starts
  * this process with it, the socket outlives every restart and connections wait in its backlog while a
@@ -32,5 +35,19 @@ export function activatedSocket(env: NodeJS.ProcessEnv, pid = process.pid): Acti
     const message = `systemd passed ${why}; the server listens on one: give its socket unit one ListenStream=`;
     throw Object.assign(new TypeError(message), { code: 'ERR_PETSTORE_SOCKET_ACTIVATION' });
   }
+  // Node's own refusal of a descriptor that is not a socket is a bare "listen EINVAL".
+  if (!isSocket(FIRST_FD)) {
+    throw Object.assign(new TypeError(`LISTEN_FDS=1 is set for this process, but fd ${FIRST_FD} is not an open socket`),
+      { code: 'ERR_PETSTORE_SOCKET_ACTIVATION' });
+  }
   return { fd: FIRST_FD, name: names === undefined || names === '' ? undefined : names };
+}
+
+function isSocket(fd: number): boolean {
+  try {
+    return fstatSync(fd).isSocket();
+  } catch (error) {
+    if (errorCode(error) !== 'EBADF') throw error;
+    return false;
+  }
 }
