@@ -77,7 +77,13 @@ test(name, { ...needsOpenssl, timeout: 120_000 }, async (t) => {
     // Step 5: the environment file, then the unit's ExecStart line on a socket held as systemd holds it.
     runBlock(environment);
     assert.equal(statSync(join(root, 'etc/petstore/env')).mode & 0o777, 0o600);
-    const execStart = /^ExecStart=(.*)$/m.exec(blocks('ini')[1] as string)?.[1] as string;
+    const unit = blocks('ini')[1] as string;
+    const execStart = /^ExecStart=(.*)$/m.exec(unit)?.[1] as string;
+    // ProtectSystem=strict leaves the file system read-only but for what ReadWritePaths= lists.
+    assert.match(unit, /^ProtectSystem=strict$/m);
+    const replicateTo = /--replicate-to (\S+)/.exec(execStart)?.[1];
+    assert.deepEqual(/^ReadWritePaths=(.*)$/m.exec(unit)?.[1]?.split(' '), [replicateTo]);
+    assert.doesNotMatch(execStart, /--host|--port/, 'the socket unit says where');
     const args = moved(execStart, root).replace('${STATE_DIRECTORY}', join(root, 'var/lib/petstore'))
       .replace('--metrics-port 9464', '--metrics-port 0').split(' ');
     assert.equal(args[0], '/usr/bin/node');
