@@ -119,7 +119,6 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
       logger.info('plain HTTP on the HTTPS port: answered 400', { remote: socket.remoteAddress });
     });
   }
-  const certificates = options.tls === undefined ? undefined : reloadCertificates(server as HttpsServer, options.tls, logger, metrics);
   metrics?.watchServer(server, sockets);
   server.on('connection', (raw: Socket) => sockets.add(raw));
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
@@ -164,6 +163,8 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     await petstore.close();
     throw error;
   }
+  // Once listening: a start that failed leaves no poll of the files behind.
+  const certificates = options.tls === undefined ? undefined : reloadCertificates(server as HttpsServer, options.tls, logger, metrics);
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
