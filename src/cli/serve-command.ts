@@ -80,13 +80,15 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: st
     if (tls === undefined) logger.info('SIGHUP: plain HTTP, no TLS pair to read again; nothing else is reloaded by it');
     else void running.reloadTls();
   });
-  const inherited = socket === undefined ? undefined : `fd ${socket.fd}${socket.name === undefined ? '' : ` (${socket.name})`}`;
+  const named = socket?.name === undefined ? '' : ` (${socket.name})`;
+  const inherited = socket === undefined ? undefined : `fd ${socket.fd}${named}`;
   const url = `${running.url}${config.basePath ?? ''}/v1`;
   logger.info('listening', { url, ...where, pid: process.pid, metrics: running.metricsUrl, socket: inherited });
   // With an inherited socket, the address is the socket unit's, not --host.
   const host = socket === undefined ? config.host : new URL(running.url).hostname.replace(/^\[(.*)\]$/, '$1');
   if (tls === undefined && !isLoopback(host)) {
-    logger.warn(`serving plain HTTP on ${host}: bearer keys travel in clear; use --tls-cert and --tls-key, or a TLS proxy in front`);
+    logger.warn(`serving plain HTTP on ${host}: bearer keys travel in clear; `
+      + 'use --tls-cert and --tls-key, or a TLS proxy in front');
   }
   if (keys.length === 0 && config.databaseUrl === undefined && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
     logger.warn('no API key is configured: every request under /v1 is refused until one is created with "keys create"');

@@ -164,7 +164,8 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     throw error;
   }
   // Once listening: a start that failed leaves no poll of the files behind.
-  const certificates = options.tls === undefined ? undefined : reloadCertificates(server as HttpsServer, options.tls, logger, metrics);
+  const certificates = options.tls === undefined ? undefined
+    : reloadCertificates(server as HttpsServer, options.tls, logger, metrics);
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
@@ -176,8 +177,9 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     await petstore.close();
   })());
 
-  return { server, petstore, url: `${options.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`, metricsUrl: metricsListener?.url, close,
-    reloadTls: () => certificates?.reload() ?? Promise.resolve(false) };
+  const url = `${options.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`;
+  const reloadTls = (): Promise<boolean> => certificates?.reload() ?? Promise.resolve(false);
+  return { server, petstore, url, metricsUrl: metricsListener?.url, close, reloadTls };
 }
 
 /**
