@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { valueOf } from './exposition-parser.js';
 import { TEST_KEY, request, tempDirFor, within } from './helpers.js';
 import { scrape } from './metrics-support.js';
-import { socketLauncher } from './socket-launcher.js';
+import { needsPython, socketLauncher } from './socket-launcher.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
 const ROOT = resolve(__dirname, '../..');
@@ -39,7 +39,7 @@ function run(script: string, cwd: string, env: NodeJS.ProcessEnv): string {
 }
 
 const name = 'docs/production.md: every sh block runs as written; the unit serves on a socket passed as systemd does';
-test(name, { ...needsOpenssl, timeout: 120_000 }, async (t) => {
+test(name, { ...needsOpenssl, ...needsPython, timeout: 120_000 }, async (t) => {
     const root = await tempDirFor(t, 'petstore-production-');
     const work = join(root, 'work');
     mkdirSync(work);

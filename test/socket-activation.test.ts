@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { TEST_KEY, request, spawnServerFor, tempDirFor } from './helpers.js';
-import { serverLog, socketLauncher } from './socket-launcher.js';
+import { needsPython, serverLog, socketLauncher } from './socket-launcher.js';
 
 const ENV = { PETSTORE_API_KEYS: TEST_KEY };
 const JSON_TYPE: Array<[string, string]> = [['content-type', 'application/json']];
 
-test('with LISTEN_FDS and LISTEN_PID set for it, the server serves fd 3 and binds nothing itself', async (t) => {
+test('with LISTEN_FDS and LISTEN_PID set for it, the server serves fd 3 and binds nothing', needsPython, async (t) => {
   const dir = await tempDirFor(t, 'petstore-activation-');
   const launcher = await socketLauncher(t, ['--data-dir', `${dir}/data`, '--port', '1'], ENV);
   await launcher.start(serverLog(dir, 1));
@@ -34,7 +34,7 @@ test('LISTEN_FDS meant for another process changes nothing: the server binds its
 });
 
 const restart = 'a restart on the inherited socket refuses no request of 16 clients creating and listing';
-test(restart, { timeout: 120_000 }, async (t) => {
+test(restart, { ...needsPython, timeout: 120_000 }, async (t) => {
   const dir = await tempDirFor(t, 'petstore-activation-');
   const launcher = await socketLauncher(t, ['--data-dir', `${dir}/data`], ENV);
   await launcher.start(serverLog(dir, 1));

@@ -2,7 +2,7 @@
  * systemd's part in socket activation, played by bench/socket-launcher.py: it holds a listening socket
  * of 127.0.0.1 and starts and stops servers on it as fd 3, as systemd does (its header says how).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -10,6 +10,10 @@ import type { TestContext } from 'node:test';
 import { SERVER_JS, waitFor, within } from './helpers.js';
 
 const LAUNCHER = resolve(__dirname, '../../bench/socket-launcher.py');
+
+/** Test options: skipped, saying why, where python3 is missing. */
+export const needsPython = spawnSync('python3', ['--version']).status === 0 ? {}
+  : { skip: 'python3 is not installed: no launcher' };
 
 export interface SocketLauncher {
   /** The port of the socket it holds. */
