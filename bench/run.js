@@ -7,6 +7,7 @@
  * instructions per request, under callgrind (see bench/instructions.js); `--flood` Idempotency-Keys
  * made to collide under the table's old hash against random ones (see bench/flood.js); `--slots`
  * whether clients that send no request can take the connection slots (see bench/slots.js);
+ * `--restart` restarts under load on a socket held as systemd holds it (bench/restart.js);
  * `--replication` creates and reads with continuous replication on and off (see
  * bench/replication.js); `--webhooks` creates and reads with ten webhook subscriptions and without, and
  * the delay from a 201 to the receiver (see bench/webhooks.js); `--wrk` the server against the lean floor and Fastify 5 (fetched into a
@@ -46,6 +47,7 @@ const SLOTS = process.argv.includes('--slots');
 const REPLICATION = process.argv.includes('--replication');
 const WEBHOOKS = process.argv.includes('--webhooks');
 const WRK = process.argv.includes('--wrk');
+const RESTART = process.argv.includes('--restart');
 const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is noisy: more rounds, steadier medians
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
@@ -490,6 +492,7 @@ try {
   else if (REPLICATION) await (await import('./replication.js')).replicationMode();
   else if (WEBHOOKS) await (await import('./webhooks.js')).webhooksMode();
   else if (WRK) await (await import('./wrk.js')).wrkMode();
+  else if (RESTART) await (await import('./restart.js')).restartMode();
   else await (SCALE ? scaleMode() : mainMode());
 } catch (error) {
   console.error(error);

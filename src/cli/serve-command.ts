@@ -3,6 +3,7 @@ import { keyFilePath, readKeyFile } from '../auth/key-file.js';
 import { jsonLogger } from '../lib/logger.js';
 import { monotonicMs } from '../lib/monotonic.js';
 import { listen, type RunningServer } from '../service/listen.js';
+import { activatedSocket } from '../service/socket-activation.js';
 import { envKeys, type Config } from './config.js';
 import { certificateDateProblems, isLoopback, readTlsFiles } from './tls.js';
 
@@ -22,6 +23,8 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: st
   const logger = jsonLogger(config.logLevel);
   if (warning !== undefined) logger.warn(warning);
   const keys = envKeys(env);
+  // Under systemd socket activation the socket unit's address serves; --port and --host are not used.
+  const socket = activatedSocket(env);
   const tls = readTlsFiles(config.tlsCert, config.tlsKey);
   for (const { subject, problem, date } of tls === undefined ? [] : certificateDateProblems(tls.cert)) {
     const why = problem === 'expired' ? 'has expired' : 'is not valid yet';
@@ -34,7 +37,10 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: st
   let generated: string | undefined;
   let running: RunningServer;
   try {
-    running = await listen({ ...config, tls, keys, logger, onKeyGenerated: (key) => void (generated = key) });
+    const tlsFiles = tls === undefined ? undefined : { ...tls, certFile: config.tlsCert, keyFile: config.tlsKey };
+    running = await listen({
+      ...config, fd: socket?.fd, tls: tlsFiles, keys, logger, onKeyGenerated: (key) => void (generated = key),
+    });
   } catch (error) {
     if (generated === undefined) throw error;
     throw new FailedStart(error, `A key was generated before the start failed. It is kept (only its SHA-256 hash, in ${keyHome}) `
@@ -69,9 +75,20 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: st
   // Before the line that says it listens: whoever reads that line may signal at once.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  logger.info('listening', { url: `${running.url}${config.basePath ?? ''}/v1`, ...where, pid: process.pid, metrics: running.metricsUrl });
-  if (tls === undefined && !isLoopback(config.host)) {
-    logger.warn(`serving plain HTTP on ${config.host}: bearer keys travel in clear; use --tls-cert and --tls-key, or a TLS proxy in front`);
+  // SIGHUP would end the process by default; here it reads the TLS pair again (ExecReload= of the unit).
+  process.on('SIGHUP', () => {
+    if (tls === undefined) logger.info('SIGHUP: plain HTTP, no TLS pair to read again; nothing else is reloaded by it');
+    else void running.reloadTls();
+  });
+  const named = socket?.name === undefined ? '' : ` (${socket.name})`;
+  const inherited = socket === undefined ? undefined : `fd ${socket.fd}${named}`;
+  const url = `${running.url}${config.basePath ?? ''}/v1`;
+  logger.info('listening', { url, ...where, pid: process.pid, metrics: running.metricsUrl, socket: inherited });
+  // With an inherited socket, the address is the socket unit's, not --host.
+  const host = socket === undefined ? config.host : new URL(running.url).hostname.replace(/^\[(.*)\]$/, '$1');
+  if (tls === undefined && !isLoopback(host)) {
+    logger.warn(`serving plain HTTP on ${host}: bearer keys travel in clear; `
+      + 'use --tls-cert and --tls-key, or a TLS proxy in front');
   }
   if (keys.length === 0 && config.databaseUrl === undefined && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
     logger.warn('no API key is configured: every request under /v1 is refused until one is created with "keys create"');

@@ -4,6 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
 import { answerPlainHttp } from './plain-http-on-tls.js';
+import { reloadCertificates, type TlsOptions } from './certificate-reload.js';
 import { AcceptedSockets } from '../http/accepted-sockets.js';
 import { Connections } from '../http/connections.js';
 import { clientErrorHandler, connectHandler, refuseExpectation, refuseWhileStopping } from '../http/edge.js';
@@ -14,6 +15,11 @@ import { loadMetrics, openPetstore, type Petstore, type PetstoreOptions } from '
 export interface ListenOptions extends PetstoreOptions {
   port?: number;
   host?: string;
+  /**
+   * A socket already listening, inherited by this process (systemd's fd 3: socket-activation.ts):
+   * served instead of binding `port` and `host`.
+   */
+  fd?: number | undefined;
   /** Limits that keep slow or idle clients from holding the server (milliseconds, bytes, count). */
   headersTimeout?: number;
   requestTimeout?: number;
@@ -22,8 +28,12 @@ export interface ListenOptions extends PetstoreOptions {
   maxConnections?: number;
   /** How long a graceful stop waits for requests in flight before closing their connections. */
   shutdownTimeout?: number;
-  /** Serve HTTPS (node:https) with this certificate chain and private key, both PEM; plain HTTP without. */
-  tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
+  /**
+   * Serve HTTPS (node:https) with this certificate chain and private key, both PEM; plain HTTP without.
+   * With `certFile` and `keyFile`, the files they came from, the pair is read again when those change
+   * and on `reloadTls()` (certificate-reload.ts).
+   */
+  tls?: TlsOptions | undefined;
   /** Serve `GET /metrics` on a listener of its own on this port (0: any free one), which turns metrics on; unset: no listener. */
   metricsPort?: number | undefined;
   /** The metrics listener's address (default 127.0.0.1). */
@@ -39,6 +49,8 @@ export interface RunningServer {
   metricsUrl: string | undefined;
   /** Stops accepting, finishes requests in flight, makes the store durable. */
   close(): Promise<void>;
+  /** Reads `tls.certFile` and `tls.keyFile` again for new connections; resolves whether the pair loaded. */
+  reloadTls(): Promise<boolean>;
 }
 
 export const SERVER_DEFAULTS = {
@@ -73,8 +85,13 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     sockets.busy(req.socket as Socket);
     connections.owe(req, res);
-    if (stopping) refuseWhileStopping(req, res);
-    else petstore.handler(req, res);
+    // On an inherited socket (socket activation) the next process takes new connections: a request on
+    // one this process accepted is its last, served rather than refused, so that a restart refuses none.
+    if (stopping && options.fd === undefined) refuseWhileStopping(req, res);
+    else {
+      if (stopping) res.setHeader('connection', 'close');
+      petstore.handler(req, res);
+    }
   };
   const headersTimeout = options.headersTimeout ?? SERVER_DEFAULTS.headersTimeout;
   const requestTimeout = options.requestTimeout ?? SERVER_DEFAULTS.requestTimeout;
@@ -132,7 +149,9 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     }
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(options.port ?? SERVER_DEFAULTS.port, options.host ?? SERVER_DEFAULTS.host, () => {
+      const where = options.fd !== undefined ? { fd: options.fd }
+        : { port: options.port ?? SERVER_DEFAULTS.port, host: options.host ?? SERVER_DEFAULTS.host };
+      server.listen(where, () => {
         server.off('error', reject);
         // From now on a failed accept (EMFILE on a small ulimit) is reported, not a crash.
         server.on('error', (error) => logger.error('the server could not accept a connection', error));
@@ -145,6 +164,9 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     throw error;
   }
   petstore.serving();
+  // Once listening: a start that failed leaves no poll of the files behind.
+  const certificates = options.tls === undefined ? undefined
+    : reloadCertificates(server as HttpsServer, options.tls, logger, metrics);
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
@@ -156,7 +178,9 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     await petstore.close();
   })());
 
-  return { server, petstore, url: `${options.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`, metricsUrl: metricsListener?.url, close };
+  const url = `${options.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`;
+  const reloadTls = (): Promise<boolean> => certificates?.reload() ?? Promise.resolve(false);
+  return { server, petstore, url, metricsUrl: metricsListener?.url, close, reloadTls };
 }
 
 /**

@@ -18,6 +18,7 @@ import { listenMetrics, type MetricsListener } from './metrics-listener.js';
 import { ProcessMetrics } from './process-metrics.js';
 import { addStoreMetrics } from './store-metrics.js';
 import { addReplicationMetrics } from './replication-metrics.js';
+import { addCertificateMetrics, type CertificateState } from './certificate-metrics.js';
 import type { Replicator } from '../store/file/replication/replicator.js';
 import { addWebhookMetrics } from './webhook-metrics.js';
 import type { Webhooks } from './webhooks.js';
@@ -70,6 +71,11 @@ export class ServiceMetrics {
   /** Adds the webhook families (webhook-metrics.ts). */
   watchWebhooks(webhooks: Webhooks): void {
     addWebhookMetrics(this.#registry, webhooks);
+  }
+
+  /** Adds the TLS certificate families (certificate-metrics.ts). */
+  watchCertificates(certificates: CertificateState): void {
+    addCertificateMetrics(this.#registry, certificates);
   }
 
   /** Serves `GET /metrics` on a listener of its own (metrics-listener.ts). */
