@@ -20,6 +20,8 @@ export interface ListenOptions extends PetstoreOptions {
   keepAliveTimeout?: number;
   maxHeaderSize?: number;
   maxConnections?: number;
+  /** Seconds an answer may make no progress to its client before its connection is ended (unread-answers.ts). */
+  sendTimeout?: number;
   /** How long a graceful stop waits for requests in flight before closing their connections. */
   shutdownTimeout?: number;
   /** Serve HTTPS (node:https) with this certificate chain and private key, both PEM; plain HTTP without. */
@@ -49,6 +51,7 @@ export const SERVER_DEFAULTS = {
   keepAliveTimeout: 5_000,
   maxHeaderSize: 16 * 1024,
   maxConnections: 1_000,
+  sendTimeout: 60,
   shutdownTimeout: 10_000,
   metricsHost: '127.0.0.1',
 } as const;
@@ -67,14 +70,17 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
   // It keeps --max-connections too (accepted-sockets.ts): Node's own limit would refuse the newest.
   const sockets = new AcceptedSockets(options.maxConnections ?? SERVER_DEFAULTS.maxConnections, options.tls !== undefined);
-  // A connection whose answers have all ended may be closed for room again.
-  const connections = new Connections((socket, now) => sockets.idle(socket, now));
+  // A connection whose answers have all ended, or stalled at a client that does not read them, may be closed for room.
+  const sendTimeoutMs = (options.sendTimeout ?? SERVER_DEFAULTS.sendTimeout) * 1000;
+  const connections = new Connections({ idle: (socket, now) => sockets.idle(socket, now), busy: (socket) => sockets.busy(socket) }, sendTimeoutMs);
   let stopping = false;
-  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    sockets.busy(req.socket as Socket);
-    connections.owe(req, res);
+  const answer = (req: IncomingMessage, res: ServerResponse): void => {
     if (stopping) refuseWhileStopping(req, res);
     else petstore.handler(req, res);
+  };
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    sockets.busy(req.socket as Socket);
+    connections.owe(req, res, answer);
   };
   const headersTimeout = options.headersTimeout ?? SERVER_DEFAULTS.headersTimeout;
   const requestTimeout = options.requestTimeout ?? SERVER_DEFAULTS.requestTimeout;
@@ -102,7 +108,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
       logger.info('plain HTTP on the HTTPS port: answered 400', { remote: socket.remoteAddress });
     });
   }
-  metrics?.watchServer(server, sockets);
+  metrics?.watchServer(server, sockets, connections);
   server.on('connection', (raw: Socket) => sockets.add(raw));
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
   if (options.tls === undefined) server.on('connection', (socket: Socket) => connections.add(socket));
@@ -119,8 +125,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   server.on('checkContinue', onRequest);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     sockets.busy(req.socket as Socket);
-    connections.owe(req, res);
-    refuseExpectation(req, res);
+    connections.owe(req, res, refuseExpectation);
   });
   server.on('clientError', clientErrorHandler(connections));
   server.on('connect', connectHandler(connections));
