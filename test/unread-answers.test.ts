@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connect as tlsConnect } from 'node:tls';
 import { valueOf } from './exposition-parser.js';
 import { tempDirFor, TEST_KEY, waitFor, type TestServer } from './helpers.js';
-import { metricsServer, scrape } from './metrics-support.js';
+import { metricsServer, requestCounts, scrape } from './metrics-support.js';
 import { FileStore, type ListenOptions } from './support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
@@ -121,12 +121,19 @@ for (const tls of [false, true]) {
   test(`${over}: a pipelining client that never reads is read no further while ${ANSWERING} answers are unsent, and is closed after --send-timeout without progress`, { ...(tls ? needsOpenssl : {}), timeout: 30_000 }, async (t) => {
     const { server, serverSides, ca, metricsUrl } = await serve(t, tls, { sendTimeout: 1 });
     let requests = 0;
-    server.running.server.on('request', () => requests++);
+    let finished = 0;
+    server.running.server.on('request', (_req, res) => {
+      requests++;
+      res.on('finish', () => finished++);
+    });
     const client = new Client(t, server.url, ca);
     await client.neverReading(OUTSTANDING);
-    // The kernel's buffers full, the server stops making answers: at most 8 beyond those it has sent.
     await waitFor(() => serverSides.length === 1 && unsent(serverSides[0] as Socket) > 0, 10_000, 'answers held unsent');
     const stalledAt = performance.now();
+    await stalled(serverSides);
+    // The kernel's buffers full, the server makes no more answers than 8 beyond those it has sent.
+    const made = requestCounts((await scrape(metricsUrl)).families)['GET /v1/pets 200'] ?? 0;
+    assert.equal(made - finished, ANSWERING, `${made} answers made, ${finished} sent, of ${requests} requests`);
     await waitFor(() => serverSides[0]?.destroyed === true, 10_000, 'the connection closed for its send timeout');
     const after = performance.now() - stalledAt;
     t.diagnostic(`closed ${Math.round(after)} ms after the server first held answers unsent; ${requests} requests seen`);

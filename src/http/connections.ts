@@ -9,12 +9,12 @@ import { writeHeldNow } from './write-batch.js';
  * is not read, until one has gone (nginx answers one pipelined request at a time; a few at once keep
  * a pipelining client's round trips filled).
  */
-export const ANSWERING = 8;
+const ANSWERING = 8;
 /**
  * Requests a connection may have unanswered in all, those waiting included. Node parses all it has
  * read at once, thousands of small requests from one read; past this the connection is ended.
  */
-export const OUTSTANDING = 64;
+const OUTSTANDING = 64;
 
 /** What answers a request: the service, or an answer of the edge. */
 export type Answer = (req: IncomingMessage, res: ServerResponse) => void;
@@ -93,7 +93,7 @@ export class Connections {
     (res as OwedResponse)[CONNECTION] = connection;
     res.on('close', responseClosed);
     this.#sweep ??= this.#startSweep();
-    if (connection.answering < ANSWERING) {
+    if (hasRoom(connection)) {
       connection.answering++;
       (res as OwedResponse)[ANSWERED] = true;
       answer(req, res);
@@ -189,10 +189,15 @@ function responseClosed(this: OwedResponse): void {
   then?.();
 }
 
+/** Whether `connection` may answer one more request now. */
+function hasRoom(connection: Connection): boolean {
+  return connection.answering < ANSWERING;
+}
+
 /** Answers the requests waiting on `connection` while it has room, and reads it again once none waits. */
 function answerWaiting(connection: Connection): void {
   if (connection.socket.destroyed) return;
-  while (connection.answering < ANSWERING) {
+  while (hasRoom(connection)) {
     const next = connection.waiting.shift();
     if (next === undefined) break;
     connection.answering++;
