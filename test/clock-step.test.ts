@@ -90,7 +90,8 @@ test('a used quota is not whole again when the wall clock is stepped back or ahe
   }
 });
 
-test('the stop gives a connection accepted just before it its grace on the monotonic clock: a request sent as the stop begins is answered 503, not cut', async (t) => {
+test('the stop gives a connection accepted just before it its grace on the monotonic clock: '
+  + 'a request sent as the stop begins is answered 503, not cut', async (t) => {
   const server = await serve(t);
   setWallClock(t, -HOUR);
   const socket = connect(Number(new URL(server.url).port), '127.0.0.1');

@@ -209,7 +209,8 @@ test('the metrics listener: 32 silent connections do not block a scrape, and it 
   assert.ok(after >= 9_000 && after < 14_000, `${Math.round(after)} ms`);
 });
 
-test('over TLS, handshakes that never finish and connections that finish theirs and send nothing are closed for room: keyed requests on fresh connections are answered', needsOpenssl, async (t) => {
+test('over TLS, handshakes that never finish and connections that finish theirs and send nothing are closed for room: '
+  + 'keyed requests on fresh connections are answered', needsOpenssl, async (t) => {
   const { cert, key } = certificate(await tempDirFor(t), 'server');
   const ca = await readFile(cert);
   const server = await metricsServer(t, { maxConnections: 4, tls: { cert: ca, key: await readFile(key) } });
@@ -237,10 +238,12 @@ test('over TLS, handshakes that never finish and connections that finish theirs 
     client.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
     await new Promise((resolve) => client.once('secureConnect', resolve));
     client.write(`GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`);
-    await waitFor(() => /^HTTP\/1\.1 \d{3} /.test(data) || client.destroyed, 5000, `an answer to keyed request ${i + 1}`);
+    const answered = (): boolean => /^HTTP\/1\.1 \d{3} /.test(data) || client.destroyed;
+    await waitFor(answered, 5000, `an answer to keyed request ${i + 1}`);
     assert.match(data, /^HTTP\/1\.1 200 /, `keyed request ${i + 1} (kept open after its answer)`);
   }
-  await waitFor(() => stuck.every((p) => p.closed) && silent.every((s) => s.destroyed), 5000, 'the four closed for room');
+  const allClosed = (): boolean => stuck.every((p) => p.closed) && silent.every((s) => s.destroyed);
+  await waitFor(allClosed, 5000, 'the four closed for room');
   const { families } = await scrape(server.metricsUrl);
   assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 4);
   assert.equal(valueOf(families, 'petstore_http_refused_connections_total'), 0);

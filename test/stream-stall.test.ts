@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { EventStream } from '#dist/http/event-stream.js';
 import type { Feed } from '#dist/http/feed.js';
 
-/** What EventStream reads of its response: a buffer kept full, and the callbacks of its writes, run when the test says the kernel took them. */
+/** What EventStream reads of its response: a full buffer, and its writes' callbacks, run when the test says. */
 class StandInResponse extends EventEmitter {
   writableNeedDrain = true;
   writableLength = 1;
@@ -46,7 +46,7 @@ function standInFeed(): Feed {
   } as unknown as Feed;
 }
 
-test('a stream is cut after two heartbeats in a row without a chunk taken, not after two such heartbeats with progress between them', () => {
+test('a stream is cut after two heartbeats in a row without progress, not after two with progress between them', () => {
   const res = new StandInResponse();
   const stream = new EventStream(standInFeed(), res as unknown as ServerResponse, undefined, 0, undefined);
   stream.start({ pets: [], more: false } as never, 0);

@@ -20,7 +20,7 @@ import { FileStore, type ListenOptions } from './support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
 const PAGE = `GET /v1/pets?limit=100 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`;
-/** Answers a connection may have made and not yet sent, and requests it may have unanswered in all (docs/operations.md). */
+/** Answers a connection may have made and not yet sent; requests it may have unanswered in all (operations.md). */
 const ANSWERING = 8;
 const OUTSTANDING = 64;
 
@@ -28,13 +28,15 @@ const OUTSTANDING = 64;
 async function bigPages(t: TestContext): Promise<string> {
   const dir = await tempDirFor(t);
   const store = await FileStore.open(dir);
-  await Promise.all(Array.from({ length: 100 }, (_, i) => store.create({ name: `${i}`.padEnd(256, 'x').replace(/x/g, '\u{1D4B3}').slice(0, 512), categoryId: BigInt(i) })));
+  const name = (i: number): string => `${i}`.padEnd(256, 'x').replace(/x/g, '\u{1D4B3}').slice(0, 512);
+  await Promise.all(Array.from({ length: 100 }, (_, i) => store.create({ name: name(i), categoryId: BigInt(i) })));
   await store.close();
   return dir;
 }
 
 interface Served {
   server: TestServer;
+  metricsUrl: string;
   /**
    * The server's end of each connection, as requests name it (the TLS socket with TLS): a client that
    * does not read sees no close, since its unread bytes come before the end.
@@ -43,7 +45,7 @@ interface Served {
   ca: Buffer | undefined;
 }
 
-async function serve(t: TestContext, tls: boolean, options: Partial<ListenOptions> = {}): Promise<Served & { metricsUrl: string }> {
+async function serve(t: TestContext, tls: boolean, options: Partial<ListenOptions> = {}): Promise<Served> {
   const dataDir = await bigPages(t);
   let ca: Buffer | undefined;
   if (tls) {
@@ -56,7 +58,7 @@ async function serve(t: TestContext, tls: boolean, options: Partial<ListenOption
   server.running.server.on('request', (req) => {
     if (!serverSides.includes(req.socket)) serverSides.push(req.socket);
   });
-  return Object.assign({ server, serverSides, ca }, { metricsUrl: server.metricsUrl });
+  return { server, serverSides, ca, metricsUrl: server.metricsUrl };
 }
 
 /** A client connection (TCP or TLS) from `localAddress`: what it received, whether it was closed. */
@@ -75,7 +77,8 @@ class Client {
     this.socket.on('error', () => {}); // a reset is a close
     this.socket.once('close', () => (this.closed = true));
     this.socket.on('data', (chunk: Buffer) => (this.received += chunk.length));
-    this.ready = new Promise((resolve) => this.socket.once(ca === undefined ? 'connect' : 'secureConnect', () => resolve()));
+    const ready = ca === undefined ? 'connect' : 'secureConnect';
+    this.ready = new Promise((resolve) => this.socket.once(ready, () => resolve()));
   }
 
   /** Pipelines `count` requests for a page, and never reads again. */
@@ -86,14 +89,15 @@ class Client {
   }
 }
 
-/** A keyed GET on a fresh connection (closed after, unless `keep`): its status, or 0 when the connection closed without one within 5 s. */
+/** A keyed GET on a fresh connection (closed after, unless `keep`): its status, or 0 when none came within 5 s. */
 async function keyedGet(t: TestContext, url: string, ca: Buffer | undefined, keep = false): Promise<number> {
   const fresh = new Client(t, url, ca);
   await fresh.ready;
   let text = '';
   fresh.socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
   fresh.socket.write(`GET /v1/pets?limit=1 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`);
-  await waitFor(() => /^HTTP\/1\.1 \d{3} /.test(text) || fresh.closed, 5000, 'an answer to a keyed GET').catch(() => undefined);
+  const answered = (): boolean => /^HTTP\/1\.1 \d{3} /.test(text) || fresh.closed;
+  await waitFor(answered, 5000, 'an answer to a keyed GET').catch(() => undefined);
   if (!keep) fresh.socket.destroy();
   return Number(/^HTTP\/1\.1 (\d{3}) /.exec(text)?.[1] ?? 0);
 }
@@ -117,8 +121,10 @@ function unsent(socket: Socket): number {
 
 for (const tls of [false, true]) {
   const over = tls ? 'over TLS' : 'over HTTP';
+  const needs = tls ? needsOpenssl : {};
 
-  test(`${over}: a pipelining client that never reads is read no further while ${ANSWERING} answers are unsent, and is closed after --send-timeout without progress`, { ...(tls ? needsOpenssl : {}), timeout: 30_000 }, async (t) => {
+  test(`${over}: a pipelining client that never reads is read no further while ${ANSWERING} answers are unsent, `
+    + 'and is closed after --send-timeout without progress', { ...needs, timeout: 30_000 }, async (t) => {
     const { server, serverSides, ca, metricsUrl } = await serve(t, tls, { sendTimeout: 1 });
     let requests = 0;
     let finished = 0;
@@ -128,7 +134,8 @@ for (const tls of [false, true]) {
     });
     const client = new Client(t, server.url, ca);
     await client.neverReading(OUTSTANDING);
-    await waitFor(() => serverSides.length === 1 && unsent(serverSides[0] as Socket) > 0, 10_000, 'answers held unsent');
+    const held = (): boolean => serverSides.length === 1 && unsent(serverSides[0] as Socket) > 0;
+    await waitFor(held, 10_000, 'answers held unsent');
     const stalledAt = performance.now();
     await stalled(serverSides);
     // The kernel's buffers full, the server makes no more answers than 8 beyond those it has sent.
@@ -136,14 +143,15 @@ for (const tls of [false, true]) {
     assert.equal(made - finished, ANSWERING, `${made} answers made, ${finished} sent, of ${requests} requests`);
     await waitFor(() => serverSides[0]?.destroyed === true, 10_000, 'the connection closed for its send timeout');
     const after = performance.now() - stalledAt;
-    t.diagnostic(`closed ${Math.round(after)} ms after the server first held answers unsent; ${requests} requests seen`);
+    t.diagnostic(`closed ${Math.round(after)} ms after the server first held answers unsent; ${requests} requests`);
     assert.ok(after >= 500, `not before the send timeout: ${Math.round(after)} ms`);
     const { families } = await scrape(metricsUrl);
     assert.equal(valueOf(families, 'petstore_http_ended_connections_total', { reason: 'send_timeout' }), 1);
     assert.equal(await keyedGet(t, server.url, ca), 200, 'another client is served as ever');
   });
 
-  test(`${over}: a client with more than ${OUTSTANDING} requests unanswered on one connection is closed, and counted`, { ...(tls ? needsOpenssl : {}), timeout: 30_000 }, async (t) => {
+  test(`${over}: a client with more than ${OUTSTANDING} requests unanswered on one connection is closed, and counted`,
+    { ...needs, timeout: 30_000 }, async (t) => {
     const { server, serverSides, ca, metricsUrl } = await serve(t, tls);
     const client = new Client(t, server.url, ca);
     await client.neverReading(200);
@@ -152,7 +160,9 @@ for (const tls of [false, true]) {
     assert.equal(valueOf(families, 'petstore_http_ended_connections_total', { reason: 'pipelining_limit' }), 1);
   });
 
-  test(`${over}: at --max-connections, connections whose only work is answers their clients do not read are closed for room: a keyed request on a fresh connection is answered`, { ...(tls ? needsOpenssl : {}), timeout: 30_000 }, async (t) => {
+  test(`${over}: at --max-connections, connections whose only work is answers their clients do not read `
+    + 'are closed for room: a keyed request on a fresh connection is answered',
+  { ...needs, timeout: 30_000 }, async (t) => {
     const { server, serverSides, ca, metricsUrl } = await serve(t, tls, { maxConnections: 4 });
     for (let i = 0; i < 4; i++) await new Client(t, server.url, ca, '127.0.0.2').neverReading(OUTSTANDING);
     await waitFor(() => serverSides.length === 4, 10_000, 'every slot holds requests');
@@ -161,13 +171,16 @@ for (const tls of [false, true]) {
     await sleep(300);
     const floodSides = serverSides.slice();
     // Each kept open after its answer: the next needs a slot of its own.
-    for (let i = 0; i < 3; i++) assert.equal(await keyedGet(t, server.url, ca, true), 200, `keyed request ${i + 1} on a fresh connection`);
+    for (let i = 0; i < 3; i++) {
+      assert.equal(await keyedGet(t, server.url, ca, true), 200, `keyed request ${i + 1} on a fresh connection`);
+    }
     assert.equal(floodSides.filter((s) => s.destroyed).length, 3, 'three of the unread connections closed for room');
     const { families } = await scrape(metricsUrl);
     assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 3);
   });
 
-  test(`${over}: a client reading slowly but steadily is not cut, though its answers take many times --send-timeout`, { ...(tls ? needsOpenssl : {}), timeout: 90_000 }, async (t) => {
+  test(`${over}: a client reading slowly but steadily is not cut, though its answers take many times --send-timeout`,
+    { ...needs, timeout: 90_000 }, async (t) => {
     // The kernel wakes a writer once about a third of its buffer has drained: on loopback (4 MB) a
     // reader at 640 kB/s shows progress every 2 s or so, which a send timeout of 4 s leaves room for.
     const { server, serverSides, ca, metricsUrl } = await serve(t, tls, { sendTimeout: 4 });
@@ -203,10 +216,14 @@ for (const tls of [false, true]) {
     const started = performance.now();
     await waitFor(() => answers >= total || client.closed, 50_000, 'every answer');
     clearInterval(watch);
-    t.diagnostic(`${answers} answers (${Math.round(client.received / 1024)} kB) in ${Math.round(performance.now() - started)} ms; the server held answers unsent at ${held} of the 100 ms samples`);
-    assert.equal(client.closed, false, `not cut: ${(await scrape(metricsUrl)).text.split('\n').filter((l) => l.startsWith('petstore_http_ended')).join(', ')}`);
+    const ms = Math.round(performance.now() - started);
+    const kB = Math.round(client.received / 1024);
+    t.diagnostic(`${answers} answers (${kB} kB) in ${ms} ms; unsent at ${held} of the 100 ms samples`);
+    const { families, text } = await scrape(metricsUrl);
+    const ended = text.split('\n').filter((line) => line.startsWith('petstore_http_ended'));
+    assert.equal(client.closed, false, `not cut: ${ended.join(', ')}`);
     assert.equal(answers, total);
     assert.ok(held >= 60, `the server held unsent answers for half as long again as the send timeout: ${held} samples`);
-    assert.equal(valueOf((await scrape(metricsUrl)).families, 'petstore_http_ended_connections_total', { reason: 'send_timeout' }), 0);
+    assert.equal(valueOf(families, 'petstore_http_ended_connections_total', { reason: 'send_timeout' }), 0);
   });
 }

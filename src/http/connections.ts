@@ -67,8 +67,9 @@ export class Connections {
 
   add(socket: Socket): void {
     this.#open.set(socket, {
-      socket, owed: new Set(), answering: 0, waiting: [], paused: false, lastReq: undefined, lastRes: undefined, quietSince: monotonicMs(),
-      bytesAtQuiet: 0, then: undefined, idle: this.#idle, received: true, taken: 0, progressAt: NaN, stalled: false,
+      socket, owed: new Set(), answering: 0, waiting: [], paused: false, lastReq: undefined, lastRes: undefined,
+      quietSince: monotonicMs(), bytesAtQuiet: 0, then: undefined, idle: this.#idle,
+      received: true, taken: 0, progressAt: NaN, stalled: false,
     });
     socket.once('close', () => this.#open.delete(socket));
   }

@@ -1,7 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
-/** Unsent bytes in all connections at most (--max-connections × 8 answers could be a gigabyte); past it the stalled ones holding most end. */
+/**
+ * Unsent bytes in all connections at most (--max-connections × 8 answers could be a gigabyte); past it
+ * the stalled connections holding the most are ended.
+ */
 export const TOTAL_UNSENT = 64 * 1024 * 1024;
 
 /** Why the server ended a connection on its own (`petstore_http_ended_connections_total`). */
@@ -102,7 +105,7 @@ export class SendWatch {
   }
 }
 
-/** The bytes a connection holds unsent: its socket's buffer, and the answers made that wait behind the one it writes. */
+/** The bytes a connection holds unsent: its socket's buffer, and the answers made behind the one it writes. */
 function unsentBytes(connection: Sending): number {
   let bytes = connection.socket.writableLength;
   for (const res of connection.owed) if (res.socket == null) bytes += res.writableLength;
