@@ -130,7 +130,11 @@ export const SETTINGS = [
   setting({ key: 'replicateTakeOver', flag: 'replicate-take-over', env: 'PETSTORE_REPLICATE_TAKE_OVER', default: undefined, help: 'the store id of another store whose --replicate-to destination this one may take over', parse: text }),
   setting({ key: 'replicateRetention', flag: 'replicate-retention', env: 'PETSTORE_REPLICATE_RETENTION', default: DEFAULT_REPLICATE_RETENTION, help: 'seconds back a restore may reach; older replicas are removed', parse: integer(60, 10 * 365 * 86400) }),
   // Answers a client does not read (issue 41).
-  setting({ key: 'sendTimeout', flag: 'send-timeout', env: 'PETSTORE_SEND_TIMEOUT', default: SERVER_DEFAULTS.sendTimeout, help: 'seconds an answer may go without its client taking a byte of it; then the connection is ended (0.05 to 3600)', parse: seconds }),
+  setting({
+    key: 'sendTimeout', flag: 'send-timeout', env: 'PETSTORE_SEND_TIMEOUT', default: SERVER_DEFAULTS.sendTimeout,
+    help: 'seconds an answer may go without its client taking a byte of it; then the connection is ended (0.05 to 3600)',
+    parse: seconds,
+  }),
 ] as const;
 
 /** Resolves every setting: flag, else environment, else default. */

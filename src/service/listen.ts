@@ -70,9 +70,13 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
   // It keeps --max-connections too (accepted-sockets.ts): Node's own limit would refuse the newest.
   const sockets = new AcceptedSockets(options.maxConnections ?? SERVER_DEFAULTS.maxConnections, options.tls !== undefined);
-  // A connection whose answers have all ended, or stalled at a client that does not read them, may be closed for room.
+  // A connection whose answers have all ended, or stalled at a client not reading them, may be closed for room.
   const sendTimeoutMs = (options.sendTimeout ?? SERVER_DEFAULTS.sendTimeout) * 1000;
-  const connections = new Connections({ idle: (socket, now) => sockets.idle(socket, now), busy: (socket) => sockets.busy(socket) }, sendTimeoutMs);
+  const slots = {
+    idle: (socket: Socket, now: number) => sockets.idle(socket, now),
+    busy: (socket: Socket) => sockets.busy(socket),
+  };
+  const connections = new Connections(slots, sendTimeoutMs);
   let stopping = false;
   const answer = (req: IncomingMessage, res: ServerResponse): void => {
     if (stopping) refuseWhileStopping(req, res);

@@ -53,8 +53,9 @@ export class ServiceMetrics {
     this.#registry.add(new CollectedMetric('counter', 'petstore_http_refused_connections_total',
       'Connections closed at once because --max-connections were open and none could be closed for room', [], () => single(sockets.refused)));
     this.#registry.add(new CollectedMetric('counter', 'petstore_http_ended_connections_total',
-      'Connections the server ended for answers their clients did not take: no progress for --send-timeout, more than 64 requests unanswered, '
-        + 'or the most unsent bytes while 64 MiB waited in all', ['reason'], () => ENDINGS.map((why) => [[why], connections.ended[why]])));
+      'Connections the server ended for answers their clients did not take: no progress for --send-timeout, '
+        + 'more than 64 requests unanswered, or the most unsent bytes while 64 MiB waited in all', ['reason'],
+      () => ENDINGS.map((why) => [[why], connections.ended[why]])));
     if (server instanceof TlsServer) {
       const failures = this.#registry.add(new Counter('petstore_tls_handshake_failures_total', 'TLS handshakes that failed, by reason', ['reason']));
       const series = Object.fromEntries(HANDSHAKE_FAILURES.map((reason) => [reason, failures.labels(reason)]));
