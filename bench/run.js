@@ -6,7 +6,8 @@
  * streams, and what gzip costs (see bench/feed.js); `--instructions` what a quota and metrics cost in
  * instructions per request, under callgrind (see bench/instructions.js); `--flood` Idempotency-Keys
  * made to collide under the table's old hash against random ones (see bench/flood.js); `--slots`
- * whether clients that send no request can take the connection slots (see bench/slots.js);
+ * whether clients that send no request can take the connection slots (see bench/slots.js); `--unread`
+ * whether clients that never read their answers can (see bench/unread.js);
  * `--restart` restarts under load on a socket held as systemd holds it (bench/restart.js);
  * `--replication` creates and reads with continuous replication on and off (see
  * bench/replication.js); `--webhooks` creates and reads with ten webhook subscriptions and without, and
@@ -44,6 +45,7 @@ const FEED = process.argv.includes('--feed');
 const INSTRUCTIONS = process.argv.includes('--instructions');
 const FLOOD = process.argv.includes('--flood');
 const SLOTS = process.argv.includes('--slots');
+const UNREAD = process.argv.includes('--unread');
 const REPLICATION = process.argv.includes('--replication');
 const WEBHOOKS = process.argv.includes('--webhooks');
 const WRK = process.argv.includes('--wrk');
@@ -489,6 +491,7 @@ try {
   else if (INSTRUCTIONS) await (await import('./instructions.js')).instructionsMode();
   else if (FLOOD) await (await import('./flood.js')).floodMode();
   else if (SLOTS) await (await import('./slots.js')).slotsMode();
+  else if (UNREAD) await (await import('./unread.js')).unreadMode();
   else if (REPLICATION) await (await import('./replication.js')).replicationMode();
   else if (WEBHOOKS) await (await import('./webhooks.js')).webhooksMode();
   else if (WRK) await (await import('./wrk.js')).wrkMode();

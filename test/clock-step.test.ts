@@ -8,7 +8,8 @@ import { createHash } from 'node:crypto';
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { startServer, tempDir, TEST_KEY, type TestServer } from './helpers.js';
+import { connect } from 'node:net';
+import { startServer, tempDir, TEST_KEY, waitFor, type TestServer } from './helpers.js';
 
 const HOUR = 3_600_000;
 // operations.md: a revoked key is refused within a second; this leaves half a second for the test.
@@ -87,4 +88,29 @@ test('a used quota is not whole again when the wall clock is stepped back or ahe
     assert.equal(res.status, 429, `the quota is still used with the clock moved ${offset / HOUR} h`);
     assert.match(String(res.headers['ratelimit']), /;r=0;t=([1-9]|[1-5][0-9]|60)$/, 'the window ends within its minute');
   }
+});
+
+test('the stop gives a connection accepted just before it its grace on the monotonic clock: '
+  + 'a request sent as the stop begins is answered 503, not cut', async (t) => {
+  const server = await serve(t);
+  setWallClock(t, -HOUR);
+  const socket = connect(Number(new URL(server.url).port), '127.0.0.1');
+  t.after(() => socket.destroy());
+  let data = '';
+  socket.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
+  const closed = new Promise((resolve) => socket.once('close', resolve));
+  socket.on('error', () => {}); // a reset is what the test looks for
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let held = 0;
+  await waitFor(() => {
+    server.running.server.getConnections((_error, count) => (held = count));
+    return held === 1;
+  }, 5000, 'the server holds the connection');
+  // The stop sweeps silent connections at once: one accepted a moment ago still has its grace.
+  const stopped = server.running.close();
+  socket.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
+  await closed;
+  await stopped;
+  assert.match(data, /^HTTP\/1\.1 503 /, `answered: ${JSON.stringify(data.slice(0, 40))}`);
+  assert.match(data, /\r\nconnection: close\r\n/i);
 });

@@ -208,3 +208,43 @@ test('the metrics listener: 32 silent connections do not block a scrape, and it 
   t.diagnostic(`closed ${Math.round(after)} ms after it opened (the first scrape ${Math.round(opened - since)} ms after the first silent connection)`);
   assert.ok(after >= 9_000 && after < 14_000, `${Math.round(after)} ms`);
 });
+
+test('over TLS, handshakes that never finish and connections that finish theirs and send nothing are closed for room: '
+  + 'keyed requests on fresh connections are answered', needsOpenssl, async (t) => {
+  const { cert, key } = certificate(await tempDirFor(t), 'server');
+  const ca = await readFile(cert);
+  const server = await metricsServer(t, { maxConnections: 4, tls: { cert: ca, key: await readFile(key) } });
+  const sockets: Socket[] = [];
+  t.after(() => sockets.forEach((s) => s.destroy()));
+  const { port } = new URL(server.url);
+  // Two that start a handshake record and never finish it; two that finish it and send nothing.
+  const stuck = await open(server.url, 2, held(server), 2);
+  for (const peer of stuck) peer.socket.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+  sockets.push(...stuck.map((p) => p.socket));
+  const silent: Socket[] = [];
+  for (let i = 0; i < 2; i++) {
+    const socket = tlsConnect({ port: Number(port), host: '127.0.0.1', ca });
+    socket.on('error', () => {});
+    silent.push(socket);
+    await new Promise((resolve) => socket.once('secureConnect', resolve));
+  }
+  sockets.push(...silent);
+  await sleep(100);
+  for (let i = 0; i < 4; i++) {
+    const client = tlsConnect({ port: Number(port), host: '127.0.0.1', ca });
+    sockets.push(client);
+    client.on('error', () => {});
+    let data = '';
+    client.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
+    await new Promise((resolve) => client.once('secureConnect', resolve));
+    client.write(`GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`);
+    const answered = (): boolean => /^HTTP\/1\.1 \d{3} /.test(data) || client.destroyed;
+    await waitFor(answered, 5000, `an answer to keyed request ${i + 1}`);
+    assert.match(data, /^HTTP\/1\.1 200 /, `keyed request ${i + 1} (kept open after its answer)`);
+  }
+  const allClosed = (): boolean => stuck.every((p) => p.closed) && silent.every((s) => s.destroyed);
+  await waitFor(allClosed, 5000, 'the four closed for room');
+  const { families } = await scrape(server.metricsUrl);
+  assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 4);
+  assert.equal(valueOf(families, 'petstore_http_refused_connections_total'), 0);
+});

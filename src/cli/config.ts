@@ -50,6 +50,7 @@ export interface Config {
   webhooksAllowPrivate: boolean;
   webhooksTimeout: number;
   webhooksRetryMax: number;
+  sendTimeout: number;
 }
 
 interface Setting<K extends keyof Config> {
@@ -161,6 +162,12 @@ export const SETTINGS = [
     key: 'webhooksRetryMax', flag: 'webhooks-retry-max', env: 'PETSTORE_WEBHOOKS_RETRY_MAX',
     default: WEBHOOK_DEFAULTS.retryMax,
     help: 'seconds between retries of a failing delivery at most (0.05 to 3600)', parse: seconds,
+  }),
+  // Answers a client does not read (issue 41).
+  setting({
+    key: 'sendTimeout', flag: 'send-timeout', env: 'PETSTORE_SEND_TIMEOUT', default: SERVER_DEFAULTS.sendTimeout,
+    help: 'seconds an answer may go without its client taking a byte of it; then the connection is ended (0.05 to 3600)',
+    parse: seconds,
   }),
 ] as const;
 

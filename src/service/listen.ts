@@ -26,6 +26,8 @@ export interface ListenOptions extends PetstoreOptions {
   keepAliveTimeout?: number;
   maxHeaderSize?: number;
   maxConnections?: number;
+  /** Seconds an answer may make no progress to its client before its connection is ended (unread-answers.ts). */
+  sendTimeout?: number;
   /** How long a graceful stop waits for requests in flight before closing their connections. */
   shutdownTimeout?: number;
   /**
@@ -61,6 +63,7 @@ export const SERVER_DEFAULTS = {
   keepAliveTimeout: 5_000,
   maxHeaderSize: 16 * 1024,
   maxConnections: 1_000,
+  sendTimeout: 60,
   shutdownTimeout: 10_000,
   metricsHost: '127.0.0.1',
 } as const;
@@ -79,12 +82,15 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
   // It keeps --max-connections too (accepted-sockets.ts): Node's own limit would refuse the newest.
   const sockets = new AcceptedSockets(options.maxConnections ?? SERVER_DEFAULTS.maxConnections, options.tls !== undefined);
-  // A connection whose answers have all ended may be closed for room again.
-  const connections = new Connections((socket, now) => sockets.idle(socket, now));
+  // A connection whose answers have all ended, or stalled at a client not reading them, may be closed for room.
+  const sendTimeoutMs = (options.sendTimeout ?? SERVER_DEFAULTS.sendTimeout) * 1000;
+  const slots = {
+    idle: (socket: Socket, now: number) => sockets.idle(socket, now),
+    busy: (socket: Socket) => sockets.busy(socket),
+  };
+  const connections = new Connections(slots, sendTimeoutMs);
   let stopping = false;
-  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    sockets.busy(req.socket as Socket);
-    connections.owe(req, res);
+  const answer = (req: IncomingMessage, res: ServerResponse): void => {
     // On an inherited socket (socket activation) the next process takes new connections: a request on
     // one this process accepted is its last, served rather than refused, so that a restart refuses none.
     if (stopping && options.fd === undefined) refuseWhileStopping(req, res);
@@ -92,6 +98,10 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
       if (stopping) res.setHeader('connection', 'close');
       petstore.handler(req, res);
     }
+  };
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    sockets.busy(req.socket as Socket);
+    connections.owe(req, res, answer);
   };
   const headersTimeout = options.headersTimeout ?? SERVER_DEFAULTS.headersTimeout;
   const requestTimeout = options.requestTimeout ?? SERVER_DEFAULTS.requestTimeout;
@@ -119,7 +129,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
       logger.info('plain HTTP on the HTTPS port: answered 400', { remote: socket.remoteAddress });
     });
   }
-  metrics?.watchServer(server, sockets);
+  metrics?.watchServer(server, sockets, connections);
   server.on('connection', (raw: Socket) => sockets.add(raw));
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
   if (options.tls === undefined) server.on('connection', (socket: Socket) => connections.add(socket));
@@ -136,8 +146,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   server.on('checkContinue', onRequest);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     sockets.busy(req.socket as Socket);
-    connections.owe(req, res);
-    refuseExpectation(req, res);
+    connections.owe(req, res, refuseExpectation);
   });
   server.on('clientError', clientErrorHandler(connections));
   server.on('connect', connectHandler(connections));

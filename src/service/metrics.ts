@@ -6,6 +6,8 @@ import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import { Server as TlsServer } from 'node:tls';
 import { CLOSED_FOR_ROOM, type AcceptedSockets } from '../http/accepted-sockets.js';
+import type { Connections } from '../http/connections.js';
+import { ENDINGS } from '../http/send-watch.js';
 import type { Feed } from '../http/feed.js';
 import type { Mount } from '../http/mount.js';
 import { RequestMetrics } from '../http/request-metrics.js';
@@ -45,7 +47,7 @@ export class ServiceMetrics {
   }
 
   /** Adds the families of the server `listen` runs: the connections open, their limit, those closed or refused at it. */
-  watchServer(server: Server | HttpsServer, sockets: AcceptedSockets): void {
+  watchServer(server: Server | HttpsServer, sockets: AcceptedSockets, connections: Connections): void {
     const open = (): Promise<number> => new Promise((resolve, reject) => server.getConnections((error, count) => (error === null ? resolve(count) : reject(error))));
     this.#registry.add(new CollectedMetric('gauge', 'petstore_http_open_connections', 'Connections open to the API now', [], async () => single(await open())));
     this.#registry.add(new CollectedMetric('gauge', 'petstore_http_max_connections', 'Connections open to the API at most (--max-connections)', [], () => single(sockets.max)));
@@ -53,6 +55,10 @@ export class ServiceMetrics {
       'Connections without a request in progress closed at --max-connections to make room for a new one', [], () => single(sockets.evicted)));
     this.#registry.add(new CollectedMetric('counter', 'petstore_http_refused_connections_total',
       'Connections closed at once because --max-connections were open and none could be closed for room', [], () => single(sockets.refused)));
+    this.#registry.add(new CollectedMetric('counter', 'petstore_http_ended_connections_total',
+      'Connections the server ended for answers their clients did not take: no progress for --send-timeout, '
+        + 'more than 64 requests unanswered, or the most unsent bytes while 64 MiB waited in all', ['reason'],
+      () => ENDINGS.map((why) => [[why], connections.ended[why]])));
     if (server instanceof TlsServer) {
       const failures = this.#registry.add(new Counter('petstore_tls_handshake_failures_total', 'TLS handshakes that failed, by reason', ['reason']));
       const series = Object.fromEntries(HANDSHAKE_FAILURES.map((reason) => [reason, failures.labels(reason)]));
