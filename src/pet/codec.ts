@@ -22,19 +22,16 @@ export interface PetBytes {
 type Kind = (typeof PET_FIELDS)[number]['kind'];
 type FieldValue = string | number | bigint | undefined;
 
-const ID = 0;
-const TEXT = 1;
-const INT64 = 2;
-const STATUS = 3;
-const KIND_CODES: Readonly<Record<Kind, number>> = { id: ID, text: TEXT, int64: INT64, status: STATUS };
 /** The text before each field's value: `{"id":`, `,"name":`, … */
 const KEY_TEXTS = PET_FIELDS.map((field, i) => `${i === 0 ? '{' : ','}"${field.name}":`);
-// Parallel arrays, not objects: the reader's loop then reads numbers, not properties.
 const KEYS = KEY_TEXTS.map((key) => Buffer.from(key, 'latin1'));
-const KINDS = Uint8Array.from(PET_FIELDS, (field) => KIND_CODES[field.kind]);
-const OPTIONAL = PET_FIELDS.map((field) => field.optional);
+const [ID_KEY, NAME_KEY, CATEGORY_KEY, STATUS_KEY] = KEYS as [Buffer, Buffer, Buffer, Buffer];
 const NAMES: readonly string[] = PET_FIELDS.map((field) => field.name);
 const STATUS_BYTES = PET_STATUSES.map((status) => Buffer.from(status, 'latin1'));
+/** Per first byte: 1 + the index of the one status that begins with it, 0 for none, -1 where two do. */
+const STATUS_BY_FIRST_BYTE = byteIndex(STATUS_BYTES.map((status) => status[0] as number));
+/** The same per last byte. */
+const STATUS_BY_LAST_BYTE = byteIndex(STATUS_BYTES.map((status) => status[status.length - 1] as number));
 /** The bytes of each kind's shortest value: `1`, `"a"`, `0`, a status in quotes. */
 const SHORTEST_VALUE: Readonly<Record<Kind, number>> = {
   id: 1,
@@ -47,20 +44,15 @@ const MAX_ID_DIGITS = 16;
 const SURE_INT64_DIGITS = 15;
 const MAX_INT64_DIGITS = 19;
 const QUOTE = 0x22;
+const OPEN = 0x7b;
 const BACKSLASH = 0x5c;
 const MINUS = 0x2d;
 const ZERO = 0x30;
 const COMMA = 0x2c;
 const CLOSE = 0x7d;
 
-const LAST = PET_FIELDS.length - 1;
-/**
- * Each status's closing bytes, `,"status":"sold"}`, while the status is the last field: then the end of
- * a text the writer wrote tells its status (a JSON string holds no bare quote, so no other field ends so).
- */
-const STATUS_ENDINGS = PET_FIELDS[LAST]?.kind === 'status'
-  ? PET_STATUSES.map((status) => Buffer.from(`${KEY_TEXTS[LAST] as string}"${status}"}`, 'latin1'))
-  : undefined;
+/** Each status's closing bytes, `:"sold"}`: the status is the last field, so a text's end tells it. */
+const STATUS_ENDINGS = PET_STATUSES.map((status) => Buffer.from(`:"${status}"}`, 'latin1'));
 
 /** The fewest bytes of a pet's text: every required field at its shortest, `{"id":1,"name":"a",…}`. */
 export const MIN_PET_BYTES = PET_FIELDS.reduce(
@@ -103,41 +95,63 @@ export function petsJson(pets: readonly Pet[]): string {
  * petJson writes them, ending before `end`; the caller checks what stands at `out.fieldsEnd` (the `}`).
  * False for anything else, a name with escapes among it, which the general reader then takes.
  * `trusted`: a checksum has already vouched for the bytes, so the field names are stepped over, not
- * compared, and values are only delimited (a name's escapes included), not checked again.
+ * compared, and values are only delimited (a name's escapes included), not checked again. Spelled out
+ * field by field like the writer, from the table's names: a loop over the table cost a load of a
+ * million pets twice as much (bench/results.md, "Issue 42"); test/pet-codec.test.ts holds it to the table.
  */
 export function readPet(buf: Buffer, start: number, end: number, out: PetBytes, trusted: boolean): boolean {
-  let pos = start;
+  return trusted ? readVouched(buf, start, end, out) : readChecked(buf, start, end, out);
+}
+
+function readChecked(buf: Buffer, start: number, end: number, out: PetBytes): boolean {
+  if (!startsWith(buf, start, ID_KEY)) return false;
+  let pos = start + ID_KEY.length;
+  const digitsStart = pos;
   let id = 0;
+  for (let c = buf[pos] as number; isDigit(c) && pos - digitsStart < MAX_ID_DIGITS; c = buf[++pos] as number) {
+    id = id * 10 + (c - ZERO); // the digit's value first: id * 10 + c can pass 2^53 where the id does not
+  }
+  if (pos === digitsStart || buf[digitsStart] === ZERO || id > Number.MAX_SAFE_INTEGER) return false;
+  if (!startsWith(buf, pos, NAME_KEY)) return false;
+  pos = checkedTextEnd(buf, pos + NAME_KEY.length, end);
+  if (pos < 0 || !startsWith(buf, pos, CATEGORY_KEY)) return false;
+  pos = checkedInt64End(buf, pos + CATEGORY_KEY.length, end);
+  if (pos < 0) return false;
   let status: PetStatus | undefined;
-  for (let f = 0; f < KINDS.length; f++) {
-    const key = KEYS[f] as Buffer;
-    if (OPTIONAL[f] === true) {
-      if (!startsWith(buf, pos, key)) continue;
-      pos += key.length;
-    } else if (trusted && f > 0) {
-      pos += key.length;
-    } else {
-      if (!startsWith(buf, pos, key)) return false;
-      pos += key.length;
-    }
-    const kind = KINDS[f];
-    if (kind === ID) {
-      const digitsStart = pos;
-      for (let c = buf[pos] as number; isDigit(c) && pos - digitsStart < MAX_ID_DIGITS; c = buf[++pos] as number) {
-        id = id * 10 + (c - ZERO); // the digit's value first: id * 10 + c can pass 2^53 where the id does not
-      }
-      if (pos === digitsStart || buf[digitsStart] === ZERO || id > Number.MAX_SAFE_INTEGER) return false;
-    } else if (kind === TEXT) {
-      pos = trusted ? textEnd(buf, pos) : checkedTextEnd(buf, pos, end);
-      if (pos < 0) return false;
-    } else if (kind === INT64) {
-      pos = trusted ? numberEnd(buf, pos) : checkedInt64End(buf, pos, end);
-      if (pos < 0) return false;
-    } else {
-      status = statusAt(buf, pos);
-      if (status === undefined) return false;
-      pos += status.length + 2;
-    }
+  if (buf[pos] === COMMA && startsWith(buf, pos, STATUS_KEY)) {
+    status = statusAt(buf, pos + STATUS_KEY.length);
+    if (status === undefined) return false;
+    pos += STATUS_KEY.length + status.length + 2;
+  }
+  if (pos >= end) return false;
+  out.id = id;
+  out.status = status;
+  out.fieldsEnd = pos;
+  return true;
+}
+
+/** The bytes a checksum vouched for: only where each part ends is looked for. */
+function readVouched(buf: Buffer, start: number, end: number, out: PetBytes): boolean {
+  if (buf[start] !== OPEN) return false;
+  let pos = start + ID_KEY.length;
+  const digitsStart = pos;
+  let id = 0;
+  for (let c = buf[pos] as number; c >= 0x30 && c <= 0x39 && pos - digitsStart < MAX_ID_DIGITS; c = buf[++pos] as number) {
+    id = id * 10 + (c - ZERO);
+  }
+  if (pos === digitsStart || buf[digitsStart] === ZERO || id > Number.MAX_SAFE_INTEGER) return false;
+  pos += NAME_KEY.length + 1;
+  for (let c = buf[pos]; c !== QUOTE; c = buf[++pos]) {
+    if (c === BACKSLASH) pos++;
+    else if (c === undefined) return false;
+  }
+  pos += 1 + CATEGORY_KEY.length;
+  for (let c = buf[pos]; c !== COMMA && c !== CLOSE; c = buf[++pos]) if (c === undefined) return false;
+  let status: PetStatus | undefined;
+  if (buf[pos] === COMMA && buf[pos + 2] === STATUS_KEY[2]) {
+    status = statusAt(buf, pos + STATUS_KEY.length);
+    if (status === undefined) return false;
+    pos += STATUS_KEY.length + status.length + 2;
   }
   if (pos >= end) return false;
   out.id = id;
@@ -152,23 +166,29 @@ export function readPet(buf: Buffer, start: number, end: number, out: PetBytes, 
  * million pets is not read through. False when the bytes do not begin as a pet's text.
  */
 export function readWrittenPet(buf: Buffer, start: number, end: number, out: PetBytes): boolean {
-  if (STATUS_ENDINGS === undefined) return readPet(buf, start, end, out, true);
-  const key = KEYS[0] as Buffer;
-  if (!startsWith(buf, start, key)) return false;
-  let pos = start + key.length;
+  if (!startsWith(buf, start, ID_KEY)) return false;
+  let pos = start + ID_KEY.length;
   let id = 0;
   for (let c = buf[pos] as number; isDigit(c); c = buf[++pos] as number) id = id * 10 + (c - ZERO);
   out.id = id;
   out.status = undefined;
   out.fieldsEnd = end - 1;
+  // Without a status the text ends in the int64's last digit; a JSON string holds no bare quote, so
+  // `:"sold"}` at the end is the status's. Its last letter tells it where no other status shares it.
+  if (buf[end - 2] !== QUOTE) return pos > start + ID_KEY.length;
+  const code = STATUS_BY_LAST_BYTE[buf[end - 3] as number] ?? 0;
+  if (code > 0) {
+    if (endsWith(buf, end, STATUS_ENDINGS[code - 1] as Buffer)) out.status = PET_STATUSES[code - 1];
+    return pos > start + ID_KEY.length;
+  }
   for (let i = 0; i < STATUS_ENDINGS.length; i++) {
     const ending = STATUS_ENDINGS[i] as Buffer;
     if (endsWith(buf, end, ending)) {
       out.status = PET_STATUSES[i];
-      out.fieldsEnd = end - ending.length;
+      break;
     }
   }
-  return pos > start + key.length;
+  return pos > start + ID_KEY.length;
 }
 
 /**
@@ -204,28 +224,11 @@ export function isPetText(pet: Pet, text: string): boolean {
 export function petFromJson(text: string): Pet {
   const fields = parseJson(text) as JsonObject;
   const pet: Record<string, FieldValue> = {};
-  for (let f = 0; f < NAMES.length; f++) {
-    const name = NAMES[f] as string;
+  for (const { name, kind } of PET_FIELDS) {
     const value = fields[name] as FieldValue;
-    if (value !== undefined) pet[name] = KINDS[f] === ID ? Number(value) : value;
+    if (value !== undefined) pet[name] = kind === 'id' ? Number(value) : value;
   }
   return pet as unknown as Pet;
-}
-
-/** Just after a JSON string at `pos` whose bytes are vouched for (its escapes stepped over), or -1. */
-function textEnd(buf: Buffer, pos: number): number {
-  if (buf[pos] !== QUOTE) return -1;
-  for (let c = buf[++pos]; c !== QUOTE; c = buf[++pos]) {
-    if (c === BACKSLASH) pos++;
-    else if (c === undefined) return -1;
-  }
-  return pos + 1;
-}
-
-/** Just after a number at `pos` whose bytes are vouched for: up to the comma or brace after it, or -1. */
-function numberEnd(buf: Buffer, pos: number): number {
-  for (let c = buf[pos]; c !== COMMA && c !== CLOSE; c = buf[++pos]) if (c === undefined) return -1;
-  return pos;
 }
 
 /**
@@ -264,16 +267,27 @@ function checkedInt64End(buf: Buffer, pos: number, end: number): number {
 }
 
 /**
- * The status whose quoted text is at `pos`, or undefined. Compared as bytes, not decoded: a million
- * lines would make a million short strings.
+ * The status whose quoted text is at `pos`, or undefined: looked up by its first letter where no other
+ * status shares it, then every letter and the closing quote compared; as bytes, not decoded, as a
+ * million lines would make a million short strings.
  */
 function statusAt(buf: Buffer, pos: number): PetStatus | undefined {
   if (buf[pos] !== QUOTE) return undefined;
-  for (let i = 0; i < STATUS_BYTES.length; i++) {
+  const code = STATUS_BY_FIRST_BYTE[buf[pos + 1] as number] ?? 0;
+  if (code === 0) return undefined;
+  const last = code > 0 ? code : STATUS_BYTES.length;
+  for (let i = code > 0 ? code - 1 : 0; i < last; i++) {
     const text = STATUS_BYTES[i] as Buffer;
-    if (startsWith(buf, pos + 1, text) && buf[pos + 1 + text.length] === QUOTE) return PET_STATUSES[i];
+    if (buf[pos + 1 + text.length] === QUOTE && startsWith(buf, pos + 1, text)) return PET_STATUSES[i];
   }
   return undefined;
+}
+
+/** Per byte value: 1 + the index of the one entry of `bytes` equal to it, 0 for none, -1 for more than one. */
+function byteIndex(bytes: readonly number[]): Int8Array {
+  const index = new Int8Array(256);
+  for (const [i, byte] of bytes.entries()) index[byte] = index[byte] === 0 ? i + 1 : -1;
+  return index;
 }
 
 function startsWith(buf: Buffer, pos: number, token: Buffer): boolean {
