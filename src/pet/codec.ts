@@ -4,11 +4,13 @@ import { parseJson, type JsonObject, type JsonValue } from '../lib/json.js';
 import { validateCategoryId, validateName, validateStatus, ValidationError } from './validate.js';
 
 /**
- * A pet's JSON text, the bytes the API answers and the stores keep, written and read from the field
- * table in contract.ts alone: `{"id":1,"name":"Rex","categoryId":7,"status":"sold"}`, the fields in
- * the table's order, an optional one left out when the pet has none. One writer; one fast reader of
- * the bytes the writer makes, which gives up on anything else; one general reader that parses and
- * checks any JSON and says what is wrong.
+ * A pet's JSON text, the bytes the API answers and the stores keep, after the field table in
+ * contract.ts: `{"id":1,"name":"Rex","categoryId":7,"status":"sold"}`, the fields in the table's
+ * order, an optional one left out when the pet has none. One writer; one fast reader of the bytes the
+ * writer makes, which gives up on anything else; one general reader that parses and checks any JSON
+ * and says what is wrong. Field names, kinds and statuses come from the table; the writer and the
+ * fast reader spell the fields out in its order, as a loop over it cost twice as much a pet
+ * (bench/results.md, "Issue 42"), and test/pet-codec.test.ts holds them to it.
  */
 
 /** What readPet found: the pet's id and status, and where its last field ends. */
@@ -95,9 +97,7 @@ export function petsJson(pets: readonly Pet[]): string {
  * petJson writes them, ending before `end`; the caller checks what stands at `out.fieldsEnd` (the `}`).
  * False for anything else, a name with escapes among it, which the general reader then takes.
  * `trusted`: a checksum has already vouched for the bytes, so the field names are stepped over, not
- * compared, and values are only delimited (a name's escapes included), not checked again. Spelled out
- * field by field like the writer, from the table's names: a loop over the table cost a load of a
- * million pets twice as much (bench/results.md, "Issue 42"); test/pet-codec.test.ts holds it to the table.
+ * compared, and values are only delimited (a name's escapes included), not checked again.
  */
 export function readPet(buf: Buffer, start: number, end: number, out: PetBytes, trusted: boolean): boolean {
   return trusted ? readVouched(buf, start, end, out) : readChecked(buf, start, end, out);
@@ -136,7 +136,7 @@ function readVouched(buf: Buffer, start: number, end: number, out: PetBytes): bo
   let pos = start + ID_KEY.length;
   const digitsStart = pos;
   let id = 0;
-  for (let c = buf[pos] as number; c >= 0x30 && c <= 0x39 && pos - digitsStart < MAX_ID_DIGITS; c = buf[++pos] as number) {
+  for (let c = buf[pos] as number; isDigit(c) && pos - digitsStart < MAX_ID_DIGITS; c = buf[++pos] as number) {
     id = id * 10 + (c - ZERO);
   }
   if (pos === digitsStart || buf[digitsStart] === ZERO || id > Number.MAX_SAFE_INTEGER) return false;

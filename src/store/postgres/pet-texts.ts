@@ -44,7 +44,7 @@ export function eachPet(page: Buffer, each: (id: number, status: PetStatus | und
   for (let start = 0; start < page.length; count++) {
     let end = page.indexOf(NEWLINE, start);
     if (end === -1) end = page.length;
-    if (!readWrittenPet(page, start, end, pet)) throw new Error(`a pet's text from the database is not petJson's: byte ${start}`);
+    if (!readWrittenPet(page, start, end, pet)) throw new Error(`not a pet's text from the database at byte ${start}`);
     each(pet.id, pet.status, start, end);
     start = end + 1;
   }
