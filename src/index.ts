@@ -8,6 +8,7 @@ export {
 } from './store/store.js';
 export { FileStore, type FileStoreOptions } from './store/file/file-store.js';
 export type { FileSystem, StoreFile } from './lib/file-system.js';
-export { petJson, petsJson, type Pet, type NewPet } from './pet/pet.js';
+export { petJson, petsJson } from './pet/codec.js';
+export type { Pet, NewPet } from './pet/pet.js';
 export { PET_STATUSES, type PetStatus } from './pet/contract.js';
 export { jsonLogger, type JsonLogger, type Logger, type LogLevel, type LogFields, type RequestLogEntry } from './lib/logger.js';

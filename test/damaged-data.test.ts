@@ -11,7 +11,8 @@ import { nodeFileSystem } from '#dist/lib/file-system.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { readDirectory } from '#dist/store/file/load.js';
 import { StoreOpenError } from '#dist/store/store.js';
-import { petJson, type NewPet, type Pet } from '#dist/pet/pet.js';
+import { petJson } from '#dist/pet/codec.js';
+import type { NewPet, Pet } from '#dist/pet/pet.js';
 import { TEST_KEY, request, runCli, spawnServerFor, stopProcess } from './helpers.js';
 import { dataDir, deadLock, defer, fileBytes, recordLine, snapshotText } from './store-support.js';
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PetIndex } from '#dist/store/pet-index.js';
-import { petJson, type Pet } from '#dist/pet/pet.js';
+import { petJson } from '#dist/pet/codec.js';
+import type { Pet } from '#dist/pet/pet.js';
 import { buildLine } from '#dist/store/file/record-line.js';
 import type { PetStatus } from '#dist/pet/contract.js';
 

@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { petJson, petWithId, type Pet } from '#dist/pet/pet.js';
+import { petJson } from '#dist/pet/codec.js';
+import { petWithId, type Pet } from '#dist/pet/pet.js';
 import { eachPet, IN_PLACE_BYTES, readTexts } from '#dist/store/postgres/pet-texts.js';
 import type { Sql } from 'postgres';
 import { awkwardPets } from './awkward-pets.js';

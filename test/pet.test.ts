@@ -1,13 +1,18 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { petFromJson, petJson, petsJson, type Pet } from '#dist/pet/pet.js';
-import { readPetLine as readLine, type PetLine } from '#dist/store/file/pet-line.js';
+import { petFromJson, petJson, petsJson, readPet, type PetBytes } from '#dist/pet/codec.js';
+import type { Pet } from '#dist/pet/pet.js';
+import { PetIndex } from '#dist/store/pet-index.js';
+import { readLegacyJournal } from '#dist/store/file/legacy-format.js';
+import { recordOfLine } from '#dist/store/file/record-line.js';
+import { StoreOpenError } from '#dist/store/store.js';
 
-/** The line reader's verdict as a value: the id and status it read, or undefined when it declined. */
-function readPetLine(buf: Buffer, start: number, end: number): Pick<PetLine, 'id' | 'status'> | undefined {
-  const out: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
-  // The callers take a line only when the pet ends exactly where the line does.
-  return readLine(buf, start, end, out) && out.end === end ? { id: out.id, status: out.status } : undefined;
+/** The fast reader's verdict as a value: the id and status it read, or undefined when it declined. */
+function readPetLine(buf: Buffer, start: number, end: number): Pick<PetBytes, 'id' | 'status'> | undefined {
+  const out: PetBytes = { id: 0, status: undefined, fieldsEnd: 0 };
+  // The callers take a line only when the pet's closing brace ends it exactly.
+  const taken = readPet(buf, start, end, out, false) && buf[out.fieldsEnd] === 0x7d && out.fieldsEnd + 1 === end;
+  return taken ? { id: out.id, status: out.status } : undefined;
 }
 
 const PETS: Pet[] = [
@@ -34,8 +39,8 @@ test('the line reader keeps a line in the store\'s own form as the pet\'s text, 
     const line = petJson(pet);
     const buf = Buffer.from(`xx${line}\n`);
     const read = readPetLine(buf, 2, buf.length - 1);
-    if (/\\/.test(line) || String(pet.id).length > 15) {
-      assert.equal(read, undefined, 'escapes and ids of 16 digits are left to the general parser');
+    if (/\\/.test(line)) {
+      assert.equal(read, undefined, 'escapes are left to the general parser');
       continue;
     }
     assert.deepEqual(read, { id: pet.id, status: pet.status });
@@ -67,30 +72,29 @@ test('the line reader counts a name in UTF-16 units from its UTF-8 bytes, as the
   assert.equal(readPetLine(long, 0, long.length), undefined);
 });
 
-test('the line reader reads a keyed create\'s idempotency record, and where the pet\'s own text ends', () => {
+test('a format-2 journal line carries a keyed create\'s record after the pet, whose text is the line without it', () => {
   const pet = { id: 9, name: 'Rex', categoryId: -7n, status: 'sold' as const };
   const record = { scope: 'AbC_-09xyzAbC_-09xyzAb', key: 'f47ac10b 58cc', at: 1764130000123 };
   const line = `${petJson(pet).slice(0, -1)},"idempotency":{"scope":"${record.scope}","key":"${record.key}","at":${record.at}}}`;
-  const buf = Buffer.from(line);
-  const out: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
-  assert.ok(readLine(buf, 0, buf.length, out));
-  assert.deepEqual(out.record, record);
-  assert.equal(out.end, buf.length);
-  assert.equal(`${buf.toString('utf8', 0, out.textEnd)}}`, petJson(pet), 'the pet\'s text is the line without its record');
-  const plain = Buffer.from(petJson({ id: 3, name: 'Kit', categoryId: 1n }));
-  assert.ok(readLine(plain, 0, plain.length, out));
-  assert.equal(out.record, undefined, 'a line without a record leaves none behind from the last one');
+  const plain = petJson({ id: 10, name: 'Kit', categoryId: 1n });
   // A key with an escaped quote or backslash is read too, unescaped, as the general parser would.
-  const escaped = Buffer.from(line.replace(record.key, 'with \\" and \\\\ escapes'));
-  assert.ok(readLine(escaped, 0, escaped.length, out));
-  assert.equal((out.record as { key: string } | undefined)?.key, 'with " and \\ escapes');
+  const escaped = line.replace(record.key, 'with \\" and \\\\ escapes').replace('"id":9', '"id":11');
+  const index = new PetIndex();
+  const keyed: number[] = [];
+  const bytes = Buffer.from(`${line}\n${plain}\n${escaped}\n`);
+  assert.equal(readLegacyJournal(bytes, 'journal', index, 0, keyed), bytes.length);
+  assert.deepEqual(keyed, [9, 11]);
+  assert.equal(index.getText(9)?.toString(), petJson(pet), 'the pet\'s text is the line without its record');
+  assert.deepEqual(recordOfLine(index.lineOf(9)), record);
+  assert.equal(recordOfLine(index.lineOf(10)), undefined, 'a line without a record leaves none from the last one');
+  assert.equal(recordOfLine(index.lineOf(11))?.key, 'with " and \\ escapes');
   for (const bad of [
     line.replace(`"at":${record.at}`, '"at":01'),
     line.replace(`"scope":"${record.scope}"`, '"scope":"no spaces allowed"'),
     line.replace(`"key":"${record.key}"`, '"key":""'),
     line.replace('}}', '},"extra":1}'),
   ]) {
-    const b = Buffer.from(bad);
-    assert.ok(!readLine(b, 0, b.length, out) || out.end !== b.length, `left to the general parser: ${bad}`);
+    const bytes = Buffer.from(`${bad}\n`);
+    assert.throws(() => readLegacyJournal(bytes, 'journal', new PetIndex(), 0, []), StoreOpenError, bad);
   }
 });

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { newKey, updateKeyFile, type StoredKey } from '#dist/auth/key-file.js';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { petJson } from '#dist/pet/pet.js';
+import { petJson } from '#dist/pet/codec.js';
 import { request, runCli, startError, startServer, tempDirFor, waitFor } from './helpers.js';
 import { NOBODY, OTHER_USER, asOtherUser, serveAsOtherUser, serverForOtherUser } from './other-user.js';
 import { dataDir, defer } from './store-support.js';

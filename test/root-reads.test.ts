@@ -8,7 +8,7 @@ import { chmod, chown, mkdir, readdir, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { newKey, updateKeyFile } from '#dist/auth/key-file.js';
-import { petJson } from '#dist/pet/pet.js';
+import { petJson } from '#dist/pet/codec.js';
 import { request, runCli } from './helpers.js';
 import { NOBODY, asOtherUser, serveAsOtherUser, serverForOtherUser } from './other-user.js';
 import { dataDir } from './store-support.js';

@@ -8,7 +8,8 @@ import { cp, readdir, readFile, rm, stat, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { nodeFileSystem, type FileSystem, type StoreFile } from '#dist/lib/file-system.js';
-import { petJson, type Pet } from '#dist/pet/pet.js';
+import { petJson } from '#dist/pet/codec.js';
+import type { Pet } from '#dist/pet/pet.js';
 import { tempDir } from './helpers.js';
 import { referenceCrc32 } from './reference-crc32.js';
 

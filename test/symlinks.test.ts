@@ -7,7 +7,7 @@ import { mkdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/pro
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { newKey } from '#dist/auth/key-file.js';
-import { petJson } from '#dist/pet/pet.js';
+import { petJson } from '#dist/pet/codec.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
 import { startError } from './helpers.js';

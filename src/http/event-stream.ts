@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PetStatus } from '../pet/contract.js';
-import { petJson, type Pet } from '../pet/pet.js';
+import { petJson } from '../pet/codec.js';
+import type { Pet } from '../pet/pet.js';
 import { parseInt64, ValidationError } from '../pet/validate.js';
 import type { Feed, Watcher } from './feed.js';
 import { stoppingError, type HttpError } from './http-error.js';

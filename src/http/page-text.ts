@@ -1,4 +1,4 @@
-import { petsJson } from '../pet/pet.js';
+import { petsJson } from '../pet/codec.js';
 import type { ListPage, ListQuery, ListText, PetStore } from '../store/store.js';
 
 /** The page as JSON text: from the store's own text when it keeps pets so, else formatted here. */

@@ -1,4 +1,5 @@
-import { BASE_PATH } from '../pet/contract.js';
+import { petJson } from '../pet/codec.js';
+import { BASE_PATH, EXAMPLE_PET } from '../pet/contract.js';
 import { gzip } from './compression.js';
 import { openApiDocument, ref, type Json } from './openapi.js';
 import { createPet, getPet, healthz, listPets, readyz, type Handler } from './operations.js';
@@ -24,7 +25,7 @@ const EVENT_STREAM = {
       + 'committed, until the connection ends or the stream\'s lifetime is over (--stream-lifetime; then it ends cleanly, and the client resumes with Last-Event-ID). First "retry: 1000", then one event per pet: "id: <pet id>", "event: pet", "data: <the pet\'s JSON '
       + 'exactly as getPet answers it>", a blank line. Comments (": heartbeat") keep a quiet stream open. limit and wait do not apply. Never compressed.',
   },
-  example: 'retry: 1000\n\nid: 1\nevent: pet\ndata: {"id":1,"name":"Rex","categoryId":7,"status":"available"}\n\n: heartbeat\n\n',
+  example: `retry: 1000\n\nid: ${EXAMPLE_PET.id}\nevent: pet\ndata: ${petJson(EXAMPLE_PET)}\n\n: heartbeat\n\n`,
 };
 
 const statusSchema = (value: string): Json => ({ type: 'object', required: ['status'], properties: { status: { const: value } } });

@@ -8,6 +8,34 @@ export const BASE_PATH = '/v1';
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
 export type PetStatus = (typeof PET_STATUSES)[number];
 
+/**
+ * A stored pet's fields, in the order its JSON text lists them. The codec (pet/codec.ts) writes and
+ * reads a pet's bytes from this table alone: `id` a safe positive integer, `text` a JSON string of
+ * 1 to NAME_MAX_LENGTH characters, `int64` exact digits, `status` one of PET_STATUSES; an optional
+ * field is left out of the text when a pet has none. The id comes first: the readers find it there.
+ */
+export const PET_FIELDS = [
+  { name: 'id', kind: 'id', optional: false },
+  { name: 'name', kind: 'text', optional: false },
+  { name: 'categoryId', kind: 'int64', optional: false },
+  { name: 'status', kind: 'status', optional: true },
+] as const;
+
+/** A pet as a client sends it (NewPet). `categoryId` is a bigint so that every int64 stays exact. */
+export interface NewPet {
+  name: string;
+  categoryId: bigint;
+  status?: PetStatus | undefined;
+}
+
+/** A stored pet. Ids are assigned by the store: 1, 2, 3, … and always safe integers. */
+export interface Pet extends NewPet {
+  readonly id: number;
+}
+
+/** The pet the documentation shows. */
+export const EXAMPLE_PET: Pet = { id: 1, name: 'Rex', categoryId: 7n, status: 'available' };
+
 export const LIMIT = { min: 1, max: 100, default: 20 } as const;
 /** `wait` of listPets, whole seconds an empty page waits for a matching pet; 0, the default, waits not at all. */
 export const WAIT_SECONDS = { min: 0, max: 60 } as const;

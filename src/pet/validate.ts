@@ -1,6 +1,6 @@
-import { INT64_MAX, INT64_MIN, LIMIT, NAME_MAX_LENGTH, PET_STATUSES, WAIT_SECONDS, type PetStatus } from './contract.js';
+import { INT64_MAX, INT64_MIN, LIMIT, NAME_MAX_LENGTH, PET_FIELDS, PET_STATUSES, WAIT_SECONDS } from './contract.js';
+import type { NewPet, PetStatus } from './contract.js';
 import type { JsonValue } from '../lib/json.js';
-import type { NewPet } from './pet.js';
 
 /** Input that is well-formed but not acceptable; the message names the field and what was wrong. */
 export class ValidationError extends Error {
@@ -10,7 +10,8 @@ export class ValidationError extends Error {
   }
 }
 
-const NEW_PET_FIELDS = new Set(['name', 'categoryId', 'status']);
+/** What a client may send: every field but the id, which the store gives. */
+const NEW_PET_FIELDS: readonly string[] = PET_FIELDS.filter((field) => field.kind !== 'id').map((field) => field.name);
 const DECIMAL_INTEGER = /^-?[0-9]+$/;
 const LEADING_ZERO = /^-?0[0-9]/;
 const LEADING_ZEROS = /^(-?)0+(?=[0-9])/;
@@ -25,8 +26,8 @@ export function validateNewPet(body: JsonValue): NewPet {
     throw new ValidationError('request body must be a JSON object (NewPet)');
   }
   for (const key of Object.keys(body)) {
-    if (!NEW_PET_FIELDS.has(key)) {
-      const why = key === 'id' ? 'ids are assigned by the service' : 'NewPet has only name, categoryId and status';
+    if (!NEW_PET_FIELDS.includes(key)) {
+      const why = key === 'id' ? 'ids are assigned by the service' : `NewPet has only ${listed(NEW_PET_FIELDS)}`;
       throw new ValidationError(`unknown field "${key}": ${why}`);
     }
   }
@@ -62,6 +63,11 @@ export function validateCategoryId(value: JsonValue | undefined): bigint {
 export function validateStatus(value: unknown, field: string): PetStatus {
   if (!isPetStatus(value)) throw new ValidationError(`${field} must be one of ${PET_STATUSES.join(', ')}`);
   return value;
+}
+
+/** `a, b and c`. */
+function listed(words: readonly string[]): string {
+  return `${words.slice(0, -1).join(', ')} and ${words[words.length - 1] ?? ''}`;
 }
 
 /** `limit`: a plain decimal integer 1–100; `1e1`, `2.5`, `-3` and the empty string are refused. */

@@ -1,4 +1,4 @@
-import type { PetStatus } from '../pet/contract.js';
+import { PET_STATUSES, type PetStatus } from '../pet/contract.js';
 
 /**
  * What a store tells about its durable commits as they happen, for metrics. The store defines it and
@@ -13,6 +13,14 @@ export interface StoreObserver {
 
 /** The pets a store holds, per status; `none` counts the pets without one. */
 export type StatusCounts = Record<PetStatus | 'none', number>;
+
+/** Every status at 0, in the contract's order, `none` last. */
+export function noStatusCounts(): StatusCounts {
+  const counts = {} as StatusCounts;
+  for (const status of PET_STATUSES) counts[status] = 0;
+  counts.none = 0;
+  return counts;
+}
 
 /** A store's load at this moment, read when metrics are scraped. */
 export interface StoreStats {

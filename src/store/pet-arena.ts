@@ -7,9 +7,10 @@ const MAX_COPY_CHUNK = 1 << 20;
 const INITIAL_SLOTS = 256;
 const COMMA = 0x2c;
 
-/** A status as a small number: 0 for none, then PET_STATUSES' order. */
-export type StatusCode = 0 | 1 | 2 | 3;
-export const statusCode = (status: PetStatus | undefined): StatusCode => (status === undefined ? 0 : (PET_STATUSES.indexOf(status) + 1) as StatusCode);
+/** A status as a small number: 0 for none, then 1 on in PET_STATUSES' order. */
+export type StatusCode = number;
+export const statusCode = (status: PetStatus | undefined): StatusCode =>
+  status === undefined ? 0 : PET_STATUSES.indexOf(status) + 1;
 
 /** Ids as distances from the first id: 4 bytes each while they fit in 32 bits, 8 (exact to 2^53) after that. */
 type IdOffsets = Uint32Array | Float64Array;
@@ -41,7 +42,7 @@ export class PetArena {
   #chunkOf: ChunkNumbers;
   #offsets: Uint32Array;
   #lengths: Uint16Array;
-  /** Per status code 1–3: the positions of the pets with that status, ascending, and how many. */
+  /** Per status code from 1: the positions of the pets with that status, ascending, and how many. */
   readonly #byStatus: Array<{ positions: Uint32Array; count: number }>;
 
   /** `capacity`: how many pets to make room for at once; untouched room costs address space, not memory. */
@@ -51,15 +52,15 @@ export class PetArena {
     this.#chunkOf = new Uint8Array(slots);
     this.#offsets = new Uint32Array(slots);
     this.#lengths = new Uint16Array(slots);
-    this.#byStatus = [0, 1, 2].map(() => ({ positions: new Uint32Array(slots), count: 0 }));
+    this.#byStatus = PET_STATUSES.map(() => ({ positions: new Uint32Array(slots), count: 0 }));
   }
 
   get size(): number {
     return this.#count;
   }
 
-  /** How many pets have the status of code 1, 2 or 3 (those without one are the rest of `size`). */
-  countOf(code: 1 | 2 | 3): number {
+  /** How many pets have the status of this code, from 1 (those without one are the rest of `size`). */
+  countOf(code: StatusCode): number {
     return (this.#byStatus[code - 1] as { count: number }).count;
   }
 

@@ -1,5 +1,7 @@
 import { PET_STATUSES, type PetStatus } from '../pet/contract.js';
-import { petFromJson, type Pet } from '../pet/pet.js';
+import { petFromJson } from '../pet/codec.js';
+import type { Pet } from '../pet/pet.js';
+import { noStatusCounts } from './observer.js';
 import { PageMemo } from './page-memo.js';
 import { PetArena, statusCode } from './pet-arena.js';
 import type { ListPage, ListQuery, ListText, StatusCounts } from './store.js';
@@ -38,9 +40,10 @@ export class PetIndex {
 
   /** The pets per status, from the arena's lists: O(1). */
   countByStatus(): StatusCounts {
-    const counts: StatusCounts = { available: 0, pending: 0, sold: 0, none: this.#arena.size };
+    const counts = noStatusCounts();
+    counts.none = this.#arena.size;
     for (const status of PET_STATUSES) {
-      counts[status] = this.#arena.countOf(statusCode(status) as 1 | 2 | 3);
+      counts[status] = this.#arena.countOf(statusCode(status));
       counts.none -= counts[status];
     }
     return counts;

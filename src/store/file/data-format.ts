@@ -13,7 +13,7 @@ import { StoreOpenError } from '../store.js';
  *   In format 4 a journal's ids go up by one from the snapshot's lastId, and ids handed out without a
  *   pet's line are written down by a skip line (skip-line.ts): a line missing from the middle shows.
  * Each pet's line (record-line.ts) is `[pet, record?, "crc"]`: the pet's text exactly as the API
- * returns it (int64 `categoryId` digits kept), the idempotency record it was created with while that
+ * returns it (int64 digits kept exactly), the idempotency record it was created with while that
  * is within its window, and the CRC-32 of the line before it.
  *
  * Format 4 is this layout. Format 3, the same but for journals whose ids could jump without a word,

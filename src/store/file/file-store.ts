@@ -1,6 +1,7 @@
 import type { LockFile } from '../../lib/lock-file.js';
 import { CommitListeners } from '../commit-listeners.js';
-import { petJson, petWithId, type NewPet, type Pet } from '../../pet/pet.js';
+import { petJson } from '../../pet/codec.js';
+import { petWithId, samePet, type NewPet, type Pet } from '../../pet/pet.js';
 import type { Compaction, IdCounter } from './compaction.js';
 import type { IdReservation } from './id-reservation.js';
 import type { IdempotencyIndex, IdempotencyRecord } from './idempotency.js';
@@ -9,7 +10,6 @@ import { openStore, type FileStoreOptions, type OpenedStore } from './open-store
 import type { PetIndex } from '../pet-index.js';
 import { buildLine } from './record-line.js';
 import { buildSkipLine } from './skip-line.js';
-import { samePet } from './stored-pet.js';
 import { secondsSince } from '../observer.js';
 import {
   IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type CommitListener, type IdempotencyKey, type ListPage, type ListQuery, type ListText,

@@ -1,14 +1,13 @@
 import { isUtf8 } from 'node:buffer';
 import { parseJson, JsonSyntaxError, type JsonValue } from '../../lib/json.js';
 import type { PetStatus } from '../../pet/contract.js';
-import { petJson, type Pet } from '../../pet/pet.js';
+import { petJson, readPet, storedPet, type PetBytes } from '../../pet/codec.js';
+import type { Pet } from '../../pet/pet.js';
 import { ValidationError } from '../../pet/validate.js';
 import { checkFormat } from './data-format.js';
 import { isIdempotencyRecord, type IdempotencyRecord } from './idempotency.js';
 import { PetIndex } from '../pet-index.js';
-import { readPetLine, type PetLine } from './pet-line.js';
-import { buildLine } from './record-line.js';
-import { storedPet } from './stored-pet.js';
+import { buildLine, objectEndAt, readRecord } from './record-line.js';
 import { StoreOpenError } from '../store.js';
 
 /**
@@ -23,6 +22,16 @@ import { StoreOpenError } from '../store.js';
 // The first line in the store's own layout, of format 2 and of format 1.
 const HEAD = /^\{"format":"petstore-pets\/(?:2","journal":([1-9][0-9]{0,14})|1"),"pets":\[$/;
 const SNAPSHOT_END = Buffer.from(']}');
+/** How a format-2 line carried its idempotency record: one more member after the pet's fields. */
+const RECORD_MEMBER = Buffer.from(',"idempotency":', 'latin1');
+
+/** What readPetLine found on a line it accepted. */
+interface PetLine extends PetBytes {
+  /** Just after the line's closing brace. */
+  end: number;
+  /** The idempotency record the pet was created with, if the line carries one. */
+  record: IdempotencyRecord | undefined;
+}
 
 /** A legacy pets.json, its pets in an index of their own; `journal` as in format 3 (undefined for format 1). */
 export function readLegacySnapshot(bytes: Buffer, file: string, keyed: number[]): { index: PetIndex; journal: number | undefined } {
@@ -43,7 +52,7 @@ function readSnapshotLines(bytes: Buffer, file: string, keyed: number[]): { inde
   const head = headEnd === -1 ? null : HEAD.exec(bytes.toString('latin1', 0, Math.min(headEnd, 100)));
   if (head === null) return undefined;
   const index = new PetIndex(Math.ceil(bytes.length / 36));
-  const line: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
+  const line: PetLine = { id: 0, status: undefined, fieldsEnd: 0, end: 0, record: undefined };
   for (let pos = headEnd + 1, n = 1; ; n++) {
     let lineEnd = bytes.indexOf(0x0a, pos);
     if (lineEnd === -1) lineEnd = bytes.length;
@@ -96,7 +105,7 @@ function parseSnapshotDocument(text: string, file: string, keyed: number[]): { i
 export function readLegacyJournal(bytes: Buffer, file: string, index: PetIndex, skipUpTo: number, keyed: number[]): number {
   const end = bytes.lastIndexOf(0x0a) + 1;
   if (!isUtf8(bytes.subarray(0, end))) throw new StoreOpenError(`${file} is not valid UTF-8`);
-  const line: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
+  const line: PetLine = { id: 0, status: undefined, fieldsEnd: 0, end: 0, record: undefined };
   for (let pos = 0, n = 1; pos < end; n++) {
     const where = (): string => `${file}, line ${n}`;
     const lineEnd = bytes.indexOf(0x0a, pos);
@@ -111,9 +120,31 @@ export function readLegacyJournal(bytes: Buffer, file: string, index: PetIndex, 
   return end;
 }
 
+/**
+ * True, with `out` filled in, when a pet in the store's own form starts at `start` (the codec's fast
+ * reader), closed by its `}` or first carrying its record as format 2 did, and ends by `end`.
+ */
+function readPetLine(bytes: Buffer, start: number, end: number, out: PetLine): boolean {
+  if (!readPet(bytes, start, end, out, false)) return false;
+  let close = out.fieldsEnd;
+  out.record = undefined;
+  if (bytes[close] !== 0x7d) {
+    for (let i = 0; i < RECORD_MEMBER.length; i++) if (bytes[close + i] !== RECORD_MEMBER[i]) return false;
+    const recordStart = close + RECORD_MEMBER.length;
+    const recordEnd = objectEndAt(bytes, recordStart, end);
+    if (recordEnd < 0 || bytes[recordEnd] !== 0x7d) return false;
+    out.record = readRecord(bytes, recordStart, recordEnd);
+    if (out.record === undefined) return false;
+    close = recordEnd;
+  }
+  out.end = close + 1;
+  return out.end <= end;
+}
+
 /** The pet's own text of a line the fast reader took: its record, if any, left out. */
 function petText(bytes: Buffer, start: number, line: PetLine): string {
-  return line.record === undefined ? bytes.toString('utf8', start, line.end) : `${bytes.toString('utf8', start, line.textEnd)}}`;
+  if (line.record === undefined) return bytes.toString('utf8', start, line.end);
+  return `${bytes.toString('utf8', start, line.fieldsEnd)}}`;
 }
 
 /** Adds a pet, in ascending id order, with a line of format 3 made for it now. */

@@ -1,22 +1,23 @@
 import { crc32, readHex8, writeHex8 } from '../../lib/crc32.js';
+import { MIN_PET_BYTES } from '../../pet/codec.js';
 import type { IdempotencyRecord } from './idempotency.js';
 import type { StoredLine } from '../pet-index.js';
 
 /**
  * One stored pet as a line of format 3, the same in pets.json and in a journal:
  *
- *     [{"id":1,"name":"Rex","categoryId":7},"8c0d4a4e"]
- *     [{"id":2,"name":"Tom","categoryId":8},{"scope":"…","key":"order-17","at":1764158400000},"0f3b2a11"]
+ *     [{"id":1,"name":"Rex",…},"8c0d4a4e"]
+ *     [{"id":2,"name":"Tom",…},{"scope":"…","key":"order-17","at":1764158400000},"0f3b2a11"]
  *
- * A JSON array: the pet's text exactly as the API returns it, the idempotency record it was created
+ * A JSON array: the pet's text exactly as the API returns it (pet/codec.ts), the idempotency record it was created
  * with while that is within its window, and last the CRC-32 (lib/crc32.ts) of every byte of the line
  * before the checksum's opening quote, from `[` to the comma, as 8 hex digits. The pet's text is
  * served straight from these bytes; the checksum is checked when they are read from a file and
  * whenever they are copied into a new one.
  */
 
-/** The shortest line: `[{"id":1,"name":"a","categoryId":0},"xxxxxxxx"]`. */
-export const MIN_LINE_BYTES = 47;
+/** The shortest line: `[` and the shortest pet's text, then `,"xxxxxxxx"]`. */
+export const MIN_LINE_BYTES = 1 + MIN_PET_BYTES + 12;
 
 /** Where the parts of a line after the pet's text lie; positions in the line's buffer. */
 export interface LineTail {
@@ -57,9 +58,9 @@ export function recordJson(record: IdempotencyRecord): string {
 /**
  * The tail of a line whose pet text ends at `textEnd`: `,"xxxxxxxx"]` or `,{record},"xxxxxxxx"]`, read
  * no further than `end`; undefined when the bytes are not in that form. The record is only delimited
- * here (readRecord reads it).
+ * here (readRecord reads it). `out` is filled in and returned when given (a load reads a million).
  */
-export function readLineTail(bytes: Uint8Array, textEnd: number, end: number): LineTail | undefined {
+export function readLineTail(bytes: Uint8Array, textEnd: number, end: number, out?: LineTail): LineTail | undefined {
   let pos = textEnd;
   if (bytes[pos++] !== 0x2c) return undefined;
   let recordStart = -1;
@@ -71,7 +72,12 @@ export function readLineTail(bytes: Uint8Array, textEnd: number, end: number): L
     pos = recordEnd + 1;
   }
   if (pos + 10 > end || bytes[pos] !== 0x22 || bytes[pos + 9] !== 0x22 || bytes[pos + 10] !== 0x5d) return undefined;
-  return { recordStart, recordEnd, crcAt: pos + 1, end: pos + 11 };
+  if (out === undefined) return { recordStart, recordEnd, crcAt: pos + 1, end: pos + 11 };
+  out.recordStart = recordStart;
+  out.recordEnd = recordEnd;
+  out.crcAt = pos + 1;
+  out.end = pos + 11;
+  return out;
 }
 
 /**

@@ -1,12 +1,10 @@
 import { parseJson, JsonSyntaxError } from '../../lib/json.js';
 import type { PetStatus } from '../../pet/contract.js';
+import { isPetText, readPet, storedPet, type PetBytes } from '../../pet/codec.js';
 import { ValidationError } from '../../pet/validate.js';
 import type { Damage } from './damage.js';
-import { readPetLine, type PetLine } from './pet-line.js';
-import { checksumMatches, objectEndAt, readLineTail, readRecord, tailAtEnd } from './record-line.js';
-import { isPetText, storedPet } from './stored-pet.js';
+import { checksumMatches, objectEndAt, readLineTail, readRecord, tailAtEnd, type LineTail } from './record-line.js';
 import { readSkipLine } from './skip-line.js';
-import { readTrustedLine, type TrustedLine } from './trusted-line.js';
 
 /** A record line (record-line.ts) found intact; positions in the scanned buffer. */
 export interface ScannedRecord {
@@ -46,7 +44,7 @@ export interface DisplacedLine extends ScannedRecord {
   damage: Damage;
 }
 
-const trusted: TrustedLine = { id: 0, status: undefined, textEnd: 0, recordStart: -1, recordEnd: -1, end: 0 };
+const lineTail: LineTail = { recordStart: -1, recordEnd: -1, crcAt: 0, end: 0 };
 const LINE_BREAK = 0x0a;
 const COMMA = 0x2c;
 const RECORD_START = Buffer.from('[{"id":', 'latin1');
@@ -62,7 +60,7 @@ const RECORD_START = Buffer.from('[{"id":', 'latin1');
 export function scanRecords(state: ScanState, start: number, end: number, firstLine: number, commas: boolean, onRecord: (r: ScannedRecord) => void): number {
   const { bytes } = state;
   const found: ScannedRecord = { id: 0, status: undefined, lineStart: 0, textStart: 0, textEnd: 0, end: 0, keyed: false };
-  const pet: PetLine = { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined };
+  const pet: PetBytes = { id: 0, status: undefined, fieldsEnd: 0 };
   const open: Damage[] = []; // damage whose next intact pet is not known yet
   let line = firstLine;
   let pos = start;
@@ -147,30 +145,24 @@ function missingBefore(state: ScanState, line: number, pos: number, id: number):
 /** The intact record line at `pos`, checksum checked, or undefined when there is none. */
 export function intactRecordAt(bytes: Buffer, pos: number, end: number): ScannedRecord | undefined {
   const found: ScannedRecord = { id: 0, status: undefined, lineStart: 0, textStart: 0, textEnd: 0, end: 0, keyed: false };
-  const problem = readRecordAt(bytes, pos, end, true, found, { id: 0, status: undefined, end: 0, textEnd: 0, record: undefined });
+  const problem = readRecordAt(bytes, pos, end, true, found, { id: 0, status: undefined, fieldsEnd: 0 });
   return problem === undefined ? found : undefined;
 }
 
 /**
  * Reads the record line at `pos` into `out`: undefined when it is intact, else what is wrong. Lines in
- * the store's own form go through the fast reader; a name with escapes through the general parser,
- * which must give back the very same text.
+ * the store's own form go through the codec's fast reader (stepping over what the file's checksum
+ * vouches for when `verify` is off); any other through the general reader, which must give back the
+ * very same text, and whose line is then read with every check.
  */
-function readRecordAt(bytes: Buffer, pos: number, end: number, verify: boolean, out: ScannedRecord, pet: PetLine): string | undefined {
-  if (!verify && readTrustedLine(bytes, pos, trusted) && trusted.end <= end) {
-    out.id = trusted.id;
-    out.status = trusted.status;
-    out.keyed = trusted.recordStart >= 0;
-    out.lineStart = pos;
-    out.textStart = pos + 1;
-    out.textEnd = trusted.textEnd;
-    out.end = trusted.end;
-    return undefined;
-  }
+function readRecordAt(
+  bytes: Buffer, pos: number, end: number, verify: boolean, out: ScannedRecord, pet: PetBytes,
+): string | undefined {
   if (bytes[pos] !== 0x5b) return 'not a pet record';
   let textEnd: number;
-  if (readPetLine(bytes, pos + 1, end, pet) && pet.record === undefined) {
-    textEnd = pet.end;
+  let careful = verify;
+  if (readPet(bytes, pos + 1, end, pet, !verify) && bytes[pet.fieldsEnd] === 0x7d) {
+    textEnd = pet.fieldsEnd + 1;
     out.id = pet.id;
     out.status = pet.status;
   } else {
@@ -179,12 +171,15 @@ function readRecordAt(bytes: Buffer, pos: number, end: number, verify: boolean, 
     textEnd = general.end;
     out.id = general.id;
     out.status = general.status;
+    careful = true;
   }
-  const tail = readLineTail(bytes, textEnd, end);
+  const tail = readLineTail(bytes, textEnd, end, lineTail);
   if (tail === undefined) return 'not a pet record';
   if (verify && !checksumMatches(bytes, pos, tail)) return 'checksum mismatch';
   out.keyed = tail.recordStart >= 0;
-  if (out.keyed && readRecord(bytes, tail.recordStart, tail.recordEnd) === undefined) return 'the idempotency record is not in the store\'s form';
+  if (careful && out.keyed && readRecord(bytes, tail.recordStart, tail.recordEnd) === undefined) {
+    return 'the idempotency record is not in the store\'s form';
+  }
   out.lineStart = pos;
   out.textStart = pos + 1;
   out.textEnd = textEnd;

@@ -11,8 +11,8 @@ import { intactRecordAt, scanRecords, type ScannedRecord, type ScanState } from 
  * handed out and the CRC-32 of every byte of the file before that checksum:
  *
  *     {"format":"petstore-pets/3","journal":4,"pets":[
- *     [{"id":1,"name":"Rex","categoryId":7},"8c0d4a4e"],
- *     [{"id":2,"name":"Tom","categoryId":8,"status":"sold"},"3a7f0c12"]
+ *     [{"id":1,"name":"Rex",…},"8c0d4a4e"],
+ *     [{"id":2,"name":"Tom",…,"status":"sold"},"3a7f0c12"]
  *     ],"count":2,"lastId":2,"crc":"5b2e9d07"}
  *
  * At start the whole file's checksum is computed in one call into zlib; when it matches, every byte is

@@ -1,5 +1,6 @@
 import type { Sql } from 'postgres';
 import type { NewPet } from '../../pet/pet.js';
+import { petColumns } from './pet-row.js';
 import type { IdempotencyKey } from '../store.js';
 
 /** A create waiting for its commit, and the idempotency key it was made with, if any. */
@@ -36,8 +37,7 @@ export const COMMIT_CHANNEL = 'petstore_pets';
  */
 export async function insertBatch(sql: Sql, batch: readonly BatchEntry[], windowSeconds: number): Promise<BatchResult | undefined> {
   const count = batch.length;
-  // JSON carries every field exactly: the name as its JSON literal, categoryId as its decimal digits.
-  const rows = batch.map(({ pet, key }) => [JSON.stringify(pet.name), pet.categoryId.toString(), pet.status ?? null, key?.scope ?? null, key?.key ?? null]);
+  const rows = batch.map(({ pet, key }) => [...petColumns(pet), key?.scope ?? null, key?.key ?? null]);
   const [row] = await sql<[{ base: string; keyed: string | null }?]>`
     WITH ids AS (
       UPDATE petstore.pet_ids SET last_id = last_id + ${count}

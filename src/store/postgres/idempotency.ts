@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres';
-import type { NewPet, Pet } from '../../pet/pet.js';
+import { samePet, type NewPet, type Pet } from '../../pet/pet.js';
 import { toPet, type PetRow } from './pet-row.js';
 import { IdempotencyKeyReusedError, type IdempotencyKey } from '../store.js';
 
@@ -20,7 +20,6 @@ export async function keyedPet(sql: Sql, { scope, key }: IdempotencyKey, windowS
 
 /** The answer to a repeat of the create that made `first`: its replay, or a 422 for another pet. */
 export function replayOf(first: Pet, pet: NewPet): { pet: Pet; replayed: true } {
-  // The same pet, as the client meant it: name, the exact categoryId digits and status.
-  if (first.name !== pet.name || first.categoryId !== pet.categoryId || first.status !== pet.status) throw new IdempotencyKeyReusedError();
+  if (!samePet(first, pet)) throw new IdempotencyKeyReusedError();
   return { pet: first, replayed: true };
 }

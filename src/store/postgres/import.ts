@@ -1,6 +1,7 @@
 import type { Sql } from 'postgres';
 import type { Pet } from '../../pet/pet.js';
 import { insertKey, type KeyRecord } from './keys.js';
+import { petColumns } from './pet-row.js';
 import { StoreOpenError } from '../store.js';
 
 export interface ImportResult {
@@ -30,7 +31,7 @@ export function importPets(sql: Sql, pets: readonly Pet[], keys: readonly KeyRec
       throw new StoreOpenError(`the database already holds pets (last id ${ids?.last_id}): migrate copies only into an empty database`);
     }
     for (let i = 0; i < pets.length; i += CHUNK) {
-      const rows = pets.slice(i, i + CHUNK).map((p) => [p.id, JSON.stringify(p.name), p.categoryId.toString(), p.status ?? null]);
+      const rows = pets.slice(i, i + CHUNK).map((p) => [p.id, ...petColumns(p)]);
       await tx`
         INSERT INTO petstore.pets (id, name_json, category_id, status)
         SELECT (p->>0)::bigint, p->>1, (p->>2)::bigint, p->>3 FROM jsonb_array_elements(${tx.json(rows)}) AS p`;

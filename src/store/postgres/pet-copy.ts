@@ -1,6 +1,7 @@
 import type { Sql } from 'postgres';
 import { monotonicMs } from '../../lib/monotonic.js';
-import { petJson, type Pet } from '../../pet/pet.js';
+import { petJson } from '../../pet/codec.js';
+import type { Pet } from '../../pet/pet.js';
 import { PetIndex } from '../pet-index.js';
 import { StoreUnavailableError, type ListPage, type ListQuery, type ListText } from '../store.js';
 import { readHighestId } from './pet-reads.js';

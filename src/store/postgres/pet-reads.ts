@@ -1,5 +1,6 @@
 import type { Sql } from 'postgres';
-import { petsJson, type Pet } from '../../pet/pet.js';
+import { petsJson } from '../../pet/codec.js';
+import type { Pet } from '../../pet/pet.js';
 import type { ListPage, ListQuery, ListText } from '../store.js';
 import { toPet, type PetRow } from './pet-row.js';
 

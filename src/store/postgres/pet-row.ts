@@ -1,5 +1,5 @@
 import type { PetStatus } from '../../pet/contract.js';
-import { petWithId, type Pet } from '../../pet/pet.js';
+import { petWithId, type NewPet, type Pet } from '../../pet/pet.js';
 
 /** A pet as a query selects it: `id::text, name_json, category_id::text, status`. */
 export interface PetRow {
@@ -10,10 +10,14 @@ export interface PetRow {
 }
 
 export function toPet(row: PetRow): Pet {
-  return plainPet(Number(row.id), JSON.parse(row.name_json) as string, BigInt(row.category_id), row.status ?? undefined);
+  const name = JSON.parse(row.name_json) as string;
+  return petWithId(Number(row.id), { name, categoryId: BigInt(row.category_id), status: row.status ?? undefined });
 }
 
-/** A Pet as a plain object, without a `status` member when it has none (as petJson writes it). */
-export function plainPet(id: number, name: string, categoryId: bigint, status: PetStatus | undefined): Pet {
-  return petWithId(id, { name, categoryId, status });
+/**
+ * The columns a pet is inserted with, `name_json, category_id, status`, as JSON carries every field
+ * exactly: the name as its JSON literal, the int64 as its decimal digits.
+ */
+export function petColumns(pet: NewPet): [string, string, PetStatus | null] {
+  return [JSON.stringify(pet.name), pet.categoryId.toString(), pet.status ?? null];
 }

@@ -1,4 +1,5 @@
 import type { Sql } from 'postgres';
+import { readWrittenPet, type PetBytes } from '../../pet/codec.js';
 import type { PetStatus } from '../../pet/contract.js';
 
 /** A page's text kept as the arena's own chunk from this size on; a smaller one is copied into the arena's chunks. */
@@ -6,10 +7,6 @@ export const IN_PLACE_BYTES = 64 * 1024;
 /** Bytes of a driver's buffer beside a large page's text that the arena may keep with it. */
 const SLACK_BYTES = 1024;
 const NEWLINE = 0x0a;
-const COMMA = 0x2c;
-const QUOTE = 0x22;
-/** `{"id":` before a pet's id. */
-const ID_AT = 6;
 
 /**
  * The pets with an id above `after` and at most `upTo`, ascending, `limit` at most, as one text: each
@@ -38,27 +35,18 @@ export async function readTexts(sql: Sql, after: number, upTo: number, limit: nu
 
 /**
  * Calls `each` with every pet of a page's text (readTexts): its id, its status and where its JSON text
- * lies. The id is the digits after `{"id":`; the status is read from the text's end, which is the
- * status's last letter and `"}` when it has one (available, pending, sold: e, g, d) and the
- * categoryId's last digit and `}` when not. Returns how many pets there were.
+ * lies, read from its two ends (the codec's readWrittenPet).
+ * Returns how many pets there were.
  */
 export function eachPet(page: Buffer, each: (id: number, status: PetStatus | undefined, start: number, end: number) => void): number {
+  const pet: PetBytes = { id: 0, status: undefined, fieldsEnd: 0 };
   let count = 0;
   for (let start = 0; start < page.length; count++) {
     let end = page.indexOf(NEWLINE, start);
     if (end === -1) end = page.length;
-    let id = 0;
-    for (let at = start + ID_AT, c = page[at] as number; c !== COMMA; c = page[++at] as number) {
-      id = id * 10 + (c - 0x30); // the digit's value first: id * 10 + c can pass 2^53 where the id does not
-    }
-    each(id, statusAt(page, end), start, end);
+    if (!readWrittenPet(page, start, end, pet)) throw new Error(`not a pet's text from the database at byte ${start}`);
+    each(pet.id, pet.status, start, end);
     start = end + 1;
   }
   return count;
-}
-
-function statusAt(page: Buffer, end: number): PetStatus | undefined {
-  if (page[end - 2] !== QUOTE) return undefined;
-  const last = page[end - 3];
-  return last === 0x65 ? 'available' : last === 0x67 ? 'pending' : 'sold';
 }

@@ -1,5 +1,6 @@
 import type { Sql } from 'postgres';
-import { petJson, type NewPet, type Pet } from '../../pet/pet.js';
+import { petJson } from '../../pet/codec.js';
+import { petWithId, type NewPet, type Pet } from '../../pet/pet.js';
 import { CommitListeners } from '../commit-listeners.js';
 import { Availability } from './availability.js';
 import { insertBatch, type BatchEntry } from './batch.js';
@@ -7,7 +8,6 @@ import { CommitWatch } from './commit-watch.js';
 import { isUnavailable, openError, openPool } from './driver.js';
 import { keyedPet, replayOf } from './idempotency.js';
 import { addFirstKey, readKeys, type KeyRecord } from './keys.js';
-import { plainPet } from './pet-row.js';
 import { PetCopy } from './pet-copy.js';
 import { pageText, readHighestId, readPage, readPet } from './pet-reads.js';
 import { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
@@ -193,7 +193,10 @@ export class PostgresStore implements PetStore {
       if (result === undefined) throw new Error('pet ids are exhausted: the next id would not be a safe integer');
       this.#availability.set(true);
       this.#observer?.committed(secondsSince(began), batch.length);
-      const stored = batch.map((p, i) => (p.key === undefined || result.keyedIds.has(result.base + i + 1) ? plainPet(result.base + i + 1, p.pet.name, p.pet.categoryId, p.pet.status) : undefined));
+      const stored = batch.map((p, i) => {
+        const id = result.base + i + 1;
+        return p.key === undefined || result.keyedIds.has(id) ? petWithId(id, p.pet) : undefined;
+      });
       // This instance reads its own creates at once: the copy holds them before the 201s.
       if (this.#copy?.filled === true) await this.#copy.own(result.base, stored.filter((pet) => pet !== undefined));
       else this.#copy?.catchUp();
