@@ -1,5 +1,6 @@
 import type { LogFields } from '../lib/logger.js';
-import { type Pet, petJson } from '../pet/pet.js';
+import { petJson } from '../pet/codec.js';
+import type { Pet } from '../pet/pet.js';
 import { type PetStore, StoreUnavailableError } from '../store/store.js';
 import type { CursorFile } from './cursor-file.js';
 import { checkEndpointUrl, endpointOrigin } from './endpoint-url.js';
