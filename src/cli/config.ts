@@ -3,6 +3,7 @@ import { parseQuota, type QuotaPolicy } from '../auth/quota.js';
 import { LOG_LEVELS, type LogLevel } from '../lib/logger.js';
 import { SERVER_DEFAULTS } from '../service/listen.js';
 import { createMount, parsePublicUrls } from '../http/mount.js';
+import { trustedProxies } from '../http/client-address.js';
 import { DEFAULTS } from '../service/petstore.js';
 import { DEFAULT_REPLICATE_INTERVAL, DEFAULT_REPLICATE_RETENTION } from '../service/replication.js';
 import { UsageError } from './errors.js';
@@ -44,6 +45,7 @@ export interface Config {
   replicateInterval: number;
   replicateTakeOver: string | undefined;
   replicateRetention: number;
+  trustProxy: string | undefined;
 }
 
 interface Setting<K extends keyof Config> {
@@ -128,6 +130,11 @@ export const SETTINGS = [
   setting({ key: 'replicateInterval', flag: 'replicate-interval', env: 'PETSTORE_REPLICATE_INTERVAL', default: DEFAULT_REPLICATE_INTERVAL, help: 'seconds between replication rounds (0.05 to 3600)', parse: seconds }),
   setting({ key: 'replicateTakeOver', flag: 'replicate-take-over', env: 'PETSTORE_REPLICATE_TAKE_OVER', default: undefined, help: 'the store id of another store whose --replicate-to destination this one may take over', parse: text }),
   setting({ key: 'replicateRetention', flag: 'replicate-retention', env: 'PETSTORE_REPLICATE_RETENTION', default: DEFAULT_REPLICATE_RETENTION, help: 'seconds back a restore may reach; older replicas are removed', parse: integer(60, 10 * 365 * 86400) }),
+  setting({
+    key: 'trustProxy', flag: 'trust-proxy', env: 'PETSTORE_TRUST_PROXY', default: undefined,
+    help: 'addresses or CIDRs of proxies, comma-separated: from them the client is the right-most untrusted hop of X-Forwarded-For or Forwarded',
+    parse: embedderCheck((raw) => (trustedProxies(raw), raw)),
+  }),
 ] as const;
 
 /** Resolves every setting: flag, else environment, else default. */

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthLimiter } from '../auth/limiter.js';
 import { authenticate } from './authenticate.js';
 import { authorize, type Quotas } from './authorize.js';
+import { clientAddress, type TrustedProxies } from './client-address.js';
 import { bodyToCome } from './body.js';
 import { deprecationHeaders } from '../pet/contract.js';
 import { corsHeaders, preflightReply, type CorsPolicy } from './cors.js';
@@ -36,11 +37,15 @@ export interface AppOptions {
   quotas: Quotas;
   /** Waiting requests and event streams (feed.ts). */
   feed: Feed;
+  /** `--trust-proxy`: whose X-Forwarded-For or Forwarded names the client; undefined: the peer is the client. */
+  trustProxy?: TrustedProxies | undefined;
 }
 
 /** Who sent a request, once its key is accepted: the log line of an error answer names the key's id. */
 interface Caller {
   key: AcceptedKey | undefined;
+  /** Its address (client-address.ts): what the failed-key limit counts and the log names. */
+  client: string;
 }
 
 /** A standard request listener; with `next`, requests for paths it does not serve go on to `next`. */
@@ -73,7 +78,8 @@ export function createApp(options: AppOptions): RequestListener {
     const context: string[] = ['x-request-id', requestId];
     if (match.value?.deprecated === true) context.push(...deprecationPairs);
     if (options.cors !== undefined) context.push(...corsHeaders(options.cors, req));
-    const caller: Caller = { key: undefined };
+    const client = options.trustProxy === undefined ? req.socket.remoteAddress ?? 'unknown' : clientAddress(req, options.trustProxy);
+    const caller: Caller = { key: undefined, client };
 
     const finish = (reply: Reply, code?: string): void => {
       try {
@@ -91,7 +97,7 @@ export function createApp(options: AppOptions): RequestListener {
       try {
         options.logger.request({
           id: requestId, method, path, status: reply.status, ms: Math.round(nanos / 1e4) / 100,
-          code, keyId: code === undefined ? undefined : caller.key?.id, traceId: trace?.traceId, spanId: trace?.spanId,
+          client, code, keyId: code === undefined ? undefined : caller.key?.id, traceId: trace?.traceId, spanId: trace?.spanId,
         });
         metrics?.observe(match.path, method, reply, nanos);
       } catch (recordError) {
@@ -141,7 +147,7 @@ export function createApp(options: AppOptions): RequestListener {
     // Authentication comes first, also for unknown paths and wrong methods: nothing is revealed without
     // a key. Paths that are public (the interface description, health) answer a wrong method without one.
     const needsKey = route?.auth ?? (path === undefined || !publicPaths.has(path));
-    const key = needsKey ? authenticate(req, options.keyring, options.limiter) : undefined;
+    const key = needsKey ? authenticate(req, caller.client, options.keyring, options.limiter) : undefined;
     if (key !== undefined) {
       caller.key = key;
       authorize(key, route?.scope, options.quotas, context);

@@ -3,6 +3,7 @@ import { checkQuota, QuotaCounter, type QuotaPolicy } from '../auth/quota.js';
 import { IDEMPOTENCY_KEY_LIMIT, IDEMPOTENCY_WINDOW_SECONDS } from '../pet/contract.js';
 import { createApp, type RequestListener } from '../http/app.js';
 import { corsPolicy } from '../http/cors.js';
+import { trustedProxies } from '../http/client-address.js';
 import { Feed } from '../http/feed.js';
 import { createMount, type Mount } from '../http/mount.js';
 import { generateFirstKey, keyFilePath } from '../auth/key-file.js';
@@ -49,6 +50,11 @@ export interface PetstoreOptions {
   authFailureLimit?: number;
   /** Allowed browser origins (`*` or a comma-separated list); CORS is off when absent. */
   corsOrigin?: string | undefined;
+  /**
+   * Proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For or Forwarded names the client: its
+   * right-most address that is not one of them is the client's, for the failed-key limit and the log. Off when absent.
+   */
+  trustProxy?: string | undefined;
   /**
    * Mount prefix such as `/api`: every route then lives under it (`/api/v1/pets`, `/api/healthz`), and
    * `Location`, `Link` and the OpenAPI `servers` say so. The handler matches `req.url` with the prefix.
@@ -223,6 +229,7 @@ function service(
     bodyLimit: options.bodyLimit ?? DEFAULTS.bodyLimit,
     logger,
     cors: corsPolicy(options.corsOrigin),
+    trustProxy: options.trustProxy === undefined ? undefined : trustedProxies(options.trustProxy),
     mount,
     metrics: metrics?.attach(store, mount, feed),
     quotas: { counter: new QuotaCounter(), policy: options.rateLimit },
