@@ -46,6 +46,7 @@ export interface Config {
   replicateTakeOver: string | undefined;
   replicateRetention: number;
   trustProxy: string | undefined;
+  docs: boolean;
 }
 
 interface Setting<K extends keyof Config> {
@@ -134,6 +135,13 @@ export const SETTINGS = [
     key: 'trustProxy', flag: 'trust-proxy', env: 'PETSTORE_TRUST_PROXY', default: undefined,
     help: 'addresses or CIDRs of proxies, comma-separated: from them the client is the right-most untrusted hop of X-Forwarded-For or Forwarded',
     parse: embedderCheck((raw) => (trustedProxies(raw), raw)),
+  }),
+  setting({
+    key: 'docs', flag: 'docs', env: 'PETSTORE_DOCS', default: true, help: 'on | off: the API reference page at GET /v1/docs',
+    parse: (raw, source) => {
+      if (raw !== 'on' && raw !== 'off') throw new UsageError(`${source} must be on or off, got "${raw}"`);
+      return raw === 'on';
+    },
   }),
 ] as const;
 

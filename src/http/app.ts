@@ -18,7 +18,7 @@ import { monotonicMs } from '../lib/monotonic.js';
 import { checkRequestLine } from './request-line.js';
 import { Router, type Match } from './router.js';
 import type { RequestMetrics } from './request-metrics.js';
-import { ROUTES, type RouteSpec } from './routes.js';
+import { servedRoutes, type RouteSpec } from './routes.js';
 import type { PetStore } from '../store/store.js';
 import { traceContext } from './trace-context.js';
 import { splitTarget } from './url.js';
@@ -59,8 +59,9 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse, next?:
 export function createApp(options: AppOptions): RequestListener {
   const { mount, metrics } = options;
   const router = new Router<RouteSpec>();
-  for (const route of ROUTES) router.add(route.method, mount.root + route.path, route);
-  const publicPaths = new Set(ROUTES.filter((r) => !r.auth).map((r) => mount.root + r.path));
+  const routes = servedRoutes(mount);
+  for (const route of routes) router.add(route.method, mount.root + route.path, route);
+  const publicPaths = new Set(routes.filter((r) => !r.auth).map((r) => mount.root + r.path));
   const deprecationPairs = Object.entries(deprecationHeaders(mount.base)).flat();
   const noSuchPath = `no such path; see ${mount.base}/openapi.json for the paths this service serves`;
 
@@ -72,7 +73,7 @@ export function createApp(options: AppOptions): RequestListener {
     const { path, search } = splitTarget(req.url ?? '/');
     const method = req.method ?? '';
     const match = router.find(method, path);
-    if (match.path === undefined && next !== undefined) return next();
+    if (next !== undefined && (match.path === undefined || match.value?.embedderFirst === true)) return next();
 
     // Headers every response of this request carries, whatever the outcome, as name/value pairs.
     const context: string[] = ['x-request-id', requestId];

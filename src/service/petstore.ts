@@ -55,6 +55,8 @@ export interface PetstoreOptions {
    * right-most address that is not one of them is the client's, for the failed-key limit and the log. Off when absent.
    */
   trustProxy?: string | undefined;
+  /** The API reference page at `GET /v1/docs` (default true). */
+  docs?: boolean | undefined;
   /**
    * Mount prefix such as `/api`: every route then lives under it (`/api/v1/pets`, `/api/healthz`), and
    * `Location`, `Link` and the OpenAPI `servers` say so. The handler matches `req.url` with the prefix.
@@ -145,7 +147,7 @@ export async function loadMetrics(): Promise<ServiceMetrics> {
 /** createPetstore, measured with `metrics` (which `listen` also gives its server's), or unmeasured. */
 export async function openPetstore(options: PetstoreOptions, metrics: ServiceMetrics | undefined): Promise<PetstoreService> {
   const logger = options.logger ?? jsonLogger();
-  const mount = createMount(options.basePath, options.publicUrls);
+  const mount = createMount(options.basePath, options.publicUrls, options.docs ?? true);
   if (options.store !== undefined) checkStore(options.store);
   if (options.rateLimit !== undefined) checkQuota(options.rateLimit);
   if (options.replicateTo !== undefined && (options.store !== undefined || options.databaseUrl !== undefined || options.dataDir === undefined)) {
