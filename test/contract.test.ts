@@ -430,6 +430,16 @@ describe('createPet', () => {
     });
   }
 
+  test('a 415 names the media type received, or says none was', async (t) => {
+    const server = await fresh(t);
+    const plain = await post(server, '{}', { headers: [['content-type', 'Text/Plain; charset=utf-8']] });
+    assert.equal((plain.json as { message: string }).message, 'the request body must be application/json; got Text/Plain');
+    const none = await post(server, '{}', { headers: [] });
+    assert.equal((none.json as { message: string }).message, 'the request body must be application/json; got no Content-Type');
+    const long = await post(server, '{}', { headers: [['content-type', `a/${'b'.repeat(500)}`]] });
+    assert.equal((long.json as { message: string }).message, `the request body must be application/json; got a/${'b'.repeat(62)}…`);
+  });
+
   test('a body without Content-Type is refused with 415', async (t) => {
     assertError(await post(await fresh(t), '{"name":"Rex","categoryId":1}', { headers: [] }), 415, 'unsupported_media_type');
   });
