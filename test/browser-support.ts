@@ -1,5 +1,5 @@
 /**
- * Headless Chromium for the browser tests (cors-browser, feed-browser): where it is, and a page
+ * Headless Chromium for the browser tests (cors-browser, feed-browser, reference-page): where it is, and a page
  * opened in it with a profile of its own, killed after the test. Debian: apt-get install chromium.
  */
 import { spawn } from 'node:child_process';
@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import type { TestContext } from 'node:test';
 import { tempDirFor } from './helpers.js';
 
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((path) => existsSync(path));
+export const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((path) => existsSync(path));
 
 /** For a test's `skip` option: false where Chromium is installed, or why the test cannot run. */
 export const withoutChromium = CHROMIUM === undefined ? 'Chromium not installed: apt-get install chromium' : false;

@@ -71,6 +71,14 @@ test('an unknown flag exits 2 and names the flag', async (t) => {
   assert.doesNotMatch(stdout, /listening/);
 });
 
+test('an unknown flag close to a known one suggests it', async () => {
+  for (const [flag, known] of [['--prot', '--port'], ['--data-dri', '--data-dir'], ['--max-conn', '--max-connections'], ['--trust-proxies', '--trust-proxy']]) {
+    const { code, stderr } = await runCli([flag as string]);
+    assert.equal(code, 2);
+    assert.equal(stderr, `cannot start: unknown option ${flag}; did you mean ${known}?\nRun with --help to see every option.\n`);
+  }
+});
+
 test('an unknown flag\'s message names it plainly, without Node\'s advice and unbalanced quote', async () => {
   for (const flag of ['--bogus-flag', '-x']) {
     const { code, stderr } = await runCli([flag]);

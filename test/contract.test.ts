@@ -430,6 +430,16 @@ describe('createPet', () => {
     });
   }
 
+  test('a 415 names the media type received, or says none was', async (t) => {
+    const server = await fresh(t);
+    const plain = await post(server, '{}', { headers: [['content-type', 'Text/Plain; charset=utf-8']] });
+    assert.equal((plain.json as { message: string }).message, 'the request body must be application/json; got Text/Plain');
+    const none = await post(server, '{}', { headers: [] });
+    assert.equal((none.json as { message: string }).message, 'the request body must be application/json; got no Content-Type');
+    const long = await post(server, '{}', { headers: [['content-type', `a/${'b'.repeat(500)}`]] });
+    assert.equal((long.json as { message: string }).message, `the request body must be application/json; got a/${'b'.repeat(62)}…`);
+  });
+
   test('a body without Content-Type is refused with 415', async (t) => {
     assertError(await post(await fresh(t), '{"name":"Rex","categoryId":1}', { headers: [] }), 415, 'unsupported_media_type');
   });
@@ -630,7 +640,8 @@ describe('unknown paths and methods', () => {
   });
   after(() => server.close());
 
-  for (const path of ['/', '/v1', '/v1/', '/v1/nothing', '/v2/pets', '/pets', '/v1/pets/', '/v1/pets/1/extra', '/V1/PETS']) {
+  // `/` and `/v1` point to the reference page and the document instead (reference-page.test.ts).
+  for (const path of ['/v1/', '/v1/nothing', '/v2/pets', '/pets', '/v1/pets/', '/v1/pets/1/extra', '/V1/PETS']) {
     test(`unknown path ${path} is 404`, async () => {
       assertError(await server.request('GET', path), 404, 'not_found');
     });

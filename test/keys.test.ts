@@ -81,6 +81,7 @@ test('keys list shows id, label and creation time, never a key or its hash', asy
   const b = await createKey(dir, 'second label');
   const { code, stdout, stderr } = await runCli(['keys', 'list', '--data-dir', dir]);
   assert.equal(code, 0, stderr);
+  assert.equal(stdout.split('\n')[0], 'id  created  scopes  quota  label', 'a header row names the columns');
   for (const [created, label] of [[a, 'first label'], [b, 'second label']] as const) {
     const row = stdout.split('\n').find((l) => l.includes(created.id));
     assert.ok(row, `a row for ${created.id}`);
@@ -235,6 +236,7 @@ test('keys create --scope takes scopes repeated or comma-separated; keys list sh
   const { stdout } = await runCli(['keys', 'list', '--data-dir', dir]);
   const rows = stdout.trim().split('\n').map((row) => row.split('  ').slice(2).join('  '));
   assert.deepEqual(rows, [
+    'scopes  quota  label',
     'pets:read  default  reader',
     'pets:write  default  writer',
     'pets:read,pets:write  default  both repeated',

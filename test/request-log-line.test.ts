@@ -13,9 +13,9 @@ const TIME = '2026-11-27T09:41:07.123Z';
 
 /** The line as JSON.stringify writes it, fields in the log's order: an oracle independent of both paths. */
 function expected(time: string, entry: RequestLogEntry): string {
-  const { id, method, path, status, ms, code, keyId, traceId, spanId } = entry;
+  const { id, method, path, status, ms, client, code, keyId, traceId, spanId } = entry;
   const failure = code === undefined ? {} : keyId === undefined ? { code } : { code, keyId };
-  return `${JSON.stringify({ time, level: 'info', msg: 'request', id, method, path, status, ms, ...failure, trace_id: traceId, span_id: spanId })}\n`;
+  return `${JSON.stringify({ time, level: 'info', msg: 'request', id, method, path, status, ms, client, ...failure, trace_id: traceId, span_id: spanId })}\n`;
 }
 
 function written(entry: RequestLogEntry, at = 5, size = 4096, time = TIME): string | undefined {
@@ -36,7 +36,9 @@ test('the bytes of a line are JSON.stringify\'s, to the byte, with every optiona
     { ...base, status: 404, code: 'not_found', ms: 1.5 },
     { ...base, status: 403, code: 'insufficient_scope', keyId: 'reader-2', ms: 0.05 },
     { ...base, traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' },
-    { ...base, status: 429, code: 'rate_limited', keyId: 'k', traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' },
+    { ...base, client: '203.0.113.9' },
+    { ...base, client: '2001:db8::17', status: 401, code: 'unauthorized' },
+    { ...base, status: 429, code: 'rate_limited', keyId: 'k', client: '::1', traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' },
     { ...base, id: '', path: '', method: '' },
     { ...base, path: ` !#$%&'()*+,-./09:;<=>?@AZ[]^_\`az{|}~` }, // every kind of printable ASCII but '"' and '\'
   ];
@@ -55,6 +57,7 @@ test('the bytes of a line are JSON.stringify\'s, to the byte, with every optiona
 test('a line whose fields need escaping, are not ASCII, or whose status is not three digits is refused whole, for the text path', () => {
   const refused: RequestLogEntry[] = [
     { ...base, path: '/v1/"quoted"' },
+    { ...base, client: 'a"b' },
     { ...base, path: '/v1/back\\slash' },
     { ...base, path: '/v1/ctl\u0001' },
     { ...base, path: '/v1/del\u007f' },
@@ -79,7 +82,7 @@ test('a line whose fields need escaping, are not ASCII, or whose status is not t
 });
 
 test('a line is refused when it does not fit, at every length short of its own, and fits exactly at its own', () => {
-  const entry = { ...base, status: 404, code: 'not_found', keyId: 'reader', traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
+  const entry = { ...base, status: 404, client: '198.51.100.7', code: 'not_found', keyId: 'reader', traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
   const length = Buffer.byteLength(expected(TIME, entry));
   for (let room = 0; room < length; room++) assert.equal(written(entry, 3, 3 + room), undefined, `${room} bytes of room`);
   assert.equal(written(entry, 3, 3 + length), expected(TIME, entry));

@@ -109,7 +109,7 @@ test('the log entry of a refused request names the key by id and the reason by i
   const byId = (id: string): RequestLogEntry | undefined => entries.find((e) => e.id === id);
   // The fields that are set (a request without traceparent has none of its ids).
   const set = Object.fromEntries(Object.entries({ ...byId('refused-1'), ms: 0 }).filter(([, value]) => value !== undefined));
-  assert.deepEqual(set, { id: 'refused-1', method: 'POST', path: '/v1/pets', status: 403, ms: 0, code: 'insufficient_scope', keyId: 'env-2' });
+  assert.deepEqual(set, { id: 'refused-1', method: 'POST', path: '/v1/pets', status: 403, ms: 0, client: '127.0.0.1', code: 'insufficient_scope', keyId: 'env-2' });
   assert.equal(byId('allowed-1')?.code, undefined);
   assert.equal(byId('allowed-1')?.keyId, undefined);
   assert.equal(byId('unknown-1')?.code, 'unauthorized');
@@ -127,7 +127,7 @@ test('the server\'s log line of a 403 carries "code" and "keyId"; a key from key
   const res = await request(server.url, 'POST', '/v1/pets', { auth: key, headers: [...JSON_HEADERS, ['x-request-id', 'refused-2']], body: '{"name":"x","categoryId":1}' });
   assertForbidden(res, 'pets:write', 'a pets:read key from keys.json');
   await waitFor(() => server.stdout().includes('"id":"refused-2"'), 3000, 'the request line is written');
-  assert.match(server.stdout(), new RegExp(`"id":"refused-2","method":"POST","path":"/v1/pets","status":403,"ms":[0-9.]+,"code":"insufficient_scope","keyId":"${id}"}\\n`));
+  assert.match(server.stdout(), new RegExp(`"id":"refused-2","method":"POST","path":"/v1/pets","status":403,"ms":[0-9.]+,"client":"127\\.0\\.0\\.1","code":"insufficient_scope","keyId":"${id}"}\\n`));
   assert.equal(await stopProcess(server), 0);
   assert.ok(!server.stdout().includes(key));
 });

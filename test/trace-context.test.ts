@@ -88,7 +88,7 @@ test('a malformed traceparent is ignored: the request is answered as usual and i
   for (const [i, [what]] of MALFORMED.entries()) {
     const line = logged.find((l) => l['id'] === `bad-${i}`);
     assert.ok(line !== undefined, what);
-    assert.deepEqual(Object.keys(line), ['time', 'level', 'msg', 'id', 'method', 'path', 'status', 'ms'], what);
+    assert.deepEqual(Object.keys(line), ['time', 'level', 'msg', 'id', 'method', 'path', 'status', 'ms', 'client'], what);
   }
   assert.ok(!raw().includes(TRACE_ID) && !raw().includes(TRACE_ID.toUpperCase()) && !raw().includes('what') && !raw().includes('"x"'), 'no part of a refused header reaches the log');
 });

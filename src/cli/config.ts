@@ -3,6 +3,7 @@ import { parseQuota, type QuotaPolicy } from '../auth/quota.js';
 import { LOG_LEVELS, type LogLevel } from '../lib/logger.js';
 import { SERVER_DEFAULTS } from '../service/listen.js';
 import { createMount, parsePublicUrls } from '../http/mount.js';
+import { trustedProxies } from '../http/client-address.js';
 import { DEFAULTS } from '../service/petstore.js';
 import { WEBHOOK_DEFAULTS } from '../service/webhooks.js';
 import { DEFAULT_REPLICATE_INTERVAL, DEFAULT_REPLICATE_RETENTION } from '../service/replication.js';
@@ -51,6 +52,8 @@ export interface Config {
   webhooksTimeout: number;
   webhooksRetryMax: number;
   sendTimeout: number;
+  trustProxy: string | undefined;
+  docs: boolean;
 }
 
 interface Setting<K extends keyof Config> {
@@ -168,6 +171,18 @@ export const SETTINGS = [
     key: 'sendTimeout', flag: 'send-timeout', env: 'PETSTORE_SEND_TIMEOUT', default: SERVER_DEFAULTS.sendTimeout,
     help: 'seconds an answer may go without its client taking a byte of it; then the connection is ended (0.05 to 3600)',
     parse: seconds,
+  }),
+  setting({
+    key: 'trustProxy', flag: 'trust-proxy', env: 'PETSTORE_TRUST_PROXY', default: undefined,
+    help: 'addresses or CIDRs of proxies, comma-separated: from them the client is the right-most untrusted hop of X-Forwarded-For or Forwarded',
+    parse: embedderCheck((raw) => (trustedProxies(raw), raw)),
+  }),
+  setting({
+    key: 'docs', flag: 'docs', env: 'PETSTORE_DOCS', default: true, help: 'on | off: the API reference page at GET /v1/docs',
+    parse: (raw, source) => {
+      if (raw !== 'on' && raw !== 'off') throw new UsageError(`${source} must be on or off, got "${raw}"`);
+      return raw === 'on';
+    },
   }),
 ] as const;
 

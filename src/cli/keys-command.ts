@@ -71,6 +71,7 @@ export async function runKeysCommand(storage: KeyStorage, args: readonly string[
       if (rest.length > 0) throw new UsageError('"keys list" takes no arguments');
       const keys = await storage.list();
       if (keys.length === 0) out(`no keys in ${storage.where}`);
+      else out('id  created  scopes  quota  label');
       for (const k of keys) out(`${k.id}  ${k.created}  ${scopeNames(scopeBits(k.scopes)).join(',')}  ${k.rateLimit === undefined ? 'default' : formatQuota(k.rateLimit)}  ${k.label}`);
       return;
     }

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthLimiter } from '../auth/limiter.js';
 import { authenticate } from './authenticate.js';
 import { authorize, type Quotas } from './authorize.js';
+import { clientAddress, type TrustedProxies } from './client-address.js';
 import { bodyToCome } from './body.js';
 import { deprecationHeaders } from '../pet/contract.js';
 import { corsHeaders, preflightReply, type CorsPolicy } from './cors.js';
@@ -17,7 +18,7 @@ import { monotonicMs } from '../lib/monotonic.js';
 import { checkRequestLine } from './request-line.js';
 import { Router, type Match } from './router.js';
 import type { RequestMetrics } from './request-metrics.js';
-import { ROUTES, type RouteSpec } from './routes.js';
+import { servedRoutes, type RouteSpec } from './routes.js';
 import type { PetStore } from '../store/store.js';
 import { traceContext } from './trace-context.js';
 import { splitTarget } from './url.js';
@@ -36,11 +37,15 @@ export interface AppOptions {
   quotas: Quotas;
   /** Waiting requests and event streams (feed.ts). */
   feed: Feed;
+  /** `--trust-proxy`: whose X-Forwarded-For or Forwarded names the client; undefined: the peer is the client. */
+  trustProxy?: TrustedProxies | undefined;
 }
 
 /** Who sent a request, once its key is accepted: the log line of an error answer names the key's id. */
 interface Caller {
   key: AcceptedKey | undefined;
+  /** Its address (client-address.ts): what the failed-key limit counts and the log names. */
+  client: string;
 }
 
 /** A standard request listener; with `next`, requests for paths it does not serve go on to `next`. */
@@ -54,8 +59,9 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse, next?:
 export function createApp(options: AppOptions): RequestListener {
   const { mount, metrics } = options;
   const router = new Router<RouteSpec>();
-  for (const route of ROUTES) router.add(route.method, mount.root + route.path, route);
-  const publicPaths = new Set(ROUTES.filter((r) => !r.auth).map((r) => mount.root + r.path));
+  const routes = servedRoutes(mount);
+  for (const route of routes) router.add(route.method, mount.root + route.path, route);
+  const publicPaths = new Set(routes.filter((r) => !r.auth).map((r) => mount.root + r.path));
   const deprecationPairs = Object.entries(deprecationHeaders(mount.base)).flat();
   const noSuchPath = `no such path; see ${mount.base}/openapi.json for the paths this service serves`;
 
@@ -67,13 +73,14 @@ export function createApp(options: AppOptions): RequestListener {
     const { path, search } = splitTarget(req.url ?? '/');
     const method = req.method ?? '';
     const match = router.find(method, path);
-    if (match.path === undefined && next !== undefined) return next();
+    if (next !== undefined && (match.path === undefined || match.value?.embedderFirst === true)) return next();
 
     // Headers every response of this request carries, whatever the outcome, as name/value pairs.
     const context: string[] = ['x-request-id', requestId];
     if (match.value?.deprecated === true) context.push(...deprecationPairs);
     if (options.cors !== undefined) context.push(...corsHeaders(options.cors, req));
-    const caller: Caller = { key: undefined };
+    const client = options.trustProxy === undefined ? req.socket.remoteAddress ?? 'unknown' : clientAddress(req, options.trustProxy);
+    const caller: Caller = { key: undefined, client };
 
     const finish = (reply: Reply, code?: string): void => {
       try {
@@ -91,7 +98,7 @@ export function createApp(options: AppOptions): RequestListener {
       try {
         options.logger.request({
           id: requestId, method, path, status: reply.status, ms: Math.round(nanos / 1e4) / 100,
-          code, keyId: code === undefined ? undefined : caller.key?.id, traceId: trace?.traceId, spanId: trace?.spanId,
+          client, code, keyId: code === undefined ? undefined : caller.key?.id, traceId: trace?.traceId, spanId: trace?.spanId,
         });
         metrics?.observe(match.path, method, reply, nanos);
       } catch (recordError) {
@@ -141,7 +148,7 @@ export function createApp(options: AppOptions): RequestListener {
     // Authentication comes first, also for unknown paths and wrong methods: nothing is revealed without
     // a key. Paths that are public (the interface description, health) answer a wrong method without one.
     const needsKey = route?.auth ?? (path === undefined || !publicPaths.has(path));
-    const key = needsKey ? authenticate(req, options.keyring, options.limiter) : undefined;
+    const key = needsKey ? authenticate(req, caller.client, options.keyring, options.limiter) : undefined;
     if (key !== undefined) {
       caller.key = key;
       authorize(key, route?.scope, options.quotas, context);

@@ -23,11 +23,11 @@ export class AuthenticationError extends HttpError {
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 
 /**
- * Lets a request through only with an accepted bearer key, and returns that key. An address with too many recent failures
- * is refused (429) before its key is even looked at.
+ * Lets a request through only with an accepted bearer key, and returns that key. A client address (the peer, or the one
+ * a trusted proxy names) with too many recent failures is refused (429) before its key is even looked at.
  */
-export function authenticate(req: IncomingMessage, keyring: Keyring, limiter: AuthLimiter): AcceptedKey {
-  const address = clientKey(req.socket.remoteAddress ?? 'unknown');
+export function authenticate(req: IncomingMessage, client: string, keyring: Keyring, limiter: AuthLimiter): AcceptedKey {
+  const address = clientKey(client);
   // Monotonic: a block ends a minute after it began, however the wall clock is set meanwhile.
   const now = monotonicMs();
   const wait = limiter.blockedFor(address, now);

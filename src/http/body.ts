@@ -25,7 +25,7 @@ export async function readJsonBody(req: IncomingMessage, res: ServerResponse, li
   }
   const type = req.headers['content-type'];
   if (type === undefined || !MEDIA_TYPE.test(type)) {
-    throw new HttpError(415, 'unsupported_media_type', 'the request body must be application/json');
+    throw new HttpError(415, 'unsupported_media_type', `the request body must be application/json; got ${receivedType(type)}`);
   }
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
@@ -114,4 +114,12 @@ export function bodyToCome(req: IncomingMessage): boolean {
 function tooLarge(limit: number, headers?: Record<string, string>): HttpError {
   // The rest of the body is not read: the connection closes after the answer (app.ts, bodyToCome, or `headers`).
   return new HttpError(413, 'payload_too_large', `the request body must be at most ${limit} bytes`, headers);
+}
+
+/** The media type a client sent, without its parameters, cut short: a 415 names what it got. */
+function receivedType(type: string | undefined): string {
+  if (type === undefined) return 'no Content-Type';
+  const media = type.split(';')[0]?.trim() ?? '';
+  if (media === '') return 'an empty Content-Type';
+  return media.length > 64 ? `${media.slice(0, 64)}…` : media;
 }

@@ -8,17 +8,19 @@ export interface Mount {
   base: string;
   /** Absolute base URLs (each ending in /v1) listed as OpenAPI `servers`; empty: the relative `base`. */
   publicUrls: readonly string[];
+  /** Whether the reference page (`GET /v1/docs`) is served. */
+  docs: boolean;
 }
 
 const PREFIX = /^(\/[A-Za-z0-9._~!$&'()*+,;=:@-]+)+$/;
 
 /** Checks an embedder's `basePath` and `publicUrls`; a TypeError says what is wrong. */
-export function createMount(basePath = '', publicUrls: readonly string[] = []): Mount {
+export function createMount(basePath = '', publicUrls: readonly string[] = [], docs = true): Mount {
   if (basePath !== '' && (!PREFIX.test(basePath) || /\/\.{1,2}(\/|$)/.test(basePath))) {
     throw new TypeError(`basePath must be empty or a path like "/api": segments after "/", no "." or ".." segment, no trailing "/", no "?", "#" or "%"; got ${JSON.stringify(basePath)}`);
   }
   for (const url of publicUrls) checkPublicUrl(url);
-  return { root: basePath, base: basePath + BASE_PATH, publicUrls: [...publicUrls] };
+  return { root: basePath, base: basePath + BASE_PATH, publicUrls: [...publicUrls], docs };
 }
 
 /** `PETSTORE_PUBLIC_URL`: one base URL or a comma-separated list (production, staging). */

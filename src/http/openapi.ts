@@ -105,7 +105,7 @@ function response(route: RouteSpec, status: number): Json {
   const success = status < 400;
   const schema = success ? route.doc.success.schema : ref('Error');
   const description = success ? route.doc.success.description : (route.doc.errors?.[status] ?? ERROR_DESCRIPTIONS[status] ?? 'Error');
-  const content: Json = { 'application/json': { schema } };
+  const content: Json = { [success ? route.doc.success.mediaType ?? 'application/json' : 'application/json']: { schema } };
   if (success && route.doc.success.eventStream !== undefined) {
     content['text/event-stream'] = route.doc.success.eventStream;
     responseHeaders['Cache-Control'] = header('StreamCacheControl');

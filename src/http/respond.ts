@@ -21,6 +21,8 @@ export interface Reply {
   stream?: ((res: ServerResponse) => void) | undefined;
   /** The body gzip-coded already, for an answer that never changes: sent instead of compressing it again. */
   gzipped?: Uint8Array | undefined;
+  /** Its media type when not JSON (the reference page's HTML). */
+  type?: string | undefined;
 }
 
 /** Headers on every response: JSON, never cached, never sniffed as something else. */
@@ -50,7 +52,7 @@ export function send(res: ServerResponse, reply: Reply, contextHeaders: readonly
   }
   if (reply.stream !== undefined) return sendStream(res, reply, contextHeaders, reply.stream);
   const headers: Array<string | number> = [
-    'content-type', BASE_HEADERS['content-type'],
+    'content-type', reply.type ?? BASE_HEADERS['content-type'],
     'cache-control', BASE_HEADERS['cache-control'],
     'x-content-type-options', BASE_HEADERS['x-content-type-options'],
     ...contextHeaders,

@@ -23,6 +23,10 @@ interface RouteData {
   operationId: string;
   summary: string;
   deprecated?: boolean;
+  /** The reference page: served, and described, only while the page is on (`--docs`). */
+  referencePage?: true;
+  /** Left to an embedder's `next()` when there is one: `/` is the embedder's own page, not the pet store's. */
+  embedderFirst?: true;
   /** Every status this route answers with, documented in OpenAPI. */
   statuses: readonly number[];
   /** The rest of its OpenAPI description: parameters and body by component name, the success response. */
@@ -30,7 +34,7 @@ interface RouteData {
     parameters?: readonly string[];
     body?: string;
     /** The success response; `eventStream`: also answered as `text/event-stream` (its schema and example). */
-    success: { description: string; schema: Json; eventStream?: { schema: Json; example: string } };
+    success: { description: string; schema: Json; mediaType?: string; eventStream?: { schema: Json; example: string } };
     /** Headers beyond the common ones, by status (component names under `components/headers`). */
     responseHeaders?: Readonly<Record<number, readonly string[]>>;
     /** What an error status means for this route, where the common description does not say it. */

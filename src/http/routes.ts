@@ -4,7 +4,8 @@ import { gzip } from './compression.js';
 import { openApiDocument, ref, type Json } from './openapi.js';
 import { createPet, getPet, healthz, listPets, readyz, type Handler } from './operations.js';
 import type { Mount } from './mount.js';
-import { json } from './respond.js';
+import { referencePage } from './reference-page.js';
+import { json, type Reply } from './respond.js';
 import type { RouteSpec } from './route-spec.js';
 
 export type { RouteSpec } from './route-spec.js';
@@ -36,11 +37,43 @@ const openApiJson = new WeakMap<Mount, { bytes: Buffer; gzipped: Buffer }>();
 const serveOpenApi: Handler = (ctx) => {
   let document = openApiJson.get(ctx.mount);
   if (document === undefined) {
-    const bytes = Buffer.from(JSON.stringify(openApiDocument(ROUTES, ctx.mount)));
+    const bytes = Buffer.from(JSON.stringify(openApiDocument(servedRoutes(ctx.mount), ctx.mount)));
     openApiJson.set(ctx.mount, (document = { bytes, gzipped: gzip(bytes, bytes.length) }));
   }
   return { ...json(200, document.bytes), gzipped: document.gzipped };
 };
+
+// The reference page, built from the document once per mount, as the document is.
+const pages = new WeakMap<Mount, Reply>();
+const serveReferencePage: Handler = (ctx) => {
+  let page = pages.get(ctx.mount);
+  if (page === undefined) {
+    const { html, csp } = referencePage(openApiDocument(servedRoutes(ctx.mount), ctx.mount), ctx.mount.base);
+    const headers = { 'content-security-policy': csp, 'referrer-policy': 'no-referrer' };
+    pages.set(ctx.mount, (page = { status: 200, body: html, gzipped: gzip(html, html.length), type: 'text/html; charset=utf-8', headers }));
+  }
+  return page;
+};
+
+// `GET /` and `GET /v1`: where to read about the API, rather than a 401 that tells nothing.
+const serveIndex: Handler = (ctx) => {
+  const links = { ...(ctx.mount.docs ? { docs: `${ctx.mount.base}/docs` } : {}), openapi: `${ctx.mount.base}/openapi.json` };
+  const link = Object.entries(links).map(([rel, href]) => `<${href}>; rel="${rel === 'docs' ? 'help' : 'service-desc'}"`).join(', ');
+  return json(200, JSON.stringify(links), { link });
+};
+
+const INDEX_DOC = {
+  success: {
+    description: 'Where this API is described: docs, the reference page (absent with --docs off), and openapi, this document; the same in Link (rel="help", rel="service-desc")',
+    schema: { type: 'object', properties: { docs: { type: 'string' }, openapi: { type: 'string' } }, required: ['openapi'] },
+  },
+  responseHeaders: { 200: ['Link'] },
+};
+
+/** The routes a mount serves: all of them, but the reference page when it is off. */
+export function servedRoutes(mount: Mount): readonly RouteSpec[] {
+  return mount.docs ? ROUTES : ROUTES.filter((route) => route.referencePage !== true);
+}
 
 export const ROUTES: readonly RouteSpec[] = [
   {
@@ -86,6 +119,16 @@ export const ROUTES: readonly RouteSpec[] = [
       responseHeaders: { 200: ['Vary', 'Content-Encoding'] },
     },
   },
+  {
+    method: 'GET', path: `${BASE_PATH}/docs`, operationId: 'getReferencePage', summary: 'This API\'s reference page, with a form to try it',
+    auth: false, referencePage: true, statuses: [200, 400], handler: serveReferencePage,
+    doc: {
+      success: { description: 'An HTML page built from this document; its Content-Security-Policy lets it talk to this server only', schema: { type: 'string' }, mediaType: 'text/html' },
+      responseHeaders: { 200: ['Vary', 'Content-Encoding'] },
+    },
+  },
+  { method: 'GET', path: BASE_PATH, operationId: 'getApiIndex', summary: 'Where the API is described', auth: false, statuses: [200, 400], handler: serveIndex, doc: INDEX_DOC },
+  { method: 'GET', path: '/', operationId: 'getIndex', summary: 'Where the API is described', auth: false, embedderFirst: true, statuses: [200, 400], handler: serveIndex, doc: INDEX_DOC },
   {
     method: 'GET', path: '/healthz', operationId: 'getHealth', summary: 'Liveness', auth: false,
     statuses: [200, 400], handler: healthz,

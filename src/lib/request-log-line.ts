@@ -6,6 +6,8 @@ export interface RequestLogEntry {
   path: string;
   status: number;
   ms: number;
+  /** The client's address: the peer's, or behind `--trust-proxy` the one the proxies name. */
+  client?: string | undefined;
   /** From a valid W3C `traceparent`: its trace id and parent span id, logged as `trace_id` and `span_id`. */
   traceId?: string | undefined;
   spanId?: string | undefined;
@@ -36,7 +38,8 @@ const notJson = (value: number): boolean => typeof value === 'number' && !Number
 export function requestLine(time: string, entry: RequestLogEntry): string {
   const failure = entry.code === undefined ? '' : `,"code":${jsonString(entry.code)}${entry.keyId === undefined ? '' : `,"keyId":${jsonString(entry.keyId)}`}`;
   return `{"time":"${time}","level":"info","msg":"request","id":${jsonString(entry.id)},"method":${jsonString(entry.method)},` +
-    `"path":${jsonString(entry.path)},"status":${notJson(entry.status) ? 'null' : entry.status},"ms":${notJson(entry.ms) ? 'null' : milliseconds(entry.ms)}${failure}` +
+    `"path":${jsonString(entry.path)},"status":${notJson(entry.status) ? 'null' : entry.status},"ms":${notJson(entry.ms) ? 'null' : milliseconds(entry.ms)}` +
+    (entry.client === undefined ? '' : `,"client":${jsonString(entry.client)}`) + failure +
     (entry.traceId === undefined ? '' : `,"trace_id":${jsonString(entry.traceId)}`) + (entry.spanId === undefined ? '' : `,"span_id":${jsonString(entry.spanId)}`) + '}\n';
 }
 
@@ -65,6 +68,7 @@ export function writeRequestLine(buffer: Uint8Array, at: number, time: string, e
   buffer[end + 2] = 48 + (status % 10);
   end = bytes(buffer, end + 3, MS);
   end = notJson(entry.ms) ? -1 : plain(buffer, end, milliseconds(entry.ms));
+  if (entry.client !== undefined) end = bytes(buffer, plain(buffer, bytes(buffer, end, CLIENT), entry.client), QUOTE);
   if (entry.code !== undefined) {
     end = bytes(buffer, plain(buffer, bytes(buffer, end, CODE), entry.code), QUOTE);
     if (entry.keyId !== undefined) end = bytes(buffer, plain(buffer, bytes(buffer, end, KEY_ID), entry.keyId), QUOTE);
@@ -81,6 +85,7 @@ const METHOD = Buffer.from('","method":"');
 const PATH = Buffer.from('","path":"');
 const STATUS = Buffer.from('","status":');
 const MS = Buffer.from(',"ms":');
+const CLIENT = Buffer.from(',"client":"');
 const CODE = Buffer.from(',"code":"');
 const KEY_ID = Buffer.from(',"keyId":"');
 const TRACE_ID = Buffer.from(',"trace_id":"');

@@ -3,6 +3,7 @@ import { checkQuota, QuotaCounter, type QuotaPolicy } from '../auth/quota.js';
 import { IDEMPOTENCY_KEY_LIMIT, IDEMPOTENCY_WINDOW_SECONDS } from '../pet/contract.js';
 import { createApp, type RequestListener } from '../http/app.js';
 import { corsPolicy } from '../http/cors.js';
+import { trustedProxies } from '../http/client-address.js';
 import { Feed } from '../http/feed.js';
 import { createMount, type Mount } from '../http/mount.js';
 import { generateFirstKey, keyFilePath } from '../auth/key-file.js';
@@ -50,6 +51,13 @@ export interface PetstoreOptions extends WebhookOptions {
   authFailureLimit?: number;
   /** Allowed browser origins (`*` or a comma-separated list); CORS is off when absent. */
   corsOrigin?: string | undefined;
+  /**
+   * Proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For or Forwarded names the client: its
+   * right-most address that is not one of them is the client's, for the failed-key limit and the log. Off when absent.
+   */
+  trustProxy?: string | undefined;
+  /** The API reference page at `GET /v1/docs` (default true). */
+  docs?: boolean | undefined;
   /**
    * Mount prefix such as `/api`: every route then lives under it (`/api/v1/pets`, `/api/healthz`), and
    * `Location`, `Link` and the OpenAPI `servers` say so. The handler matches `req.url` with the prefix.
@@ -149,7 +157,7 @@ export async function loadMetrics(): Promise<ServiceMetrics> {
 /** createPetstore, measured with `metrics` (which `listen` also gives its server's), or unmeasured. */
 export async function openPetstore(options: PetstoreOptions, metrics: ServiceMetrics | undefined): Promise<OpenedPetstore> {
   const logger = options.logger ?? jsonLogger();
-  const mount = createMount(options.basePath, options.publicUrls);
+  const mount = createMount(options.basePath, options.publicUrls, options.docs ?? true);
   if (options.store !== undefined) checkStore(options.store);
   if (options.rateLimit !== undefined) checkQuota(options.rateLimit);
   if (options.replicateTo !== undefined && (options.store !== undefined || options.databaseUrl !== undefined || options.dataDir === undefined)) {
@@ -241,6 +249,7 @@ function service(
     bodyLimit: options.bodyLimit ?? DEFAULTS.bodyLimit,
     logger,
     cors: corsPolicy(options.corsOrigin),
+    trustProxy: options.trustProxy === undefined ? undefined : trustedProxies(options.trustProxy),
     mount,
     metrics: metrics?.attach(store, mount, feed),
     quotas: { counter: new QuotaCounter(), policy: options.rateLimit },
