@@ -4,6 +4,7 @@ import { constants } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { errorCode } from '../../../lib/system-error.js';
 import { ReplicationError, reasonOf, type Destination } from './destination.js';
+import { checkedKey, checkedPrefix } from './object-key.js';
 
 /** The file calls a directory destination makes; tests pass ones that hang or refuse. */
 export interface DirectoryCalls {
@@ -68,7 +69,7 @@ export class DirectoryDestination implements Destination {
 
   /** Written to a temp name, fdatasync'ed, renamed into place, the directory fsync'ed: a key that exists is whole. */
   async put(key: string, bytes: Uint8Array): Promise<void> {
-    const path = join(this.#root, key);
+    const path = join(this.#root, checkedKey(key));
     const temp = join(dirname(path), `.${randomBytes(6).toString('hex')}.tmp`);
     await this.#call(() => this.#calls.mkdir(dirname(path)));
     await this.#call(() => this.#calls.writeDurably(temp, bytes));
@@ -78,7 +79,8 @@ export class DirectoryDestination implements Destination {
 
   async get(key: string): Promise<Buffer | undefined> {
     try {
-      return await this.#call(() => this.#calls.readFile(join(this.#root, key)));
+      const path = join(this.#root, checkedKey(key));
+      return await this.#call(() => this.#calls.readFile(path));
     } catch (error) {
       if (reasonOf(error) === 'not_found') return undefined;
       throw error;
@@ -87,6 +89,7 @@ export class DirectoryDestination implements Destination {
 
   /** Keys are paths below the root; '/'-separated whatever the platform. Temp files of a put cut short are left out. */
   async list(prefix: string): Promise<string[]> {
+    checkedPrefix(prefix);
     const found: string[] = [];
     const walk = async (relative: string): Promise<void> => {
       let entries: Array<{ name: string; directory: boolean }>;
@@ -101,7 +104,7 @@ export class DirectoryDestination implements Destination {
         if (directory) {
           if (key.startsWith(prefix) || prefix.startsWith(`${key}/`)) await walk(key);
         } else if (key.startsWith(prefix) && !name.endsWith('.tmp')) {
-          found.push(key);
+          found.push(checkedKey(key));
         }
       }
     };
@@ -111,7 +114,8 @@ export class DirectoryDestination implements Destination {
 
   async delete(key: string): Promise<void> {
     try {
-      await this.#call(() => this.#calls.unlink(join(this.#root, key)));
+      const path = join(this.#root, checkedKey(key));
+      await this.#call(() => this.#calls.unlink(path));
     } catch (error) {
       if (reasonOf(error) !== 'not_found') throw error;
     }

@@ -1,6 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { ReplicationError, type Destination, type FailureReason } from './destination.js';
+import { checkedKey, checkedPrefix } from './object-key.js';
 import { amzDate, authorization, payloadHash, uriEncodePath, type Credentials } from './sigv4.js';
 
 export interface S3Location {
@@ -32,11 +33,11 @@ export class S3Destination implements Destination {
   }
 
   async put(key: string, bytes: Uint8Array): Promise<void> {
-    await this.#send('PUT', key, [], bytes, [200]);
+    await this.#send('PUT', checkedKey(key), [], bytes, [200]);
   }
 
   async get(key: string): Promise<Buffer | undefined> {
-    const response = await this.#send('GET', key, [], undefined, [200, 404]);
+    const response = await this.#send('GET', checkedKey(key), [], undefined, [200, 404]);
     if (response.status === 200) return response.body;
     // A missing key is no object; a missing bucket is a destination that cannot be used.
     if (/<Code>NoSuchBucket<\/Code>/.test(response.body.toString('utf8'))) throw s3Error(this.name, 'GET', response);
@@ -44,20 +45,28 @@ export class S3Destination implements Destination {
   }
 
   async list(prefix: string): Promise<string[]> {
+    checkedPrefix(prefix);
     const keys: string[] = [];
     let token: string | undefined;
     do {
       const query: Array<[string, string]> = [['list-type', '2'], ['prefix', this.#location.prefix + prefix]];
       if (token !== undefined) query.push(['continuation-token', token]);
       const text = (await this.#send('GET', undefined, query, undefined, [200])).body.toString('utf8');
-      for (const match of text.matchAll(/<Key>([^<]*)<\/Key>/g)) keys.push(unescapeXml(match[1] as string).slice(this.#location.prefix.length));
+      for (const match of text.matchAll(/<Key>([^<]*)<\/Key>/g)) keys.push(this.#keyOf(unescapeXml(match[1] as string)));
       token = /<IsTruncated>true<\/IsTruncated>/.test(text) ? unescapeXml(/<NextContinuationToken>([^<]*)</.exec(text)?.[1] ?? '') : undefined;
     } while (token !== undefined && token !== '');
     return keys.sort();
   }
 
+  /** A listed object's key below the prefix, refused when it is not one. */
+  #keyOf(listed: string): string {
+    const { prefix } = this.#location;
+    if (!listed.startsWith(prefix)) throw new ReplicationError('damaged', `${JSON.stringify(listed)} names no object under ${this.name}; refused`);
+    return checkedKey(listed.slice(prefix.length));
+  }
+
   async delete(key: string): Promise<void> {
-    await this.#send('DELETE', key, [], undefined, [200, 204, 404]);
+    await this.#send('DELETE', checkedKey(key), [], undefined, [200, 204, 404]);
   }
 
   async #send(method: string, key: string | undefined, query: Array<[string, string]>, body: Uint8Array | undefined, expected: number[]): Promise<{ status: number; body: Buffer }> {
