@@ -20,8 +20,6 @@ export interface ListenOptions extends PetstoreOptions {
   keepAliveTimeout?: number;
   maxHeaderSize?: number;
   maxConnections?: number;
-  /** How long a graceful stop waits for requests in flight before closing their connections. */
-  shutdownTimeout?: number;
   /** Serve HTTPS (node:https) with this certificate chain and private key, both PEM; plain HTTP without. */
   tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
   /** Serve `GET /metrics` on a listener of its own on this port (0: any free one), which turns metrics on; unset: no listener. */

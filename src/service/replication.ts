@@ -12,6 +12,8 @@ export interface ReplicationOptions {
   replicateTakeOver?: string | undefined;
   /** Seconds back that a restore may reach (default 86400, a day); older positions and lineages are removed. */
   replicateRetention?: number | undefined;
+  /** Milliseconds a stop gives replication's round under way and its last one (--shutdown-timeout). */
+  shutdownTimeout?: number | undefined;
 }
 
 export const DEFAULT_REPLICATE_INTERVAL = 1;
@@ -25,6 +27,7 @@ export async function startReplication(store: FileStore, dataDir: string, option
     dataDir, store, destination, logger, takeOver: options.replicateTakeOver,
     intervalMs: (options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL) * 1000,
     retentionMs: (options.replicateRetention ?? DEFAULT_REPLICATE_RETENTION) * 1000,
+    stopMs: options.shutdownTimeout,
   });
   logger.info('replicating', { destination: destination.name, lineage: replicator.lineage, intervalSeconds: options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL });
   return replicator;

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { open, readdir, readFile, rename, unlink, mkdir } from 'node:fs/promises';
+import { open, readdir, rename, unlink, mkdir } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { errorCode } from '../../../lib/system-error.js';
+import { DEFAULT_REQUEST_LIMITS } from './bounded-request.js';
 import { ReplicationError, reasonOf, type Destination } from './destination.js';
 import { checkedKey, checkedPrefix } from './object-key.js';
 
@@ -12,7 +13,8 @@ export interface DirectoryCalls {
   writeDurably(path: string, bytes: Uint8Array): Promise<void>;
   rename(from: string, to: string): Promise<void>;
   syncDir(path: string): Promise<void>;
-  readFile(path: string): Promise<Buffer>;
+  /** The file's bytes; one of more than `maxBytes` is refused without reading it. */
+  readFile(path: string, maxBytes: number): Promise<Buffer>;
   /** The entries of a directory, each with whether it is one itself. */
   readdir(path: string): Promise<Array<{ name: string; directory: boolean }>>;
   unlink(path: string): Promise<void>;
@@ -38,7 +40,16 @@ export const nodeDirectoryCalls: DirectoryCalls = {
       await handle.close();
     }
   },
-  readFile: (path) => readFile(path),
+  async readFile(path, maxBytes) {
+    const handle = await open(path, constants.O_RDONLY);
+    try {
+      const { size } = await handle.stat();
+      if (size > maxBytes) throw new ReplicationError('damaged', `${path} holds ${size} bytes, more than the ${maxBytes} expected`);
+      return await handle.readFile();
+    } finally {
+      await handle.close();
+    }
+  },
   readdir: async (path) => (await readdir(path, { withFileTypes: true })).map((entry) => ({ name: entry.name, directory: entry.isDirectory() })),
   unlink,
 };
@@ -77,10 +88,11 @@ export class DirectoryDestination implements Destination {
     await this.#call(() => this.#calls.syncDir(dirname(path)));
   }
 
-  async get(key: string): Promise<Buffer | undefined> {
+  async get(key: string, size?: number): Promise<Buffer | undefined> {
     try {
       const path = join(this.#root, checkedKey(key));
-      return await this.#call(() => this.#calls.readFile(path));
+      const maxBytes = Math.max(size ?? 0, DEFAULT_REQUEST_LIMITS.maxBodyBytes);
+      return await this.#call(() => this.#calls.readFile(path, maxBytes));
     } catch (error) {
       if (reasonOf(error) === 'not_found') return undefined;
       throw error;
