@@ -96,10 +96,7 @@ export interface PetstoreOptions {
    * `dataDir`): the key is shown once and only its hash is kept. Without it, no key is generated.
    */
   onKeyGenerated?: (key: string) => void;
-  /**
-   * How long a graceful stop waits for requests in flight before closing their connections, and, in
-   * all, for replication's round under way and its last one (milliseconds, default 10000).
-   */
+  /** Milliseconds a graceful stop waits for requests in flight, and for replication's last round (default 10000). */
   shutdownTimeout?: number;
 }
 

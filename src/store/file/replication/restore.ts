@@ -1,9 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { rm } from 'node:fs/promises';
 import type { FileSystem } from '../../../lib/file-system.js';
 import { reportToStderr } from '../../../lib/system-error.js';
 import { readLiveDirectory, writeStoreCopy } from '../backup.js';
 import { StoreDamagedError } from '../damage.js';
+import { stagingDirectory } from '../staging.js';
 import type { LoadedDirectory } from '../load.js';
 import { ReplicationError, type Destination } from './destination.js';
 import { layOut, positionKeys, readPosition, replicatedStore, type FoundPosition } from './replica.js';
@@ -44,7 +44,7 @@ export async function restoreReplica(fs: FileSystem, destination: Destination, p
   const newest = await readPosition(destination, keys.at(-1) as string);
   const firstOfNewest = await readPosition(destination, keys.find((key) => key.startsWith(`lineages/${newest.position.lineage}/`)) as string);
   const handedOut = newest.position.idsHandedOut + idMargin(firstOfNewest.position, newest.position);
-  const staging = await mkdtemp(join(dirname(resolve(target)), `.${basename(resolve(target))}.restore-`));
+  const staging = await stagingDirectory(target, 'restore');
   try {
     for (const key of [...keys].reverse()) {
       const found = key === newest.key ? newest : await readPosition(destination, key);
