@@ -78,3 +78,16 @@ test('a restore as root into a directory the service user owns leaves every file
   const served = await serveAsOtherUser(t, serverJs, ['--data-dir', target], { PETSTORE_API_KEYS: TEST_KEY });
   assert.equal(JSON.parse((await request(served.url, 'GET', '/v1/pets', { headers: [['x-api-key', TEST_KEY]] })).text).length, 3);
 });
+
+test('a start as the service user on a data directory root keeps closed names the directory and its owner, not the lock\'s text', { skip: asOtherUser }, async (t) => {
+  const serverJs = serverForOtherUser(t);
+  const root = await mkdtemp(join(tmpdir(), 'petstore-varlib-'));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  await chmod(root, 0o755);
+  const data = join(root, 'petstore');
+  await mkdir(data, { mode: 0o700 });
+  const refused = await runCli(['--port', '0', '--data-dir', data], { PETSTORE_API_KEYS: TEST_KEY }, 10_000, { serverJs, user: OTHER_USER });
+  assert.equal(refused.code, 1);
+  assert.ok(refused.stderr.includes(`${data} belongs to root (uid 0) with mode 700`), refused.stderr);
+  assert.doesNotMatch(refused.stderr, /may not create [0-9]+ /);
+});
