@@ -91,3 +91,15 @@ test('a start as the service user on a data directory root keeps closed names th
   assert.ok(refused.stderr.includes(`${data} belongs to root (uid 0) with mode 700`), refused.stderr);
   assert.doesNotMatch(refused.stderr, /may not create [0-9]+ /);
 });
+
+test('as root, --replicate-to a directory another user owns is refused in words, and the failed start shows no generated key', { skip: asOtherUser }, async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'petstore-varlib-'));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  const replica = join(root, 'replica');
+  await mkdir(replica, { mode: 0o700 });
+  await chown(replica, NOBODY, NOBODY);
+  const refused = await runCli(['--port', '0', '--data-dir', join(root, 'data'), '--replicate-to', replica]);
+  assert.equal(refused.code, 1);
+  assert.ok(refused.stderr.startsWith(`cannot start: --replicate-to ${replica} cannot be used: ${replica} is owned by uid ${NOBODY}, neither this user (uid 0) nor root`), refused.stderr);
+  assert.doesNotMatch(refused.stderr, /ERR_UNSAFE_FILE|pet_/);
+});
