@@ -4,12 +4,12 @@
  * and journal ids that follow the snapshot's lastId (not its last pet).
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Pet } from '#dist/pet/pet.js';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { dataDir, defer, idsText, journalText, recordLine, skipLine, snapshotText } from './store-support.js';
+import { TestFileSystem, dataDir, defer, idsText, journalText, recordLine, skipLine, snapshotText } from './store-support.js';
 
 const pet = (id: number): Pet => ({ id, name: `pet ${id}`, categoryId: BigInt(id) });
 const pets = (...ids: number[]): Pet[] => ids.map(pet);
@@ -42,4 +42,38 @@ test('a format-4 journal\'s ids follow the snapshot\'s lastId, not its last pet:
   defer(t, () => store.close());
   assert.deepEqual([...store.list({ after: 0, limit: 10 }).pets].map((p) => p.id), [1, 2, 3, 6]);
   assert.equal((await store.create({ name: 'next', categoryId: 1n })).id, 7);
+});
+
+test('an id past the durable reservation is not handed out while the block after it is still being written', async (t) => {
+  const dir = await dataDir(t);
+  const fs = new TestFileSystem();
+  let release: () => void = () => {};
+  const held = new Promise<undefined>((resolve) => (release = () => resolve(undefined)));
+  let holding = false;
+  fs.hook = (call) => (holding && call.op === 'rename' && call.to?.endsWith('pets-ids.json') === true ? held : undefined);
+  const store = await FileStore.open(dir, { fileSystem: fs });
+  defer(t, async () => {
+    release();
+    await store.close();
+  });
+  // The first block (ids 1–1024, reserved with the first create) is durable; the next is written in
+  // the background once half of it is used, and held here before its rename.
+  const many = async (from: number, to: number): Promise<void> => {
+    for (let start = from; start <= to; start += 128) {
+      await Promise.all(Array.from({ length: Math.min(128, to - start + 1) }, (_, i) => store.create({ name: `pet ${start + i}`, categoryId: 1n })));
+    }
+  };
+  await many(1, 256);
+  const durable = Number(/"reserved":([0-9]+)/.exec(await readFile(join(dir, 'pets-ids.json'), 'utf8'))?.[1]);
+  holding = true;
+  await many(257, durable);
+  let released = false;
+  const beyond = store.create({ name: 'beyond', categoryId: 1n }).then((p) => ({ id: p.id, released }));
+  // Time is what is tried: given half a second, a create past the durable block must still wait.
+  await Promise.race([beyond, new Promise((r) => setTimeout(r, 500))]);
+  released = true;
+  release();
+  const answered = await beyond;
+  assert.equal(answered.id, durable + 1);
+  assert.equal(answered.released, true, `id ${durable + 1} was handed out before its reservation was durable`);
 });
