@@ -4,11 +4,12 @@
  * and journal ids that follow the snapshot's lastId (not its last pet).
  */
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Pet } from '#dist/pet/pet.js';
 import { FileStore } from '#dist/store/file/file-store.js';
+import { runCli } from './helpers.js';
 import { TestFileSystem, dataDir, defer, idsText, journalText, recordLine, skipLine, snapshotText } from './store-support.js';
 
 const pet = (id: number): Pet => ({ id, name: `pet ${id}`, categoryId: BigInt(id) });
@@ -76,4 +77,26 @@ test('an id past the durable reservation is not handed out while the block after
   const answered = await beyond;
   assert.equal(answered.id, durable + 1);
   assert.equal(answered.released, true, `id ${durable + 1} was handed out before its reservation was durable`);
+});
+
+test('a journal line repeating a pet with other bytes of the same length is damage a repair sets aside, not a copy it drops', async (t) => {
+  const root = await dataDir(t);
+  const dir = join(root, 'data');
+  await mkdir(dir, { mode: 0o700 });
+  const altered = { ...pet(2), name: 'pet X' };
+  assert.equal(recordLine(altered).length, recordLine(pet(2)).length);
+  const journal = `${recordLine(pet(1))}\n${recordLine(pet(2))}\n${recordLine(altered)}\n${recordLine(pet(3))}\n`;
+  await directory(dir, { 'pets.json': snapshotText([], 1, 0), 'pets-journal.1.jsonl': journal, 'pets-ids.json': idsText(3) });
+  const copy = join(root, 'copy');
+  await mkdir(copy, { mode: 0o700 });
+  await directory(copy, { 'pets.json': snapshotText([], 1, 0), 'pets-journal.1.jsonl': journal.replace(recordLine(altered), recordLine(pet(2))), 'pets-ids.json': idsText(3) });
+  const repair = async (from: string, to: string): Promise<string> => {
+    const result = await runCli(['repair', join(root, to), '--data-dir', from]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    return result.stdout;
+  };
+  // The same line twice is a copy: dropped, nothing set aside.
+  assert.match(await repair(copy, 'from-copy'), /nothing was set aside/);
+  assert.doesNotMatch(await repair(dir, 'from-altered'), /nothing was set aside/);
+  assert.match(await readFile(join(root, 'from-altered', 'damaged-records.jsonl'), 'utf8'), /pet X/);
 });
