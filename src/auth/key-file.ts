@@ -149,7 +149,9 @@ export function generateFirstKey(dataDir: string): Promise<string | undefined> {
  * holds that key alone, so the key is never shown (the failed start's output may be kept where many
  * read it) and the next start that serves generates one and shows it. Whether it was taken back.
  */
-export async function withdrawFirstKey(dataDir: string, key: string, fs: FileSystem = nodeFileSystem): Promise<boolean> {
+export async function withdrawFirstKey(
+  dataDir: string, key: string, fs: FileSystem = nodeFileSystem,
+): Promise<boolean> {
   const path = keyFilePath(dataDir);
   const lock = await LockFile.acquire(`${path}.lock`, 5000);
   try {

@@ -34,7 +34,8 @@ function errorField(error: Error, name: string): unknown {
 function systemAdvice(error: Error): string | undefined {
   const code = errorCode(error);
   // symlink(2) and link(2) report the target first: the path they failed to create is the second.
-  const path = errorField(error, 'syscall') === 'symlink' || errorField(error, 'syscall') === 'link' ? errorField(error, 'dest') : errorField(error, 'path');
+  const creates = errorField(error, 'syscall') === 'symlink' || errorField(error, 'syscall') === 'link';
+  const path = creates ? errorField(error, 'dest') : errorField(error, 'path');
   const address = errorField(error, 'address');
   const port = errorField(error, 'port');
   const syscall = errorField(error, 'syscall');
@@ -64,8 +65,13 @@ function permissionAdvice(path: string, syscall: string): string {
   } catch (error) {
     const code = errorCode(error);
     if (code === undefined) throw error;
-    if (code === 'ENOENT') return `${me} may not create ${path} (${syscall}: permission denied)${directoryOwner(path)}; run this as the owner of its directory, or give the directory to this user (chown)`;
-    return `${me} may not reach ${path} (${code})${directoryOwner(path)}: a directory on its way is closed to this user; run this as that directory's owner, or open it to this user (chmod o+x)`;
+    if (code === 'ENOENT') {
+      return `${me} may not create ${path} (${syscall}: permission denied)${directoryOwner(path)}; `
+        + 'run this as the owner of its directory, or give the directory to this user (chown)';
+    }
+    return `${me} may not reach ${path} (${code})${directoryOwner(path)}: `
+      + 'a directory on its way is closed to this user; '
+      + 'run this as that directory\'s owner, or open it to this user (chmod o+x)';
   }
   const mode = (stats.mode & 0o7777).toString(8);
   const chown = `chown ${userName(uid) ?? String(uid)} ${shellWord(path)}`;
@@ -77,7 +83,7 @@ function permissionAdvice(path: string, syscall: string): string {
     : `${what}, which belongs to ${owner} with mode ${mode}; run this as ${userName(stats.uid) ?? owner}, or give it to this user (${chown})`;
 }
 
-/** `, in D, which belongs to U with mode M`: the directory a file could not be made in, or nothing when it cannot be seen. */
+/** `: D belongs to U with mode M`: the directory a file could not be made in, or nothing when it cannot be seen. */
 function directoryOwner(path: string): string {
   const dir = dirname(path);
   let stats;
@@ -87,5 +93,6 @@ function directoryOwner(path: string): string {
     if (errorCode(error) === undefined) throw error;
     return ''; // a directory on the way is closed too: said by the advice as it is
   }
-  return stats === undefined ? '' : `: ${dir} belongs to ${describeUser(stats.uid)} with mode ${(stats.mode & 0o7777).toString(8)}`;
+  if (stats === undefined) return '';
+  return `: ${dir} belongs to ${describeUser(stats.uid)} with mode ${(stats.mode & 0o7777).toString(8)}`;
 }

@@ -29,7 +29,8 @@ type Send = (options: RequestOptions, answered: (res: IncomingMessage) => void) 
  * so that a big object on a slow link still gets there; the body is dropped once past `maxBytes`.
  */
 export function boundedRequest(
-  send: Send, options: RequestOptions, body: Uint8Array | undefined, limits: RequestLimits, maxBytes: number, what: string,
+  send: Send, options: RequestOptions, body: Uint8Array | undefined,
+  limits: RequestLimits, maxBytes: number, what: string,
 ): Promise<Answer> {
   return new Promise<Answer>((resolve, reject) => {
     const began = Date.now();
@@ -42,7 +43,9 @@ export function boundedRequest(
     };
     // Whichever of the request and the answer reports the end first, the failure that caused it is told.
     const failed = (error: Error & { code?: string }): void => {
-      reject(failure ?? (error instanceof ReplicationError ? error : new ReplicationError('unreachable', `${what}: ${error.code ?? error.message}`)));
+      const told = error instanceof ReplicationError
+        ? error : new ReplicationError('unreachable', `${what}: ${error.code ?? error.message}`);
+      reject(failure ?? told);
     };
     const allowed = (): number => limits.timeoutMs + (moved * 1000) / limits.minBytesPerSecond;
     const check = (): void => {
@@ -53,7 +56,8 @@ export function boundedRequest(
     const req = send({ ...options, timeout: limits.timeoutMs }, (res) => {
       const declared = Number(res.headers['content-length'] ?? 0);
       if (declared > maxBytes) {
-        fail(new ReplicationError('damaged', `${what} answered a body of ${declared} bytes, more than the ${maxBytes} expected`));
+        const said = `${what} answered a body of ${declared} bytes, more than the ${maxBytes} expected`;
+        fail(new ReplicationError('damaged', said));
         return;
       }
       const chunks: Buffer[] = [];
@@ -61,8 +65,8 @@ export function boundedRequest(
       res.on('data', (chunk: Buffer) => {
         received += chunk.length;
         moved += chunk.length;
-        if (received > maxBytes) fail(new ReplicationError('damaged', `${what} answered more than the ${maxBytes} bytes expected`));
-        else chunks.push(chunk);
+        if (received <= maxBytes) chunks.push(chunk);
+        else fail(new ReplicationError('damaged', `${what} answered more than the ${maxBytes} bytes expected`));
       });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
       res.on('error', failed);

@@ -44,7 +44,9 @@ export const nodeDirectoryCalls: DirectoryCalls = {
     const handle = await open(path, constants.O_RDONLY);
     try {
       const { size } = await handle.stat();
-      if (size > maxBytes) throw new ReplicationError('damaged', `${path} holds ${size} bytes, more than the ${maxBytes} expected`);
+      if (size > maxBytes) {
+        throw new ReplicationError('damaged', `${path} holds ${size} bytes, more than the ${maxBytes} expected`);
+      }
       return await handle.readFile();
     } finally {
       await handle.close();

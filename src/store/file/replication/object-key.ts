@@ -8,7 +8,9 @@ import { ReplicationError } from './destination.js';
  */
 export function checkedKey(key: string): string {
   const wrong = key === '' || key.includes('\\') || key.includes('\0') || key.split('/').some(isBadSegment);
-  if (wrong) throw new ReplicationError('damaged', `${JSON.stringify(key)} names no object under the destination; refused`);
+  if (wrong) {
+    throw new ReplicationError('damaged', `${JSON.stringify(key)} names no object under the destination; refused`);
+  }
   return key;
 }
 

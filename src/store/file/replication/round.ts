@@ -16,7 +16,8 @@ export interface ShippedState {
    * next try uploads these bytes again instead of reading and hashing the file anew (a 68 MB pets.json
    * took ~150 ms of the event loop a round during an outage). Emptied when a position is written.
    */
-  unshipped?: Map<string, { stamp: string; file: ReplicatedFile; uploads: Array<{ key: string; bytes: Buffer }> }> | undefined;
+  unshipped?: Map<string, { stamp: string; file: ReplicatedFile; uploads: Array<{ key: string; bytes: Buffer }> }>
+    | undefined;
 }
 
 export interface RoundOutcome {

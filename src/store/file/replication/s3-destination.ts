@@ -29,7 +29,9 @@ export class S3Destination implements Destination {
   readonly #limits: RequestLimits;
   readonly #maxListPages: number;
 
-  constructor(location: S3Location, credentials: Credentials, limits = DEFAULT_REQUEST_LIMITS, maxListPages = MAX_LIST_PAGES) {
+  constructor(
+    location: S3Location, credentials: Credentials, limits = DEFAULT_REQUEST_LIMITS, maxListPages = MAX_LIST_PAGES,
+  ) {
     this.#location = location;
     this.#credentials = credentials;
     this.#limits = limits;
@@ -55,14 +57,19 @@ export class S3Destination implements Destination {
     const tokens = new Set<string>();
     let token: string | undefined;
     do {
-      if (tokens.size >= this.#maxListPages) throw new ReplicationError('other', `${this.name}: LIST ${prefix} ran past ${this.#maxListPages} pages`);
+      if (tokens.size >= this.#maxListPages) {
+        throw new ReplicationError('other', `${this.name}: LIST ${prefix} ran past ${this.#maxListPages} pages`);
+      }
       const query: Array<[string, string]> = [['list-type', '2'], ['prefix', this.#location.prefix + prefix]];
       if (token !== undefined) query.push(['continuation-token', token]);
       const text = (await this.#send('GET', undefined, query, undefined, [200])).body.toString('utf8');
-      for (const match of text.matchAll(/<Key>([^<]*)<\/Key>/g)) keys.push(this.#keyOf(unescapeXml(match[1] as string)));
+      for (const match of text.matchAll(/<Key>([^<]*)<\/Key>/g)) {
+        keys.push(this.#keyOf(unescapeXml(match[1] as string)));
+      }
       token = nextToken(text);
       if (token !== undefined && tokens.has(token)) {
-        throw new ReplicationError('other', `${this.name}: LIST ${prefix} answered a continuation token it gave before; stopped`);
+        const said = `${this.name}: LIST ${prefix} answered a continuation token it gave before; stopped`;
+        throw new ReplicationError('other', said);
       }
       if (token !== undefined) tokens.add(token);
     } while (token !== undefined);
@@ -72,7 +79,9 @@ export class S3Destination implements Destination {
   /** A listed object's key below the prefix, refused when it is not one. */
   #keyOf(listed: string): string {
     const { prefix } = this.#location;
-    if (!listed.startsWith(prefix)) throw new ReplicationError('damaged', `${JSON.stringify(listed)} names no object under ${this.name}; refused`);
+    if (!listed.startsWith(prefix)) {
+      throw new ReplicationError('damaged', `${JSON.stringify(listed)} names no object under ${this.name}; refused`);
+    }
     return checkedKey(listed.slice(prefix.length));
   }
 
@@ -81,8 +90,8 @@ export class S3Destination implements Destination {
   }
 
   async #send(
-    method: string, key: string | undefined, query: Array<[string, string]>, body: Uint8Array | undefined, expected: number[],
-    size?: number,
+    method: string, key: string | undefined, query: Array<[string, string]>, body: Uint8Array | undefined,
+    expected: number[], size?: number,
   ): Promise<Answer> {
     const { bucket, prefix, endpoint, region } = this.#location;
     const base = endpoint ?? new URL(`https://${bucket}.s3.${region}.amazonaws.com`);
@@ -96,7 +105,10 @@ export class S3Destination implements Destination {
     if (body !== undefined) headers['content-length'] = String(body.length);
     const search = query.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
     const send = base.protocol === 'http:' ? httpRequest : httpsRequest;
-    const target = { protocol: base.protocol, hostname: base.hostname, port: base.port, method, path: search === '' ? path : `${path}?${search}`, headers };
+    const target = {
+      protocol: base.protocol, hostname: base.hostname, port: base.port, method,
+      path: search === '' ? path : `${path}?${search}`, headers,
+    };
     // An error body or a LIST page is small; an object is the size its position gives, when it gives one.
     const maxBytes = Math.max(size ?? 0, this.#limits.maxBodyBytes);
     const response = await boundedRequest(send, target, body, this.#limits, maxBytes, `${this.name}: ${method}`);
