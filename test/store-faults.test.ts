@@ -438,3 +438,27 @@ test('a data directory where files cannot be created for another reason gives a 
     return true;
   });
 });
+
+for (const { what, before } of [{ what: 'a fresh store', before: 0 }, { what: 'a store whose journal is empty after a clean stop', before: 2 }]) {
+  test(`on ${what}, a clean stop after a refused create (EIO on fdatasync) leaves a directory that starts, handing out ids past the refused one`, async (t) => {
+    const dir = await dataDir(t);
+    if (before > 0) {
+      const first = await FileStore.open(dir);
+      for (let i = 1; i <= before; i++) await first.create(newPet(i));
+      await first.close();
+    }
+    const { fs, failing } = failingJournal('datasync', { code: 'EIO' });
+    const store = await FileStore.open(dir, { fileSystem: fs });
+    defer(t, () => store.close());
+    failing.on = true;
+    await assert.rejects(store.create(newPet(10)), StoreUnavailableError);
+    failing.on = false;
+    await store.close();
+    await assertStopped(dir);
+    const again = await FileStore.open(dir);
+    defer(t, () => again.close());
+    assert.equal(allPets(again).length, before);
+    const next = await again.create(newPet(11));
+    assert.ok(next.id > before + 1, `id ${next.id}: the refused create's id ${before + 1} is never handed out again`);
+  });
+}

@@ -143,3 +143,23 @@ export function generateFirstKey(dataDir: string): Promise<string | undefined> {
     return { keys: [record], result: key };
   });
 }
+
+/**
+ * Takes back the key generateFirstKey made for a start that then failed: its key file goes while it
+ * holds that key alone, so the key is never shown (the failed start's output may be kept where many
+ * read it) and the next start that serves generates one and shows it. Whether it was taken back.
+ */
+export async function withdrawFirstKey(
+  dataDir: string, key: string, fs: FileSystem = nodeFileSystem,
+): Promise<boolean> {
+  const path = keyFilePath(dataDir);
+  const lock = await LockFile.acquire(`${path}.lock`, 5000);
+  try {
+    const existing = readKeyFile(path);
+    const alone = existing?.length === 1 && existing[0]?.sha256 === hashKey(key);
+    if (alone) await fs.unlink(path);
+    return alone;
+  } finally {
+    lock.release();
+  }
+}

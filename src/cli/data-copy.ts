@@ -1,10 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readdir, realpath, rm } from 'node:fs/promises';
+import { lstat, readdir, realpath, rm } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { keyFilePath, readKeyFile, writeKeyFile } from '../auth/key-file.js';
 import { makeDirectory, type FileSystem } from '../lib/file-system.js';
 import { errorCode, reportToStderr } from '../lib/system-error.js';
 import { SNAPSHOT_FILE, journalGeneration } from '../store/file/file-names.js';
+import { placeStaged, stagingDirectory } from '../store/file/staging.js';
 
 /**
  * What `backup` and `repair` share: a new data directory made from the one in `dataDir`, whole or not
@@ -64,24 +64,21 @@ async function realPathOf(path: string): Promise<string> {
 }
 
 /**
- * Makes `dest` a new data directory: `fill` writes the store into a temp directory beside it, the key
- * file of `dataDir` is copied in, and the whole is renamed into place last and made durable, so a
- * `dest` that exists is whole. Returns the number of API key hashes copied.
+ * Makes `dest` a new data directory: `fill` writes the store into a staging directory (staging.ts),
+ * the key file of `dataDir` is copied in, and the whole is put in place last and made durable.
+ * Returns the number of API key hashes copied.
  */
 export async function writeDataDirectory(fs: FileSystem, dataDir: string, dest: string, fill: (dir: string) => Promise<void>): Promise<number> {
-  const parent = dirname(resolve(dest));
-  await makeDirectory(fs, parent);
-  const temp = join(parent, `.${basename(resolve(dest))}.${randomBytes(6).toString('hex')}.tmp`);
-  await mkdir(temp, { mode: 0o700 });
+  await makeDirectory(fs, dirname(resolve(dest)));
+  const temp = await stagingDirectory(dest, 'copy');
   let placed = false;
   try {
     const keys = readKeyFile(keyFilePath(dataDir));
     if (keys !== undefined) await writeKeyFile(fs, keyFilePath(temp), keys);
     await fill(temp);
-    // An empty directory is replaced whole; one that got files meanwhile makes this fail (ENOTEMPTY).
-    await fs.rename(temp, dest);
+    // A directory beside an empty dest replaces it whole; one that got files meanwhile makes this fail (ENOTEMPTY).
+    await placeStaged(fs, temp, dest);
     placed = true;
-    await fs.syncDir(parent);
     return keys?.length ?? 0;
   } finally {
     if (!placed) await rm(temp, { recursive: true, force: true }).catch(reportToStderr);

@@ -1,4 +1,5 @@
 import { lstatSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { KeyFileError } from '../auth/key-file.js';
 import { errorCode } from '../lib/system-error.js';
 import { StoreOpenError } from '../store/store.js';
@@ -32,7 +33,9 @@ function errorField(error: Error, name: string): unknown {
 /** A system error (a port in use, a permission, a full disk) said in words, with what to do; undefined for others. */
 function systemAdvice(error: Error): string | undefined {
   const code = errorCode(error);
-  const path = errorField(error, 'path');
+  // symlink(2) and link(2) report the target first: the path they failed to create is the second.
+  const creates = errorField(error, 'syscall') === 'symlink' || errorField(error, 'syscall') === 'link';
+  const path = creates ? errorField(error, 'dest') : errorField(error, 'path');
   const address = errorField(error, 'address');
   const port = errorField(error, 'port');
   const syscall = errorField(error, 'syscall');
@@ -62,8 +65,13 @@ function permissionAdvice(path: string, syscall: string): string {
   } catch (error) {
     const code = errorCode(error);
     if (code === undefined) throw error;
-    if (code === 'ENOENT') return `${me} may not create ${path} (${syscall}: permission denied); run this as the owner of its directory, or give the directory to this user (chown)`;
-    return `${me} may not reach ${path} (${code}): a directory on its way is closed to this user; run this as that directory's owner, or open it to this user (chmod o+x)`;
+    if (code === 'ENOENT') {
+      return `${me} may not create ${path} (${syscall}: permission denied)${directoryOwner(path)}; `
+        + 'run this as the owner of its directory, or give the directory to this user (chown)';
+    }
+    return `${me} may not reach ${path} (${code})${directoryOwner(path)}: `
+      + 'a directory on its way is closed to this user; '
+      + 'run this as that directory\'s owner, or open it to this user (chmod o+x)';
   }
   const mode = (stats.mode & 0o7777).toString(8);
   const chown = `chown ${userName(uid) ?? String(uid)} ${shellWord(path)}`;
@@ -73,4 +81,18 @@ function permissionAdvice(path: string, syscall: string): string {
   return stats.uid === 0
     ? `${what}, which belongs to ${owner} with mode ${mode}; give it to this user (as root: ${chown})`
     : `${what}, which belongs to ${owner} with mode ${mode}; run this as ${userName(stats.uid) ?? owner}, or give it to this user (${chown})`;
+}
+
+/** `: D belongs to U with mode M`: the directory a file could not be made in, or nothing when it cannot be seen. */
+function directoryOwner(path: string): string {
+  const dir = dirname(path);
+  let stats;
+  try {
+    stats = lstatSync(dir, { throwIfNoEntry: false });
+  } catch (error) {
+    if (errorCode(error) === undefined) throw error;
+    return ''; // a directory on the way is closed too: said by the advice as it is
+  }
+  if (stats === undefined) return '';
+  return `: ${dir} belongs to ${describeUser(stats.uid)} with mode ${(stats.mode & 0o7777).toString(8)}`;
 }

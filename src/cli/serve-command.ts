@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { keyFilePath, readKeyFile } from '../auth/key-file.js';
+import { keyFilePath, readKeyFile, withdrawFirstKey } from '../auth/key-file.js';
 import { jsonLogger } from '../lib/logger.js';
 import { monotonicMs } from '../lib/monotonic.js';
 import { listen, type RunningServer } from '../service/listen.js';
@@ -43,6 +43,10 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: st
     });
   } catch (error) {
     if (generated === undefined) throw error;
+    if (config.databaseUrl === undefined && (await withdrawFirstKey(dataDir, generated))) {
+      const said = 'No API key is kept from this start: the next start that serves generates one and shows it.\n';
+      throw new FailedStart(error, said);
+    }
     throw new FailedStart(error, `A key was generated before the start failed. It is kept (only its SHA-256 hash, in ${keyHome}) `
       + `and works once the server starts; it is shown only this once:\n\n  ${generated}\n\n`);
   }

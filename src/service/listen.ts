@@ -28,8 +28,6 @@ export interface ListenOptions extends PetstoreOptions {
   maxConnections?: number;
   /** Seconds an answer may make no progress to its client before its connection is ended (unread-answers.ts). */
   sendTimeout?: number;
-  /** How long a graceful stop waits for requests in flight before closing their connections. */
-  shutdownTimeout?: number;
   /**
    * Serve HTTPS (node:https) with this certificate chain and private key, both PEM; plain HTTP without.
    * With `certFile` and `keyFile`, the files they came from, the pair is read again when those change

@@ -107,6 +107,8 @@ export interface PetstoreOptions extends WebhookOptions {
    * `dataDir`): the key is shown once and only its hash is kept. Without it, no key is generated.
    */
   onKeyGenerated?: (key: string) => void;
+  /** Milliseconds a graceful stop waits for requests in flight, and for replication's last round (default 10000). */
+  shutdownTimeout?: number;
 }
 
 export interface PetstoreService {

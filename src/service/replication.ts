@@ -16,6 +16,8 @@ export interface ReplicationOptions {
   replicateRetention?: number | undefined;
   /** A file of keys (replica-keys.ts): every object is sealed under its first key. */
   replicateKeyFile?: string | undefined;
+  /** Milliseconds a stop gives replication's round under way and its last one (--shutdown-timeout). */
+  shutdownTimeout?: number | undefined;
 }
 
 export const DEFAULT_REPLICATE_INTERVAL = 1;
@@ -30,6 +32,7 @@ export async function startReplication(store: FileStore, dataDir: string, option
     dataDir, store, destination, logger, takeOver: options.replicateTakeOver,
     intervalMs: (options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL) * 1000,
     retentionMs: (options.replicateRetention ?? DEFAULT_REPLICATE_RETENTION) * 1000,
+    stopMs: options.shutdownTimeout,
   });
   logger.info('replicating', { destination: destination.name, lineage: replicator.lineage, intervalSeconds: options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL,
     sealedWith: keys[0] === undefined ? undefined : keyIdText(keys[0]) });

@@ -95,7 +95,9 @@ export class Compaction {
   /** At close, once no commit runs: one snapshot of every pet and the empty journal it names, nothing else. */
   async finish(): Promise<void> {
     try {
-      if (this.#journal.length > 0 || this.#oldGenerations.length > 0) await this.compactNow();
+      // Ids handed out past the records (a refused create) need a snapshot naming them, or the stop looks like a loss.
+      const unrecorded = this.#ids.last !== this.#ids.stored;
+      if (this.#journal.length > 0 || this.#oldGenerations.length > 0 || unrecorded) await this.compactNow();
     } finally {
       await this.#journal.close();
     }

@@ -24,7 +24,7 @@ export interface FileStoreOptions {
   compactAfterBytes?: number;
   /** Told about a failure that no request is waiting on (a background compaction); default: a process warning on stderr. */
   onBackgroundError?: (error: unknown) => void;
-  /** Told what opening repaired, in a sentence (a torn last journal line cut); default: a process warning. */
+  /** Told what opening found or repaired, in a sentence (an unclean stop, a torn line cut); default: a warning. */
   onRepair?: (message: string) => void;
   /** How long an idempotency key is remembered, in milliseconds (default 24 hours). */
   idempotencyWindowMs?: number;
@@ -101,6 +101,11 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
     if (loadedReservation === undefined) await openStep(`cannot write ${join(dir, IDS_FILE)}`, write);
     if (idsMissing) {
       (options.onRepair ?? reportToStderr)(`${join(dir, IDS_FILE)} is missing, so the ids handed out before the stop are not known: new ids start ${RESERVE_BLOCK} past the records, at ${lastId + 1}`);
+    }
+    if (loadedReservation?.stopped === false) {
+      (options.onRepair ?? reportToStderr)(`unclean stop (a crash, kill -9 or a power loss) of ${dir}: `
+        + `its records end at pet ${index.lastId}; new ids continue from ${lastId + 1}, `
+        + `past every id reserved before the stop (${IDS_FILE}), as any of them may have reached a client`);
     }
     if (tornBytes > 0) {
       const file = join(dir, journalFile(newest ?? 0));

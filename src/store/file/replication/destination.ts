@@ -8,8 +8,11 @@ export interface Destination {
   /** Human-readable, never with a credential in it. */
   readonly name: string;
   put(key: string, bytes: Uint8Array): Promise<void>;
-  /** The object's bytes, or undefined when there is none. */
-  get(key: string): Promise<Buffer | undefined>;
+  /**
+   * The object's bytes, or undefined when there is none. An object bigger than `size` (when the
+   * caller knows it) or than the destination's bound for answers is refused, not read whole.
+   */
+  get(key: string, size?: number): Promise<Buffer | undefined>;
   /** Every key under `prefix`, sorted. */
   list(prefix: string): Promise<string[]>;
   delete(key: string): Promise<void>;

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { open, readdir, readFile, rename, rmdir, unlink, mkdir } from 'node:fs/promises';
+import { open, readdir, rename, rmdir, unlink, mkdir } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { errorCode } from '../../../lib/system-error.js';
+import { DEFAULT_REQUEST_LIMITS } from './bounded-request.js';
 import { ReplicationError, reasonOf, type Destination } from './destination.js';
+import { checkedKey, checkedPrefix } from './object-key.js';
 
 /** The file calls a directory destination makes; tests pass ones that hang or refuse. */
 export interface DirectoryCalls {
@@ -11,7 +13,8 @@ export interface DirectoryCalls {
   writeDurably(path: string, bytes: Uint8Array): Promise<void>;
   rename(from: string, to: string): Promise<void>;
   syncDir(path: string): Promise<void>;
-  readFile(path: string): Promise<Buffer>;
+  /** The file's bytes; one of more than `maxBytes` is refused without reading it. */
+  readFile(path: string, maxBytes: number): Promise<Buffer>;
   /** The entries of a directory, each with whether it is one itself. */
   readdir(path: string): Promise<Array<{ name: string; directory: boolean }>>;
   unlink(path: string): Promise<void>;
@@ -38,7 +41,18 @@ export const nodeDirectoryCalls: DirectoryCalls = {
       await handle.close();
     }
   },
-  readFile: (path) => readFile(path),
+  async readFile(path, maxBytes) {
+    const handle = await open(path, constants.O_RDONLY);
+    try {
+      const { size } = await handle.stat();
+      if (size > maxBytes) {
+        throw new ReplicationError('damaged', `${path} holds ${size} bytes, more than the ${maxBytes} expected`);
+      }
+      return await handle.readFile();
+    } finally {
+      await handle.close();
+    }
+  },
   readdir: async (path) => (await readdir(path, { withFileTypes: true })).map((entry) => ({ name: entry.name, directory: entry.isDirectory() })),
   unlink,
   rmdir: (path) => rmdir(path),
@@ -70,7 +84,7 @@ export class DirectoryDestination implements Destination {
 
   /** Written to a temp name, fdatasync'ed, renamed into place, the directory fsync'ed: a key that exists is whole. */
   async put(key: string, bytes: Uint8Array): Promise<void> {
-    const path = join(this.#root, key);
+    const path = join(this.#root, checkedKey(key));
     const temp = join(dirname(path), `.${randomBytes(6).toString('hex')}.tmp`);
     await this.#call(() => this.#calls.mkdir(dirname(path)));
     await this.#call(() => this.#calls.writeDurably(temp, bytes));
@@ -78,9 +92,11 @@ export class DirectoryDestination implements Destination {
     await this.#call(() => this.#calls.syncDir(dirname(path)));
   }
 
-  async get(key: string): Promise<Buffer | undefined> {
+  async get(key: string, size?: number): Promise<Buffer | undefined> {
     try {
-      return await this.#call(() => this.#calls.readFile(join(this.#root, key)));
+      const path = join(this.#root, checkedKey(key));
+      const maxBytes = Math.max(size ?? 0, DEFAULT_REQUEST_LIMITS.maxBodyBytes);
+      return await this.#call(() => this.#calls.readFile(path, maxBytes));
     } catch (error) {
       if (reasonOf(error) === 'not_found') return undefined;
       throw error;
@@ -89,6 +105,7 @@ export class DirectoryDestination implements Destination {
 
   /** Keys are paths below the root; '/'-separated whatever the platform. Temp files of a put cut short are left out. */
   async list(prefix: string): Promise<string[]> {
+    checkedPrefix(prefix);
     const found: string[] = [];
     const walk = async (relative: string): Promise<void> => {
       let entries: Array<{ name: string; directory: boolean }>;
@@ -103,7 +120,7 @@ export class DirectoryDestination implements Destination {
         if (directory) {
           if (key.startsWith(prefix) || prefix.startsWith(`${key}/`)) await walk(key);
         } else if (key.startsWith(prefix) && !name.endsWith('.tmp')) {
-          found.push(key);
+          found.push(checkedKey(key));
         }
       }
     };
@@ -113,7 +130,8 @@ export class DirectoryDestination implements Destination {
 
   async delete(key: string): Promise<void> {
     try {
-      await this.#call(() => this.#calls.unlink(join(this.#root, key)));
+      const path = join(this.#root, checkedKey(key));
+      await this.#call(() => this.#calls.unlink(path));
     } catch (error) {
       if (reasonOf(error) !== 'not_found') throw error;
     }

@@ -1,6 +1,6 @@
 import { mkdir, realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { claimPrivateDirectory } from '../../../lib/private-file.js';
+import { UnsafeFileError, claimPrivateDirectory } from '../../../lib/private-file.js';
 import { errorCode } from '../../../lib/system-error.js';
 import { ReplicationError, type Destination } from './destination.js';
 import { DirectoryDestination, type DirectoryCalls } from './directory-destination.js';
@@ -44,7 +44,9 @@ export async function openDestination(raw: string, dataDir: string | undefined, 
   } catch (error) {
     if (error instanceof ReplicationError) throw error;
     const code = errorCode(error);
-    throw new ReplicationError('refused', `--replicate-to ${raw} cannot be used: ${code === undefined ? (error as Error).message : code}`, { cause: error });
+    // An unsafe directory (another user's, one others may write to) says so in words; its code alone says nothing.
+    const why = code === undefined || error instanceof UnsafeFileError ? (error as Error).message : code;
+    throw new ReplicationError('refused', `--replicate-to ${raw} cannot be used: ${why}`, { cause: error });
   }
   return new DirectoryDestination(dir, options.calls);
 }

@@ -37,7 +37,7 @@ export async function readPosition(destination: Destination, key: string): Promi
 
 /** An object's bytes, checked against the checksum its position gives. */
 export async function readSegment(destination: Destination, key: string, digest: string, length: number): Promise<Buffer> {
-  const bytes = await destination.get(key);
+  const bytes = await destination.get(key, length);
   if (bytes === undefined) throw new ReplicationError('not_found', `${key} is missing`);
   if (bytes.length !== length || sha256(bytes) !== digest) throw new ReplicationError('damaged', `${key} does not match its checksum`);
   return bytes;

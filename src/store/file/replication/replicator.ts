@@ -26,6 +26,8 @@ export interface ReplicatorOptions {
   takeOver?: string | undefined;
   /** How far back a restore may reach, in milliseconds (retention.ts). */
   retentionMs: number;
+  /** Milliseconds a stop gives the round under way and the last one, in all (default 10 s). */
+  stopMs?: number | undefined;
 }
 
 export interface ReplicationStats {
@@ -38,8 +40,8 @@ export interface ReplicationStats {
   failures: ReadonlyMap<FailureReason, number>;
 }
 
-// How long a stop gives its last round.
-const FINAL_ROUND_MS = 5000;
+// How long a stop gives the round under way and its last round, in all, unless told.
+const DEFAULT_STOP_MS = 10_000;
 // How often what is past the retention window is removed, at most.
 const RETENTION_EVERY_MS = 10 * 60_000;
 // Past this many intervals (and 10 s) of lag, replication counts as behind even while rounds succeed.
@@ -121,18 +123,29 @@ export class Replicator {
   }
 
   /**
-   * Stops the rounds: waits for one under way (a hung destination's calls time out), then ships what
-   * is left in one last round, given FINAL_ROUND_MS; a destination that takes longer does not hold the stop.
+   * Stops the rounds: waits for one under way, then ships what is left in one last round, both within
+   * `stopMs`; a destination that takes longer (one that trickles) does not hold the stop: the round is
+   * abandoned, and the next start's first round ships everything anyway.
    */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await this.#round;
-    this.#unwatch();
-    if (!this.#begun || this.#superseded) return;
+    const stopMs = this.#options.stopMs ?? DEFAULT_STOP_MS;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.#ship(), new Promise((resolve) => (timer = setTimeout(resolve, FINAL_ROUND_MS)))]);
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), stopMs)));
+    const last = (async (): Promise<void> => {
+      await this.#round;
+      if (!this.#begun || this.#superseded) return;
+      await this.#ship();
+    })();
+    if ((await Promise.race([last, late])) === 'late') {
+      const { logger, destination } = this.#options;
+      const message = 'the stop abandoned the replication round under way: the next start ships what it held';
+      const fields = { destination: destination.name, stopMs };
+      (logger.warn ?? ((m: string, f: typeof fields) => logger.error(m, undefined, f))).call(logger, message, fields);
+    }
     clearTimeout(timer);
+    this.#unwatch();
   }
 
   #schedule(ms: number): void {

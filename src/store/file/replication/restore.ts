@@ -1,9 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { rm } from 'node:fs/promises';
 import type { FileSystem } from '../../../lib/file-system.js';
 import { reportToStderr } from '../../../lib/system-error.js';
 import { readLiveDirectory, writeStoreCopy } from '../backup.js';
 import { StoreDamagedError } from '../damage.js';
+import { stagingDirectory } from '../staging.js';
 import type { LoadedDirectory } from '../load.js';
 import { ReplicationError, type Destination } from './destination.js';
 import { chooseLineage, historyKeys, readLineages } from './history.js';
@@ -52,7 +52,7 @@ export async function restoreReplica(
   const firstOfNewest = await readPosition(destination, lineage.keys[0] as string);
   const handedOut = newest.position.idsHandedOut + idMargin(firstOfNewest.position, newest.position);
   const found = await positionFor(destination, keys, newest, point);
-  const staging = await mkdtemp(join(dirname(resolve(target)), `.${basename(resolve(target))}.restore-`));
+  const staging = await stagingDirectory(target, 'restore');
   try {
     await layOut(destination, found.position, staging);
     const live = await readLiveDirectory(fs, staging);

@@ -1,6 +1,8 @@
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { boundedRequest, DEFAULT_REQUEST_LIMITS, type Answer, type RequestLimits } from './bounded-request.js';
 import { ReplicationError, type Destination, type FailureReason } from './destination.js';
+import { checkedKey, checkedPrefix } from './object-key.js';
 import { amzDate, authorization, payloadHash, uriEncodePath, type Credentials } from './sigv4.js';
 
 export interface S3Location {
@@ -12,8 +14,8 @@ export interface S3Location {
   region: string;
 }
 
-/** How long one request may take before the round fails ('timeout'). */
-const REQUEST_TIMEOUT_MS = 10_000;
+// Pages of one LIST at most (ten million keys at S3's 1,000 a page): past it, or on a token seen before, it stops.
+const MAX_LIST_PAGES = 10_000;
 
 /**
  * An S3-compatible bucket as a destination: single-part PUT, GET, LIST (v2) and DELETE, each signed
@@ -24,19 +26,25 @@ export class S3Destination implements Destination {
   readonly name: string;
   readonly #location: S3Location;
   readonly #credentials: Credentials;
+  readonly #limits: RequestLimits;
+  readonly #maxListPages: number;
 
-  constructor(location: S3Location, credentials: Credentials) {
+  constructor(
+    location: S3Location, credentials: Credentials, limits = DEFAULT_REQUEST_LIMITS, maxListPages = MAX_LIST_PAGES,
+  ) {
     this.#location = location;
     this.#credentials = credentials;
+    this.#limits = limits;
+    this.#maxListPages = maxListPages;
     this.name = `s3://${location.bucket}/${location.prefix}${location.endpoint === undefined ? '' : ` at ${location.endpoint.origin}`}`;
   }
 
   async put(key: string, bytes: Uint8Array): Promise<void> {
-    await this.#send('PUT', key, [], bytes, [200]);
+    await this.#send('PUT', checkedKey(key), [], bytes, [200]);
   }
 
-  async get(key: string): Promise<Buffer | undefined> {
-    const response = await this.#send('GET', key, [], undefined, [200, 404]);
+  async get(key: string, size?: number): Promise<Buffer | undefined> {
+    const response = await this.#send('GET', checkedKey(key), [], undefined, [200, 404], size);
     if (response.status === 200) return response.body;
     // A missing key is no object; a missing bucket is a destination that cannot be used.
     if (/<Code>NoSuchBucket<\/Code>/.test(response.body.toString('utf8'))) throw s3Error(this.name, 'GET', response);
@@ -44,23 +52,47 @@ export class S3Destination implements Destination {
   }
 
   async list(prefix: string): Promise<string[]> {
+    checkedPrefix(prefix);
     const keys: string[] = [];
+    const tokens = new Set<string>();
     let token: string | undefined;
     do {
+      if (tokens.size >= this.#maxListPages) {
+        throw new ReplicationError('other', `${this.name}: LIST ${prefix} ran past ${this.#maxListPages} pages`);
+      }
       const query: Array<[string, string]> = [['list-type', '2'], ['prefix', this.#location.prefix + prefix]];
       if (token !== undefined) query.push(['continuation-token', token]);
       const text = (await this.#send('GET', undefined, query, undefined, [200])).body.toString('utf8');
-      for (const match of text.matchAll(/<Key>([^<]*)<\/Key>/g)) keys.push(unescapeXml(match[1] as string).slice(this.#location.prefix.length));
-      token = /<IsTruncated>true<\/IsTruncated>/.test(text) ? unescapeXml(/<NextContinuationToken>([^<]*)</.exec(text)?.[1] ?? '') : undefined;
-    } while (token !== undefined && token !== '');
+      for (const match of text.matchAll(/<Key>([^<]*)<\/Key>/g)) {
+        keys.push(this.#keyOf(unescapeXml(match[1] as string)));
+      }
+      token = nextToken(text);
+      if (token !== undefined && tokens.has(token)) {
+        const said = `${this.name}: LIST ${prefix} answered a continuation token it gave before; stopped`;
+        throw new ReplicationError('other', said);
+      }
+      if (token !== undefined) tokens.add(token);
+    } while (token !== undefined);
     return keys.sort();
   }
 
-  async delete(key: string): Promise<void> {
-    await this.#send('DELETE', key, [], undefined, [200, 204, 404]);
+  /** A listed object's key below the prefix, refused when it is not one. */
+  #keyOf(listed: string): string {
+    const { prefix } = this.#location;
+    if (!listed.startsWith(prefix)) {
+      throw new ReplicationError('damaged', `${JSON.stringify(listed)} names no object under ${this.name}; refused`);
+    }
+    return checkedKey(listed.slice(prefix.length));
   }
 
-  async #send(method: string, key: string | undefined, query: Array<[string, string]>, body: Uint8Array | undefined, expected: number[]): Promise<{ status: number; body: Buffer }> {
+  async delete(key: string): Promise<void> {
+    await this.#send('DELETE', checkedKey(key), [], undefined, [200, 204, 404]);
+  }
+
+  async #send(
+    method: string, key: string | undefined, query: Array<[string, string]>, body: Uint8Array | undefined,
+    expected: number[], size?: number,
+  ): Promise<Answer> {
     const { bucket, prefix, endpoint, region } = this.#location;
     const base = endpoint ?? new URL(`https://${bucket}.s3.${region}.amazonaws.com`);
     const objectPath = key === undefined ? '/' : `/${prefix}${key}`;
@@ -73,17 +105,13 @@ export class S3Destination implements Destination {
     if (body !== undefined) headers['content-length'] = String(body.length);
     const search = query.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
     const send = base.protocol === 'http:' ? httpRequest : httpsRequest;
-    const response = await new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
-      const req = send({ protocol: base.protocol, hostname: base.hostname, port: base.port, method, path: search === '' ? path : `${path}?${search}`, headers, timeout: REQUEST_TIMEOUT_MS }, (res: IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-        res.on('error', reject);
-      });
-      req.on('timeout', () => req.destroy(new ReplicationError('timeout', `${this.name}: ${method} took longer than ${REQUEST_TIMEOUT_MS} ms`)));
-      req.on('error', (error: Error & { code?: string }) => reject(error instanceof ReplicationError ? error : new ReplicationError('unreachable', `${this.name}: ${error.code ?? error.message}`)));
-      req.end(body);
-    });
+    const target = {
+      protocol: base.protocol, hostname: base.hostname, port: base.port, method,
+      path: search === '' ? path : `${path}?${search}`, headers,
+    };
+    // An error body or a LIST page is small; an object is the size its position gives, when it gives one.
+    const maxBytes = Math.max(size ?? 0, this.#limits.maxBodyBytes);
+    const response = await boundedRequest(send, target, body, this.#limits, maxBytes, `${this.name}: ${method}`);
     if (!expected.includes(response.status)) throw s3Error(this.name, method, response);
     return response;
   }
@@ -97,6 +125,14 @@ function s3Error(name: string, method: string, { status, body }: { status: numbe
   const advice = code === 'NoSuchBucket' ? ': the bucket does not exist; create it, or check the bucket and AWS_ENDPOINT_URL'
     : reason === 'refused' ? ': the credentials were refused; check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION, and what the key may do' : '';
   return new ReplicationError(reason, `${name}: ${method} answered ${status}${code === '' ? '' : ` ${code}`}${advice}`);
+}
+
+/** The next page's token of a LIST answer, undefined when it is the last; a truncated one must give one. */
+function nextToken(text: string): string | undefined {
+  if (!/<IsTruncated>true<\/IsTruncated>/.test(text)) return undefined;
+  const token = unescapeXml(/<NextContinuationToken>([^<]*)</.exec(text)?.[1] ?? '');
+  if (token === '') throw new ReplicationError('other', 'a LIST answered a truncated page with no continuation token');
+  return token;
 }
 
 function unescapeXml(text: string): string {

@@ -1,0 +1,59 @@
+/**
+ * What replication reads of a data directory: the open journal only up to its fdatasync'd length
+ * (bytes past it may never have been acknowledged), every file handle it opens closed again, and a
+ * replaced file read once per change, not once per failed round.
+ */
+import assert from 'node:assert/strict';
+import { appendFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ReplicationError, type Destination } from '#dist/store/file/replication/destination.js';
+import { durableFiles, readRange, type DurableJournal } from '#dist/store/file/replication/durable-files.js';
+import { shipRound, type ShippedState } from '#dist/store/file/replication/round.js';
+import { dataDir, journalText, snapshotText } from './store-support.js';
+
+test('the open journal counts up to its durable length, not its size on disk', async (t) => {
+  const dir = await dataDir(t);
+  const durable = journalText([{ id: 1, name: 'a', categoryId: 1n }]);
+  await writeFile(join(dir, 'pets.json'), snapshotText([], 1, 0));
+  await writeFile(join(dir, 'pets-journal.1.jsonl'), durable);
+  // Bytes written but not yet fdatasync'd: a crash may cut them, and no client was told they are stored.
+  await appendFile(join(dir, 'pets-journal.1.jsonl'), journalText([{ id: 2, name: 'b', categoryId: 2n }], 1));
+  const length = Buffer.byteLength(durable);
+  const { files } = await durableFiles(dir, () => ({ generation: 1, length, idsHandedOut: 2 }));
+  assert.deepEqual(files.find((f) => f.name === 'pets-journal.1.jsonl'), { name: 'pets-journal.1.jsonl', kind: 'appended', length, stamp: '' });
+});
+
+test('readRange closes its file: 200 reads leave no descriptor open', async (t) => {
+  const dir = await dataDir(t);
+  await writeFile(join(dir, 'pets-journal.1.jsonl'), 'x'.repeat(100));
+  const open = async (): Promise<number> => (await readdir('/proc/self/fd')).length;
+  const before = await open();
+  for (let i = 0; i < 200; i++) assert.equal((await readRange(dir, 'pets-journal.1.jsonl', 10, 20)).toString(), 'x'.repeat(10));
+  assert.ok((await open()) - before < 5, `${(await open()) - before} more descriptors open`);
+});
+
+test('during an outage a replaced file read and hashed once is not read again while it is unchanged: the next try puts the same bytes', async (t) => {
+  const dir = await dataDir(t);
+  await writeFile(join(dir, 'pets.json'), snapshotText([{ id: 1, name: 'a', categoryId: 1n }], 1, 1));
+  await writeFile(join(dir, 'pets-journal.1.jsonl'), '');
+  const put: Array<{ key: string; bytes: Uint8Array }> = [];
+  const down: Destination = {
+    name: 'down', get: async () => undefined, list: async () => [], delete: async () => {},
+    put: async (key, bytes) => {
+      put.push({ key, bytes });
+      throw new ReplicationError('unreachable', 'down');
+    },
+  };
+  const state: ShippedState = { store: 's', lineage: '20261127T000000Z-000000000000', generation: 1, parent: null, seq: 0, previous: null, files: new Map() };
+  const journal = (): DurableJournal => ({ generation: 1, length: 0, idsHandedOut: 1 });
+  for (let round = 0; round < 3; round++) await assert.rejects(shipRound(dir, down, state, journal, 1), { reason: 'unreachable' });
+  const snapshots = put.filter((p) => p.key.endsWith('-pets.json'));
+  assert.equal(snapshots.length, 3);
+  assert.equal(snapshots[1]?.bytes, snapshots[0]?.bytes, 'the same bytes, not read anew');
+  assert.equal(snapshots[2]?.bytes, snapshots[0]?.bytes);
+  // Changed, it is read again.
+  await writeFile(join(dir, 'pets.json'), snapshotText([{ id: 1, name: 'b', categoryId: 1n }], 1, 1));
+  await assert.rejects(shipRound(dir, down, state, journal, 1));
+  assert.notEqual(put.at(-1)?.bytes, snapshots[0]?.bytes);
+});
