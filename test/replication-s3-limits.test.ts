@@ -105,6 +105,7 @@ test('a replicator whose S3 destination trickles counts a timeout and goes on', 
   const destination = new S3Destination(location, { accessKeyId: 'FAKE', secretAccessKey: 'x' }, LIMITS);
   const logger = { request() {}, info() {}, error() {}, warn() {} };
   const replicator = await Replicator.start({ dataDir: join(root, 'data'), store, destination, intervalMs: 50, logger, retentionMs: 86_400_000 });
+  replicator.begin();
   done = async () => {
     await replicator.stop();
     await store.close();
