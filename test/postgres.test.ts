@@ -11,6 +11,7 @@ import { copyTests } from './postgres/copy.js';
 import { driverInstallTests } from './postgres/driver-install.js';
 import { feedTests } from './postgres/feed.js';
 import { idempotencyTests } from './postgres/idempotency.js';
+import { immutablePetTests } from './postgres/immutable-pets.js';
 import { instanceTests } from './postgres/instances.js';
 import { metricsTests } from './postgres/metrics.js';
 import { nameTests } from './postgres/names.js';
@@ -42,4 +43,5 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   feedTests(context);
   commitWatchTests(context);
   copyTests(context);
+  immutablePetTests(context);
 });
