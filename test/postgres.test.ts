@@ -15,6 +15,7 @@ import { immutablePetTests } from './postgres/immutable-pets.js';
 import { instanceTests } from './postgres/instances.js';
 import { metricsTests } from './postgres/metrics.js';
 import { nameTests } from './postgres/names.js';
+import { notificationTests } from './postgres/notifications.js';
 import { orderingTests } from './postgres/ordering.js';
 import { scopeTests } from './postgres/scopes.js';
 import { storeTests } from './postgres/store.js';
@@ -44,4 +45,5 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   commitWatchTests(context);
   copyTests(context);
   immutablePetTests(context);
+  notificationTests(context);
 });
