@@ -8,6 +8,7 @@ import { postgresBin, SKIP_REASON, startCluster, type Cluster } from './postgres
 import { cliTests } from './postgres/cli.js';
 import { commitWatchTests } from './postgres/commit-watch.js';
 import { copyTests } from './postgres/copy.js';
+import { failoverTests } from './postgres/failover.js';
 import { driverInstallTests } from './postgres/driver-install.js';
 import { feedTests } from './postgres/feed.js';
 import { idempotencyTests } from './postgres/idempotency.js';
@@ -46,4 +47,5 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   copyTests(context);
   immutablePetTests(context);
   notificationTests(context);
+  failoverTests(context);
 });

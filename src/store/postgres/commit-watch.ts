@@ -16,6 +16,10 @@ export interface CommitWatchOptions {
   highestId(): Promise<number>;
   /** An error that is not the database being away (a missing table, a refused LISTEN). */
   onError(error: unknown): void;
+  /** Told each time LISTEN succeeds, on a new connection: the database may have restarted, or be another. */
+  onListening?(): void;
+  /** Told when the listening connection is lost: what the database held until now may be compared with it later. */
+  onListenLost?(): void;
 }
 
 /**
@@ -106,6 +110,7 @@ export class CommitWatch {
       await connection.unsafe(`LISTEN ${COMMIT_CHANNEL}`);
       this.#listening = true;
       this.#reported = false;
+      this.#options.onListening?.();
     } catch (error) {
       this.#failed(error);
       this.#down();
@@ -117,6 +122,7 @@ export class CommitWatch {
   }
 
   #down(): void {
+    if (this.#listening) this.#options.onListenLost?.();
     this.#listening = false;
     if (this.#closed || this.#timer !== undefined) return;
     this.#timer = setTimeout(() => {
