@@ -65,7 +65,10 @@ function copyTree(from: string, to: string): Promise<void> {
     let output = '';
     child.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
     child.once('error', reject);
-    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`cp -a ${from} ${to} exited ${code}: ${output}`))));
+    child.once('close', (code) => {
+      if (code === 0) resolve();
+      else reject(new Error(`cp -a ${from} ${to} exited ${code}: ${output}`));
+    });
   });
 }
 

@@ -46,9 +46,10 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
       else logger.error('the database cannot be used; pets are answered 503 until it is back', error, { database: where });
     },
     lostPetsDirectory: resolve(options.dataDir ?? '.'),
-    onWentBack: ({ reason, highWater }) => logger.error(`the database went back (${reason}): it lost commits, as after a `
-      + 'failover to a standby that had not received them; creates are refused with 503 until its id counter is past '
-      + `id ${highWater}, this instance's copy is read again and the lost pets are written to a file`, undefined, { database: where, highWater }),
+    onWentBack: ({ reason, highWater }) => logger.error(`the database went back (${reason}): it lost commits, as `
+      + 'after a failover to a standby that had not received them; creates are refused with 503 until its id counter '
+      + `is past id ${highWater}, this instance's copy is read again and the lost pets are written to a file`,
+    undefined, { database: where, highWater }),
     onRecovered: (event) => logRecovered(logger, where, event),
     onBackgroundError: (error) => {
       if (error instanceof CopyReadError) logger.error('the pets cannot be read into memory from the database (before the first complete read /readyz says 503; after it, new pets are missing from lists); trying again every 250 ms', error, { database: where });
@@ -77,16 +78,18 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
 }
 
 /** The end of a recovery from a database that went back (rewind.ts): where the lost pets are. */
-function logRecovered(logger: Logger, where: string, { highWater, lost, file, lostUnknown, unwritten }: Recovered): void {
+function logRecovered(logger: Logger, where: string, event: Recovered): void {
+  const { highWater, lost, file, lostUnknown, unwritten } = event;
   const fields = { database: where, highWater, lost, file, pets: unwritten?.join('\n') };
   const taken = `creates are taken again: the id counter is past id ${highWater}`;
   if (lostUnknown) {
-    logger.error(`${taken}; this instance keeps no copy of the pets (--database-reads on), so the pets the database lost `
-      + 'cannot be listed here', undefined, fields);
+    logger.error(`${taken}; this instance keeps no copy of the pets (--database-reads on), so the pets the `
+      + 'database lost cannot be listed here', undefined, fields);
   } else if (lost === 0) {
     logger.info(`${taken} and the copy is read again; it held no pet the database lost`, fields);
   } else {
     const place = file === undefined ? 'in this line (the file could not be written)' : `in ${file}`;
-    logger.error(`${taken} and the copy is read again; the ${lost} pets the database lost are ${place}`, undefined, fields);
+    const told = `${taken} and the copy is read again; the ${lost} pets the database lost are ${place}`;
+    logger.error(told, undefined, fields);
   }
 }

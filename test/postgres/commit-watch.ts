@@ -61,7 +61,9 @@ export function commitWatchTests(cluster: () => Cluster): void {
     assert.match(String(errors[0]), /not permitted to log in/);
   });
 
-  test('a NOTIFY whose payload is not an id is only a hint: the pets committed after it are still heard', { timeout: 30_000 }, async (t) => {
+  test('a NOTIFY whose payload is not an id is only a hint: the pets committed after it are still heard', {
+    timeout: 30_000,
+  }, async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);
     const store = await PostgresStore.open(url);

@@ -31,7 +31,8 @@ async function instance(t: { after(fn: () => Promise<void>): void }, url: string
 }
 
 async function ready(server: TestServer): Promise<void> {
-  for (const deadline = Date.now() + 20_000; (await server.request('GET', '/readyz', { auth: false })).status !== 200;) {
+  const deadline = Date.now() + 20_000;
+  while ((await server.request('GET', '/readyz', { auth: false })).status !== 200) {
     assert.ok(Date.now() < deadline, '/readyz 200');
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -88,10 +89,14 @@ export function failoverTests(cluster: () => Cluster): void {
     await cluster().restoreData();
     await cluster().start();
     const sql = connect(t, url);
-    assert.deepEqual([...await sql`SELECT last_id::int FROM petstore.pet_ids`], [{ last_id: 10 }], 'the database went back');
+    const [counter] = await sql`SELECT last_id::int FROM petstore.pet_ids`;
+    assert.deepEqual(counter, { last_id: 10 }, 'the database went back');
 
     const refused: string[] = [];
-    const after = [await create(one.server, 'newAfterFailover1', refused), await create(other.server, 'newAfterFailover2', refused)];
+    const after = [
+      await create(one.server, 'newAfterFailover1', refused),
+      await create(other.server, 'newAfterFailover2', refused),
+    ];
     for (const text of after) assert.ok(idOf(text) > 13, `${text}: an id past every id acknowledged before`);
     for (const { server, log } of [one, other]) {
       // An instance notices at its first statement after the database was away, or once it listens again.
@@ -104,12 +109,14 @@ export function failoverTests(cluster: () => Cluster): void {
         const got = await server.request('GET', `/v1/pets/${id}`);
         assert.equal(got.status, 404, `pet ${id} is lost, not another pet: ${got.text}`);
       }
-      assert.equal((await server.request('GET', '/v1/pets/11', { headers: [['if-none-match', lostEtag as string]] })).status, 404);
+      const headers: Array<[string, string]> = [['if-none-match', lostEtag as string]];
+      const conditional = await server.request('GET', '/v1/pets/11', { headers });
+      assert.equal(conditional.status, 404, 'the old ETag names no pet now');
       const expected = `[${[...kept, ...after].sort((a, b) => idOf(a) - idOf(b)).join(',')}]`;
       for (const deadline = Date.now() + 5000; ;) {
         const listed = (await server.request('GET', '/v1/pets?limit=100')).text;
         if (listed === expected || Date.now() > deadline) {
-          assert.equal(listed, expected, 'the database\'s pets, read again, and the new one of the other instance within the lag');
+          assert.equal(listed, expected, 'the database\'s pets, read again, and the other instance\'s new one');
           break;
         }
         await new Promise((r) => setTimeout(r, 20));
@@ -120,13 +127,15 @@ export function failoverTests(cluster: () => Cluster): void {
     for (const { server, log } of [one, other]) {
       // Whichever it meets first: the counter behind, the WAL position behind the one it saw, or pet 13 gone
       // (once another instance moved the counter on).
-      const noticed = new RegExp('"msg":"the database went back \\((its id counter is at 10, below id 13, which this instance saw committed|its WAL position went back '
-        + 'from \\d+ to \\d+ bytes|pet 13, which this instance saw committed, is missing in it)\\)', 'g');
+      const noticed = new RegExp('"msg":"the database went back \\((its id counter is at 10, below id 13, which this '
+        + 'instance saw committed|its WAL position went back from \\d+ to \\d+ bytes|pet 13, which this instance saw '
+        + 'committed, is missing in it)\\)', 'g');
       assert.equal(log().match(noticed)?.length, 1, log());
       const files = (await readdir(server.dataDir)).filter((name) => /^lost-pets-.*\.jsonl$/.test(name));
       assert.equal(files.length, 1, String(files));
       const file = join(server.dataDir, files[0] as string);
-      assert.equal(await readFile(file, 'utf8'), lost.map((text) => `${text}\n`).join(''), 'the lost pets, exactly as acknowledged');
+      const written = await readFile(file, 'utf8');
+      assert.equal(written, lost.map((text) => `${text}\n`).join(''), 'the lost pets, exactly as acknowledged');
       assert.ok(log().includes(`the 3 pets the database lost are in ${file}`), log());
     }
   });

@@ -16,12 +16,13 @@ const REASON = /pets are immutable/;
 export async function assertImmutable(sql: ReturnType<typeof connect>, name: string): Promise<void> {
   await assert.rejects(sql`UPDATE petstore.pets SET name_json = '"changed"' WHERE id = 1`, {
     code: '23001',
-    message: 'UPDATE on petstore.pets refused: pets are immutable in this API, and every instance serves its own copy of them, '
-      + 'which would go on serving the old rows',
+    message: 'UPDATE on petstore.pets refused: pets are immutable in this API, and every instance serves its own '
+      + 'copy of them, which would go on serving the old rows',
   }, 'UPDATE refused');
   await assert.rejects(sql`DELETE FROM petstore.pets WHERE id = 1`, REASON, 'DELETE refused');
   await assert.rejects(sql`TRUNCATE petstore.pets CASCADE`, REASON, 'TRUNCATE refused');
-  assert.deepEqual([...await sql`SELECT name_json FROM petstore.pets WHERE id = 1`], [{ name_json: JSON.stringify(name) }]);
+  const rows = await sql`SELECT name_json FROM petstore.pets WHERE id = 1`;
+  assert.deepEqual([...rows], [{ name_json: JSON.stringify(name) }]);
 }
 
 export function immutablePetTests(cluster: () => Cluster): void {

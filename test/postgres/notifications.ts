@@ -18,7 +18,8 @@ const LAG_MS = 500;
 async function readyServer(t: { after(fn: () => Promise<void>): void }, url: string): Promise<TestServer> {
   const server = await startServer({ databaseUrl: url });
   t.after(() => server.close());
-  for (const deadline = Date.now() + 10_000; (await server.request('GET', '/readyz', { auth: false })).status !== 200;) {
+  const deadline = Date.now() + 10_000;
+  while ((await server.request('GET', '/readyz', { auth: false })).status !== 200) {
     assert.ok(Date.now() < deadline, '/readyz 200 once the copy is filled');
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -41,13 +42,15 @@ export function notificationTests(cluster: () => Cluster): void {
     const forger = postgres(url.replace('postgres://postgres@', `postgres://${role}@`), { max: 1, onnotice: () => {} });
     t.after(() => forger.end({ timeout: 1 }));
     const create = async (name: string): Promise<number> => {
-      const res = await one.request('POST', '/v1/pets', { headers: JSON_HEADERS, body: JSON.stringify({ name, categoryId: 1 }) });
+      const body = JSON.stringify({ name, categoryId: 1 });
+      const res = await one.request('POST', '/v1/pets', { headers: JSON_HEADERS, body });
       assert.equal(res.status, 201, res.text);
       return (res.json as { id: number }).id;
     };
 
     // Forged, repeated, out of order: each round's notifications reach the listener before the pet's own.
-    const forgeries = [['9007199254740991'], ['9007199254740991', '9007199254740991'], ['5', '1', '4'], ['1000'], ['2']];
+    const top = '9007199254740991';
+    const forgeries = [[top], [top, top], ['5', '1', '4'], ['1000'], ['2']];
     const made: number[] = [];
     for (const [round, payloads] of forgeries.entries()) {
       for (const payload of payloads) await forger`SELECT pg_notify('petstore_pets', ${payload})`;
@@ -55,9 +58,10 @@ export function notificationTests(cluster: () => Cluster): void {
       const began = performance.now();
       made.push(await create(`after forgery ${round}`));
       const answer = await within(waiting, 10_000, `round ${round}: the wait on the other instance`);
-      assert.deepEqual((answer.json as Array<{ id: number }>).map((p) => p.id), [made.at(-1)], `round ${round}: the new pet`);
+      const answered = (answer.json as Array<{ id: number }>).map((p) => p.id);
+      assert.deepEqual(answered, [made.at(-1)], `round ${round}: the new pet`);
       for (let listed = await ids(other); listed.length < made.length; listed = await ids(other)) {
-        assert.ok(performance.now() - began < LAG_MS, `round ${round}: listed by the other instance within ${LAG_MS} ms`);
+        assert.ok(performance.now() - began < LAG_MS, `round ${round}: listed by the other within ${LAG_MS} ms`);
       }
       assert.ok(performance.now() - began < LAG_MS, `round ${round}: answered within ${LAG_MS} ms`);
     }

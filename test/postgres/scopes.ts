@@ -66,7 +66,8 @@ export function scopeTests(cluster: () => Cluster): void {
     assert.match(listed.stdout, new RegExp(`^${both.id}  \\S+  pets:read,pets:write  default  $`, 'm'));
   });
 
-  test('a database of schema version 2, before scopes, is migrated at start: its keys keep every scope, and new keys take scopes', async (t) => {
+  test('a database of schema version 2, before scopes, is migrated at start: its keys keep every scope, '
+    + 'and new keys take scopes', async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);
     await migrate(sql, MIGRATIONS.slice(0, 2));

@@ -6,7 +6,7 @@ import { isUnavailable, openListener } from './driver.js';
 
 /** While the listening connection is down, the highest id is read this often instead. */
 const POLL_INTERVAL_MS = 250;
-/** While it listens, the highest id is read this often all the same: a commit whose NOTIFY never came is read by then. */
+/** While it listens, the highest id is read this often all the same: a commit whose NOTIFY never came is read. */
 const BACKSTOP_MS = 1000;
 
 export interface CommitWatchOptions {

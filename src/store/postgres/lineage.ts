@@ -23,6 +23,8 @@ export async function readLineage(sql: Sql): Promise<Lineage> {
 export function divergence(before: Lineage, now: Lineage): string | undefined {
   if (now.system !== before.system) return `its system identifier changed from ${before.system} to ${now.system}`;
   if (now.timeline !== before.timeline) return `its WAL timeline changed from ${before.timeline} to ${now.timeline}`;
-  if (now.position < before.position) return `its WAL position went back from ${before.position} to ${now.position} bytes`;
+  if (now.position < before.position) {
+    return `its WAL position went back from ${before.position} to ${now.position} bytes`;
+  }
   return undefined;
 }

@@ -18,7 +18,7 @@ export interface PostgresStoreOptions {
   databaseReads?: boolean;
   /** Told once the copy is filled at start: how many pets it read, in how many seconds. */
   onFilled?: (pets: number, seconds: number) => void;
-  /** Where the pets a database lost are written (`lost-pets-<time>.jsonl`, rewind.ts); default: the working directory. */
+  /** Where the pets a database lost are written (`lost-pets-<time>.jsonl`, rewind.ts); default: the working dir. */
   lostPetsDirectory?: string;
   /** Told when the database went back (lost commits): creates are refused until onRecovered. */
   onWentBack?: (event: WentBack) => void;

@@ -61,6 +61,7 @@ export class Rewind {
   /** The newest pet this instance held when it lost its listening connection, to be found again afterwards. */
   #mark: { id: number; text: string } | undefined;
   #recovering: Promise<void> | undefined;
+  #checking: Promise<void> | undefined;
   #closed = false;
 
   constructor(options: RewindOptions) {
@@ -81,10 +82,16 @@ export class Rewind {
     if (id > this.#highWater) this.#highWater = id;
   }
 
-  /** The id counter as just read from the database: below an id seen committed, the database went back. */
-  counter(highest: number): void {
-    if (highest >= this.#highWater) this.#highWater = highest;
-    else this.wentBack(`its id counter is at ${highest}, below id ${this.#highWater}, which this instance saw committed`);
+  /**
+   * The id counter as read by a statement that began when `highWater` was `floor`: below it, the
+   * database went back. (A commit seen while the read ran may be newer than what the read saw.)
+   */
+  counter(highest: number, floor: number): void {
+    if (highest >= floor) {
+      this.saw(highest);
+      return;
+    }
+    this.wentBack(`its id counter is at ${highest}, below id ${floor}, which this instance saw committed`);
   }
 
   /**
@@ -97,20 +104,27 @@ export class Rewind {
   }
 
   /**
-   * On each new listening connection (after a restart or a failover): the database's lineage is
+   * Each time the database is reachable again, and on each new listening connection: the database's lineage is
    * compared with the one read before, and the remembered pet is looked for. Another system, timeline,
    * an earlier WAL position, or the pet missing or another means the database went back, or may have.
    */
-  async check(): Promise<void> {
+  check(): Promise<void> {
+    // One at a time: two reads of the WAL position finishing out of order would look like a step back.
+    this.#checking ??= this.#check().finally(() => (this.#checking = undefined));
+    return this.#checking;
+  }
+
+  async #check(): Promise<void> {
     const now = await this.#options.guard(() => readLineage(this.#options.sql));
     const before = this.#lineage;
     this.#lineage = now;
     const mark = this.#mark;
-    this.#mark = undefined;
     const text = mark === undefined ? undefined : await this.#options.guard(() => this.#options.readText(mark.id));
+    if (this.#mark === mark) this.#mark = undefined; // looked for once; kept when the read failed
     const found = mark === undefined || text === mark.text;
+    const state = text === undefined ? 'missing' : 'another pet';
     const reason = (before === undefined ? undefined : divergence(before, now))
-      ?? (found ? undefined : `pet ${mark.id}, which this instance saw committed, is ${text === undefined ? 'missing' : 'another pet'} in it`);
+      ?? (found ? undefined : `pet ${mark.id}, which this instance saw committed, is ${state} in it`);
     if (reason !== undefined) this.wentBack(reason);
   }
 

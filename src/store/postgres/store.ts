@@ -73,7 +73,9 @@ export class PostgresStore implements PetStore {
     const report = options.onBackgroundError ?? (() => {});
     // A database that is back, or a new listening connection, may be a restarted database or another
     // one (a failover): whether it went back is checked (rewind.ts).
-    const check = (): void => void this.#rewind.check().catch((e: unknown) => e instanceof StoreUnavailableError || report(e));
+    const check = (): void => {
+      this.#rewind.check().catch((e: unknown) => e instanceof StoreUnavailableError || report(e));
+    };
     this.#availability = new Availability((available, error) => {
       if (available) check();
       options.onAvailability?.(available, error);
@@ -97,12 +99,15 @@ export class PostgresStore implements PetStore {
       onError: report,
     });
     const highestId = async (): Promise<number> => {
+      const floor = this.#rewind.highWater;
       const id = await readHighestId(sql);
-      this.#rewind.counter(id);
+      this.#rewind.counter(id, floor);
       return id;
     };
     const onListenLost = (): void => copy && this.#rewind.remember(copy.lastId, copy.getText(copy.lastId));
-    this.#watch = new CommitWatch({ url, statementTimeout, highestId, onError: report, onListening: check, onListenLost });
+    this.#watch = new CommitWatch({
+      url, statementTimeout, highestId, onError: report, onListening: check, onListenLost,
+    });
     if (copy === undefined) return;
     this.#watch.add((id) => id > copy.lastId && copy.catchUp()); // every commit heard of and not yet held is read into the copy
     void copy.fill().then(({ pets, seconds }) => options.onFilled?.(pets, seconds));
@@ -223,10 +228,11 @@ export class PostgresStore implements PetStore {
       for (const p of batch) p.reject(wentBackError());
       return;
     }
-    const statement = insertBatch(this.#sql, batch, this.#windowSeconds, this.#rewind.highWater);
+    const floor = this.#rewind.highWater;
+    const statement = insertBatch(this.#sql, batch, this.#windowSeconds, floor);
     const began = process.hrtime.bigint();
     try {
-      const result = (await this.#guard(statement, 'write')) ?? (await this.#refused());
+      const result = (await this.#guard(statement, 'write')) ?? (await this.#refused(floor));
       this.#availability.set(true);
       this.#rewind.saw(result.base + batch.length);
       this.#observer?.committed(secondsSince(began), batch.length);
@@ -247,10 +253,10 @@ export class PostgresStore implements PetStore {
   }
 
   /** Why a batch stored nothing: the counter below an id seen committed (the database went back), or no id left. */
-  async #refused(): Promise<never> {
+  async #refused(floor: number): Promise<never> {
     const highest = await this.#guard(readHighestId(this.#sql), 'write');
-    if (highest < this.#rewind.highWater) {
-      this.#rewind.counter(highest);
+    if (highest < floor) {
+      this.#rewind.counter(highest, floor);
       throw wentBackError();
     }
     throw new Error('pet ids are exhausted: the next id would not be a safe integer');
@@ -298,5 +304,6 @@ export class PostgresStore implements PetStore {
 }
 
 function wentBackError(): StoreUnavailableError {
-  return new StoreUnavailableError('the database lost commits (it went back): creates wait until no id seen before can be handed out again');
+  return new StoreUnavailableError('the database lost commits (it went back): creates wait until no id seen before '
+    + 'can be handed out again');
 }
