@@ -10,7 +10,9 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { jsonLogger } from '#dist/lib/logger.js';
-import { startServer, type TestServer } from '../helpers.js';
+import { PostgresStore } from '#dist/store/postgres/store.js';
+import { StoreUnavailableError } from '#dist/store/store.js';
+import { startServer, tempDirFor, waitFor, type TestServer } from '../helpers.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect } from './store.js';
 
@@ -138,5 +140,34 @@ export function failoverTests(cluster: () => Cluster): void {
       assert.equal(written, lost.map((text) => `${text}\n`).join(''), 'the lost pets, exactly as acknowledged');
       assert.ok(log().includes(`the 3 pets the database lost are in ${file}`), log());
     }
+  });
+
+  test('a create that reaches a database gone back before anything else noticed is refused in its own statement, '
+    + 'and its id is never one handed out before', { timeout: 60_000 }, async (t) => {
+    const url = await cluster().createDatabase();
+    const sql = connect(t, url);
+    const wentBack: string[] = [];
+    const recovered: number[] = [];
+    const store = await PostgresStore.open(url, {
+      lostPetsDirectory: await tempDirFor(t, 'petstore-lost-'),
+      onWentBack: ({ reason }) => wentBack.push(reason),
+      onRecovered: ({ lost }) => recovered.push(lost),
+    });
+    t.after(() => store.close());
+    await waitFor(() => store.ready, 5000, 'the copy filled');
+    const pet = { name: 'Rex', categoryId: 1n, status: undefined } as const;
+    for (let i = 0; i < 3; i++) await store.create(pet);
+    // Pets 2 and 3 lost, the counter back at 1, as after a failover; no notification tells of it.
+    await sql.begin(async (tx) => {
+      await tx`ALTER TABLE petstore.pets DISABLE TRIGGER pets_immutable`;
+      await tx`DELETE FROM petstore.pets WHERE id > 1`;
+      await tx`ALTER TABLE petstore.pets ENABLE TRIGGER pets_immutable`;
+      await tx`UPDATE petstore.pet_ids SET last_id = 1`;
+    });
+    await assert.rejects(store.create(pet), StoreUnavailableError, 'refused: its id would have been 2 again');
+    assert.match(wentBack.join(), /its id counter is at 1, below id 3/);
+    await waitFor(() => recovered.length === 1, 10_000, 'the recovery');
+    assert.deepEqual(recovered, [2], 'pets 2 and 3 written to the file');
+    assert.equal((await store.create(pet)).id, 4, 'past every id handed out before');
   });
 }
