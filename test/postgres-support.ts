@@ -45,6 +45,10 @@ export interface Cluster {
   /** pg_ctl stop -m immediate: as if the database machine went away. */
   stop(): Promise<void>;
   start(): Promise<void>;
+  /** Copies the stopped cluster's directory aside: a standby that will receive nothing more. */
+  copyData(): Promise<void>;
+  /** Puts that copy in place of the stopped cluster's directory: the database loses every commit since. */
+  restoreData(): Promise<void>;
   /** Stops the cluster and removes its directory. */
   destroy(): Promise<void>;
 }
@@ -53,6 +57,20 @@ const live = new Set<() => void>();
 process.on('exit', () => {
   for (const destroy of live) destroy();
 });
+
+function copyTree(from: string, to: string): Promise<void> {
+  rmSync(to, { recursive: true, force: true });
+  return new Promise((resolve, reject) => {
+    const child = spawn('cp', ['-a', from, to], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let output = '';
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      if (code === 0) resolve();
+      else reject(new Error(`cp -a ${from} ${to} exited ${code}: ${output}`));
+    });
+  });
+}
 
 export async function startCluster(bin: string): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-pg-'));
@@ -93,6 +111,12 @@ export async function startCluster(bin: string): Promise<Cluster> {
     },
     stop: () => run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']),
     start: () => run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', options, '-w', '-t', '60', 'start']),
+    // cp -a keeps the owner and modes that PostgreSQL insists on.
+    copyData: () => copyTree(data, `${data}.copy`),
+    async restoreData() {
+      rmSync(data, { recursive: true, force: true });
+      await copyTree(`${data}.copy`, data);
+    },
     async destroy() {
       live.delete(stopNow);
       await admin.end({ timeout: 1 });

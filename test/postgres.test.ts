@@ -8,12 +8,15 @@ import { postgresBin, SKIP_REASON, startCluster, type Cluster } from './postgres
 import { cliTests } from './postgres/cli.js';
 import { commitWatchTests } from './postgres/commit-watch.js';
 import { copyTests } from './postgres/copy.js';
+import { failoverTests } from './postgres/failover.js';
 import { driverInstallTests } from './postgres/driver-install.js';
 import { feedTests } from './postgres/feed.js';
 import { idempotencyTests } from './postgres/idempotency.js';
+import { immutablePetTests } from './postgres/immutable-pets.js';
 import { instanceTests } from './postgres/instances.js';
 import { metricsTests } from './postgres/metrics.js';
 import { nameTests } from './postgres/names.js';
+import { notificationTests } from './postgres/notifications.js';
 import { orderingTests } from './postgres/ordering.js';
 import { scopeTests } from './postgres/scopes.js';
 import { storeTests } from './postgres/store.js';
@@ -42,4 +45,7 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   feedTests(context);
   commitWatchTests(context);
   copyTests(context);
+  immutablePetTests(context);
+  notificationTests(context);
+  failoverTests(context);
 });

@@ -3,6 +3,7 @@
  * by every instance on it. Loaded only when a database URL is given, so that the file-store path
  * never loads the `postgres` package.
  */
+import { resolve } from 'node:path';
 import { newKey } from '../auth/key-file.js';
 import { KeyPoller } from '../auth/key-poller.js';
 import { logKeyChanges, logKeyDuplicates } from '../auth/key-log.js';
@@ -10,6 +11,7 @@ import { Keyring } from '../auth/keyring.js';
 import type { Logger } from '../lib/logger.js';
 import { describeUrl } from '../store/postgres/driver.js';
 import { CopyReadError } from '../store/postgres/pet-copy.js';
+import type { Recovered } from '../store/postgres/rewind.js';
 import { PostgresStore } from '../store/postgres/store.js';
 import type { PetStore } from '../store/store.js';
 
@@ -21,6 +23,8 @@ export interface DatabaseOptions {
   /** Seconds an Idempotency-Key is remembered after its create. */
   idempotencyWindow: number;
   keys?: readonly string[] | undefined;
+  /** Where the pets a database lost are written (`lost-pets-<time>.jsonl`); default: the working directory. */
+  dataDir?: string | undefined;
   onKeyGenerated?: ((key: string) => void) | undefined;
 }
 
@@ -41,6 +45,12 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
       if (available) logger.info('the database is reachable again', { database: where });
       else logger.error('the database cannot be used; pets are answered 503 until it is back', error, { database: where });
     },
+    lostPetsDirectory: resolve(options.dataDir ?? '.'),
+    onWentBack: ({ reason, highWater }) => logger.error(`the database went back (${reason}): it lost commits, as `
+      + 'after a failover to a standby that had not received them; creates are refused with 503 until its id counter '
+      + `is past id ${highWater}, this instance's copy is read again and the lost pets are written to a file`,
+    undefined, { database: where, highWater }),
+    onRecovered: (event) => logRecovered(logger, where, event),
     onBackgroundError: (error) => {
       if (error instanceof CopyReadError) logger.error('the pets cannot be read into memory from the database (before the first complete read /readyz says 503; after it, new pets are missing from lists); trying again every 250 ms', error, { database: where });
       else logger.error('cannot learn of the pets other instances commit (LISTEN, or the read of the highest id that stands in for it); trying again every 250 ms', error, { database: where });
@@ -64,5 +74,22 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
   } catch (error) {
     await store.close();
     throw error;
+  }
+}
+
+/** The end of a recovery from a database that went back (rewind.ts): where the lost pets are. */
+function logRecovered(logger: Logger, where: string, event: Recovered): void {
+  const { highWater, lost, file, lostUnknown, unwritten } = event;
+  const fields = { database: where, highWater, lost, file, pets: unwritten?.join('\n') };
+  const taken = `creates are taken again: the id counter is past id ${highWater}`;
+  if (lostUnknown) {
+    logger.error(`${taken}; this instance keeps no copy of the pets (--database-reads on), so the pets the `
+      + 'database lost cannot be listed here', undefined, fields);
+  } else if (lost === 0) {
+    logger.info(`${taken} and the copy is read again; it held no pet the database lost`, fields);
+  } else {
+    const place = file === undefined ? 'in this line (the file could not be written)' : `in ${file}`;
+    const told = `${taken} and the copy is read again; the ${lost} pets the database lost are ${place}`;
+    logger.error(told, undefined, fields);
   }
 }

@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import { request, runCli, spawnServerFor, startServer, stopProcess, tempDirFor, TEST_KEY, waitFor } from '../helpers.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect } from './store.js';
+import { assertImmutable } from './immutable-pets.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];
 const REVOKE_BOUND_MS = 2000;
@@ -90,6 +91,7 @@ export function cliTests(cluster: () => Cluster): void {
     assert.equal((await request(server.url, 'GET', '/v1/pets?limit=100', { auth: key })).text, fileList, 'the same pets, ids and bytes; the old key works');
     const next = await request(server.url, 'POST', '/v1/pets', { auth: key, headers: JSON_HEADERS, body: '{"name":"next","categoryId":1}' });
     assert.equal((next.json as { id: number }).id, 31);
+    await assertImmutable(connect(t, url), 'm\u00000');
 
     const again = await runCli(['migrate', '--data-dir', dir, '--database-url', url]);
     assert.equal(again.code, 1);

@@ -1,7 +1,8 @@
 /**
  * The copy of the pets in each instance's memory (pet-copy.ts): filled at start while /readyz says
  * 503, kept current from this instance's commits at once and from other instances' through the
- * commit watch, never skipping a pet; a pet above the copy's newest is asked of the database; and
+ * commit watch, never skipping a pet nor dropping a catch-up asked for during a read; a pet above
+ * the copy's newest is asked of the database; and
  * `--database-reads on` reads the database instead.
  */
 import assert from 'node:assert/strict';
@@ -10,7 +11,8 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { petJson } from '#dist/pet/codec.js';
 import type { Pet } from '#dist/pet/pet.js';
-import { CopyReadError } from '#dist/store/postgres/pet-copy.js';
+import { CopyReadError, PetCopy } from '#dist/store/postgres/pet-copy.js';
+import { migrate } from '#dist/store/postgres/schema.js';
 import { PostgresStore } from '#dist/store/postgres/store.js';
 import { awkwardPets } from '../awkward-pets.js';
 import { request, spawnServerFor, startServer, TEST_KEY, waitFor, type TestServer } from '../helpers.js';
@@ -184,5 +186,35 @@ export function copyTests(cluster: () => Cluster): void {
     assert.equal((await request(reads.url, 'GET', after)).text, `[{"id":${silent},"name":"silent","categoryId":1}]`);
     assert.equal((await request(server.url, 'GET', after)).text, '[]');
     assert.doesNotMatch(reads.stdout(), /read into memory/);
+  });
+
+  test('a catch-up asked for while one is reading is not dropped: the copy holds the pet committed meanwhile, '
+    + 'with no further commit', { timeout: 30_000 }, async (t) => {
+    const url = await cluster().createDatabase();
+    const sql = connect(t, url);
+    await migrate(sql);
+    // Each statement of the copy runs through this guard; while `held`, a read that is done waits here.
+    let reads = 0;
+    let held: Promise<void> | undefined;
+    const guard = async <T>(work: () => Promise<T>): Promise<T> => {
+      const result = await work();
+      reads++;
+      await held;
+      return result;
+    };
+    const copy = new PetCopy(sql, guard, () => {}, () => {});
+    t.after(() => copy.close());
+    await copy.fill();
+    let release: () => void = () => {};
+    held = new Promise((r) => (release = r));
+    const first = await insertSilently(sql, 'read by the first catch-up');
+    const before = reads;
+    copy.catchUp();
+    await waitFor(() => reads === before + 1, 5000, 'the first catch-up has read');
+    const second = await insertSilently(sql, 'committed while it read');
+    copy.catchUp(); // the commit watch heard of the second pet during the read
+    release();
+    await copy.own(0, []); // the copy's changes run one at a time: this one after every catch-up asked for before it
+    assert.deepEqual([copy.lastId, copy.size], [second, 2], `pets ${first} and ${second} in the copy`);
   });
 }

@@ -33,15 +33,19 @@ export const COMMIT_CHANNEL = 'petstore_pets';
  * the later one stores nothing and its id is skipped. Up to EXPIRED_PER_BATCH expired keys are
  * deleted on the way, but never one of this batch (a row is changed at most once per statement).
  * The statement NOTIFYs COMMIT_CHANNEL with its highest id: every instance listening learns of the
- * pets at their COMMIT, in commit order, which is id order. Resolves to undefined when the ids are exhausted.
+ * pets at their COMMIT, in commit order, which is id order. Resolves to undefined, storing nothing,
+ * when the ids are exhausted, or when the counter is below `floor`, an id the caller saw committed:
+ * the database went back (rewind.ts), and the ids after the counter were acknowledged before.
  */
-export async function insertBatch(sql: Sql, batch: readonly BatchEntry[], windowSeconds: number): Promise<BatchResult | undefined> {
+export async function insertBatch(
+  sql: Sql, batch: readonly BatchEntry[], windowSeconds: number, floor: number,
+): Promise<BatchResult | undefined> {
   const count = batch.length;
   const rows = batch.map(({ pet, key }) => [...petColumns(pet), key?.scope ?? null, key?.key ?? null]);
   const [row] = await sql<[{ base: string; keyed: string | null }?]>`
     WITH ids AS (
       UPDATE petstore.pet_ids SET last_id = last_id + ${count}
-      WHERE last_id + ${count} <= 9007199254740991
+      WHERE last_id + ${count} <= 9007199254740991 AND last_id >= ${floor}
       RETURNING last_id - ${count} AS base
     ), batch AS (
       SELECT ids.base + p.n AS id, p.pet->>0 AS name_json, (p.pet->>1)::bigint AS category_id, p.pet->>2 AS status,

@@ -6,8 +6,8 @@ import { isUnavailable, openListener } from './driver.js';
 
 /** While the listening connection is down, the highest id is read this often instead. */
 const POLL_INTERVAL_MS = 250;
-/** A payload that is an id: decimal digits, no sign, no leading zero. */
-const ID_TEXT = /^[1-9][0-9]{0,15}$/;
+/** While it listens, the highest id is read this often all the same: a commit whose NOTIFY never came is read. */
+const BACKSTOP_MS = 1000;
 
 export interface CommitWatchOptions {
   url: string;
@@ -16,6 +16,10 @@ export interface CommitWatchOptions {
   highestId(): Promise<number>;
   /** An error that is not the database being away (a missing table, a refused LISTEN). */
   onError(error: unknown): void;
+  /** Told each time LISTEN succeeds, on a new connection: the database may have restarted, or be another. */
+  onListening?(): void;
+  /** Told when the listening connection is lost: what the database held until now may be compared with it later. */
+  onListenLost?(): void;
 }
 
 /**
@@ -24,6 +28,12 @@ export interface CommitWatchOptions {
  * While that connection is down (cut, the database restarting) the highest id is read every
  * POLL_INTERVAL_MS instead, and LISTEN is tried again each time; once it is back, the highest id is
  * read once more, since a NOTIFY sent while nobody listened is lost. The first listener starts it.
+ *
+ * A notification is a hint, never a fact: anyone who may connect may NOTIFY the channel, with any
+ * payload, as often and in any order. So its payload is not read at all; each hint makes the watch
+ * read the highest id from the table (hints that come while a read is running share one more read),
+ * and listeners hear only what the table says. A forged id cannot raise what they heard above the
+ * pets to come, and a lost notification costs at most BACKSTOP_MS.
  */
 export class CommitWatch {
   readonly #options: CommitWatchOptions;
@@ -34,6 +44,10 @@ export class CommitWatch {
   /** An unexpected failure was reported since LISTEN last succeeded: the next ones, every 250 ms, are not. */
   #reported = false;
   #timer: NodeJS.Timeout | undefined;
+  #backstop: NodeJS.Timeout | undefined;
+  /** A read of the highest id on a hint is running; `#hintedAgain`: another hint came meanwhile. */
+  #hinting = false;
+  #hintedAgain = false;
   #closed = false;
 
   constructor(options: CommitWatchOptions) {
@@ -44,10 +58,12 @@ export class CommitWatch {
     const stop = this.#listeners.add(listener);
     if (this.#connection === undefined && !this.#closed) {
       this.#connection = openListener(this.#options.url, this.#options.statementTimeout, {
-        onNotify: (channel, payload) => this.#notified(channel, payload),
+        onNotify: (channel) => this.#notified(channel),
         onClose: () => this.#down(),
       });
       void this.#listen();
+      this.#backstop = setInterval(() => void this.#hint(), BACKSTOP_MS);
+      this.#backstop.unref();
     }
     return stop;
   }
@@ -60,17 +76,30 @@ export class CommitWatch {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#timer);
+    clearInterval(this.#backstop);
     const connection = await this.#connection;
     await connection?.end({ timeout: 1 });
   }
 
-  #notified(channel: string, payload: string): void {
-    // Anyone may NOTIFY this channel: only an id as batch.ts writes it counts. A payload past the
-    // safe integers (1e300), or one Number() reads as another id (1e3, 0x10, " 7"), would raise the
-    // highest id heard above the pets to come, and no listener would hear of them again.
-    if (channel !== COMMIT_CHANNEL || !ID_TEXT.test(payload)) return;
-    const id = Number(payload);
-    if (Number.isSafeInteger(id)) this.#listeners.committed(id);
+  #notified(channel: string): void {
+    if (channel === COMMIT_CHANNEL) void this.#hint();
+  }
+
+  /** Reads the highest id; a hint while it runs makes one more read once it is done. */
+  async #hint(): Promise<void> {
+    if (this.#hinting) {
+      this.#hintedAgain = true;
+      return;
+    }
+    this.#hinting = true;
+    try {
+      do {
+        this.#hintedAgain = false;
+        await this.#poll();
+      } while (this.#hintedAgain && !this.#closed);
+    } finally {
+      this.#hinting = false;
+    }
   }
 
   async #listen(): Promise<void> {
@@ -81,6 +110,7 @@ export class CommitWatch {
       await connection.unsafe(`LISTEN ${COMMIT_CHANNEL}`);
       this.#listening = true;
       this.#reported = false;
+      this.#options.onListening?.();
     } catch (error) {
       this.#failed(error);
       this.#down();
@@ -92,6 +122,7 @@ export class CommitWatch {
   }
 
   #down(): void {
+    if (this.#listening) this.#options.onListenLost?.();
     this.#listening = false;
     if (this.#closed || this.#timer !== undefined) return;
     this.#timer = setTimeout(() => {

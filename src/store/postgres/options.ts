@@ -1,4 +1,5 @@
 import { IDEMPOTENCY_WINDOW_SECONDS } from '../../pet/contract.js';
+import type { Recovered, WentBack } from './rewind.js';
 
 export interface PostgresStoreOptions {
   /** Connections at most (default 10). */
@@ -17,6 +18,11 @@ export interface PostgresStoreOptions {
   databaseReads?: boolean;
   /** Told once the copy is filled at start: how many pets it read, in how many seconds. */
   onFilled?: (pets: number, seconds: number) => void;
+  /** Where the pets a database lost are written (`lost-pets-<time>.jsonl`, rewind.ts); default: the working dir. */
+  lostPetsDirectory?: string;
+  /** Told when the database went back (lost commits): creates are refused until onRecovered. */
+  onWentBack?: (event: WentBack) => void;
+  onRecovered?: (event: Recovered) => void;
   /** Told of a failure to learn of other instances' commits, or to read the pets into the copy, that is not the database being away; default: silent. */
   onBackgroundError?: (error: unknown) => void;
 }

@@ -75,20 +75,28 @@ export class PetCopy {
   fill(): Promise<{ pets: number; seconds: number }> {
     const began = process.hrtime.bigint();
     return this.#then(async () => {
-      while (!this.#closed) {
-        try {
-          await this.#reserve();
-          await this.#readOn(Number.MAX_SAFE_INTEGER);
-          break;
-        } catch (error) {
-          // A read failed mid-fill (the database away, or refused and reported): what was read stays; go on from there.
-          this.#failed(error);
-          await new Promise((r) => setTimeout(r, RETRY_MS));
-        }
-      }
-      this.#filled = !this.#closed;
-      this.#grew(this.lastId);
+      await this.#readAll();
       return { pets: this.size, seconds: Number(process.hrtime.bigint() - began) / 1e9 };
+    });
+  }
+
+  /**
+   * The database went back (rewind.ts): reads the whole table again into a new copy, reads answered
+   * from the database meanwhile; returns the texts of the pets the old copy held that the database no
+   * longer holds as they were.
+   */
+  refill(): Promise<Buffer[]> {
+    return this.#then(async () => {
+      const old = this.#index;
+      this.#index = new PetIndex();
+      this.#filled = false;
+      await this.#readAll();
+      const lost: Buffer[] = [];
+      for (const { id, bytes, textStart, textEnd } of old.lines(old.size)) {
+        const text = bytes.subarray(textStart, textEnd);
+        if (this.#index.getText(id)?.equals(text) !== true) lost.push(Buffer.from(text));
+      }
+      return lost;
     });
   }
 
@@ -147,6 +155,23 @@ export class PetCopy {
   close(): void {
     this.#closed = true;
     clearTimeout(this.#retry);
+  }
+
+  /** Reads every pet after the newest; retries while the database is away; then the copy is filled. */
+  async #readAll(): Promise<void> {
+    while (!this.#closed) {
+      try {
+        await this.#reserve();
+        await this.#readOn(Number.MAX_SAFE_INTEGER);
+        break;
+      } catch (error) {
+        // A read failed mid-fill (the database away, or refused and reported): what was read stays; go on from there.
+        this.#failed(error);
+        await new Promise((r) => setTimeout(r, RETRY_MS));
+      }
+    }
+    this.#filled = !this.#closed;
+    this.#grew(this.lastId);
   }
 
   /**

@@ -50,6 +50,23 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       ADD COLUMN rate_limit_seconds integer CHECK (rate_limit_seconds BETWEEN 1 AND 31622400),
       ADD CHECK ((rate_limit_requests IS NULL) = (rate_limit_seconds IS NULL))`,
   ],
+  [
+    // Pets are immutable in this API and every instance serves its copy in memory: a row changed
+    // behind the service would be served stale, so the table refuses it (docs/postgresql.md says
+    // what an operator does instead).
+    `CREATE FUNCTION petstore.pets_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      RAISE EXCEPTION '% on petstore.pets refused: pets are immutable in this API, and every instance '
+        'serves its own copy of them, which would go on serving the old rows', TG_OP
+        USING ERRCODE = 'restrict_violation',
+          HINT = 'see "Pets cannot be changed" in docs/postgresql.md for how to remove a pet all the same';
+    END
+    $$`,
+    `CREATE TRIGGER pets_immutable BEFORE UPDATE OR DELETE ON petstore.pets
+      FOR EACH ROW EXECUTE FUNCTION petstore.pets_immutable()`,
+    `CREATE TRIGGER pets_immutable_truncate BEFORE TRUNCATE ON petstore.pets
+      FOR EACH STATEMENT EXECUTE FUNCTION petstore.pets_immutable()`,
+  ],
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

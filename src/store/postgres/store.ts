@@ -9,6 +9,7 @@ import { isUnavailable, openError, openPool } from './driver.js';
 import { keyedPet, replayOf } from './idempotency.js';
 import { addFirstKey, readKeys, type KeyRecord } from './keys.js';
 import { PetCopy } from './pet-copy.js';
+import { Rewind } from './rewind.js';
 import { pageText, readHighestId, readPage, readPet } from './pet-reads.js';
 import { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
 import { migrate } from './schema.js';
@@ -49,6 +50,7 @@ export class PostgresStore implements PetStore {
   readonly #availability: Availability;
   readonly #watch: CommitWatch;
   readonly #copy: PetCopy | undefined;
+  readonly #rewind: Rewind;
   /** With the copy, the listeners of watchCommits, told once the copy holds the pets. */
   readonly #listeners = new CommitListeners();
   // Keys of this instance's creates still committing: a repeat here is a 409 (one on another instance waits on the id row).
@@ -68,10 +70,45 @@ export class PostgresStore implements PetStore {
     this.#windowSeconds = options.idempotencyWindow ?? POSTGRES_DEFAULTS.idempotencyWindow;
     // The probe is a write that changes nothing: its success means creates can be taken again.
     const probe = (): Promise<unknown> => this.#guard(sql`UPDATE petstore.pet_ids SET last_id = last_id`.execute(), 'write');
-    this.#availability = new Availability(options.onAvailability ?? (() => {}), probe, (error) => error instanceof StoreUnavailableError);
-    this.#watch = new CommitWatch({ url, statementTimeout, highestId: () => readHighestId(sql), onError: options.onBackgroundError ?? (() => {}) });
-    if (options.databaseReads === true) return;
-    const copy = (this.#copy = new PetCopy(sql, (work) => this.#read(work), (id) => this.#listeners.committed(id), options.onBackgroundError ?? (() => {})));
+    const report = options.onBackgroundError ?? (() => {});
+    // A database that is back, or a new listening connection, may be a restarted database or another
+    // one (a failover): whether it went back is checked (rewind.ts).
+    const check = (): void => {
+      this.#rewind.check().catch((e: unknown) => e instanceof StoreUnavailableError || report(e));
+    };
+    this.#availability = new Availability((available, error) => {
+      if (available) check();
+      options.onAvailability?.(available, error);
+    }, probe, (error) => error instanceof StoreUnavailableError);
+    const copy = options.databaseReads === true ? undefined : new PetCopy(sql, (work) => this.#read(work), (id) => {
+      this.#rewind.saw(id);
+      this.#listeners.committed(id);
+    }, report);
+    this.#copy = copy;
+    this.#rewind = new Rewind({
+      sql,
+      guard: (work) => this.#read(work, 'write'),
+      refill: copy && (() => copy.refill()),
+      readText: async (id) => {
+        const pet = await readPet(sql, id);
+        return pet && petJson(pet);
+      },
+      directory: options.lostPetsDirectory ?? process.cwd(),
+      onWentBack: options.onWentBack ?? (() => {}),
+      onRecovered: options.onRecovered ?? (() => {}),
+      onError: report,
+    });
+    const highestId = async (): Promise<number> => {
+      const floor = this.#rewind.highWater;
+      const id = await readHighestId(sql);
+      this.#rewind.counter(id, floor);
+      return id;
+    };
+    const onListenLost = (): void => copy && this.#rewind.remember(copy.lastId, copy.getText(copy.lastId));
+    this.#watch = new CommitWatch({
+      url, statementTimeout, highestId, onError: report, onListening: check, onListenLost,
+    });
+    if (copy === undefined) return;
     this.#watch.add((id) => id > copy.lastId && copy.catchUp()); // every commit heard of and not yet held is read into the copy
     void copy.fill().then(({ pets, seconds }) => options.onFilled?.(pets, seconds));
   }
@@ -90,7 +127,7 @@ export class PostgresStore implements PetStore {
 
   /** Open, the copy filled, and the last statement that reached the database succeeded (or a write probe since did). */
   get ready(): boolean {
-    return !this.#closed && this.#availability.available && (this.#copy?.filled ?? true);
+    return !this.#closed && this.#availability.available && (this.#copy?.filled ?? true) && !this.#rewind.recovering;
   }
 
   list(query: ListQuery): ListPage | Promise<ListPage> {
@@ -147,6 +184,7 @@ export class PostgresStore implements PetStore {
 
   #enqueue(pet: NewPet, key: IdempotencyKey | undefined): Promise<Pet | undefined> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closing'));
+    if (this.#rewind.recovering) return Promise.reject(wentBackError());
     // The queue is bounded: when the database is slow or gone, clients are told at once instead of waiting in memory.
     if (this.#queue.length >= this.#maxWaiting) return Promise.reject(new StoreUnavailableError('too many creates are waiting for the database'));
     return new Promise((resolve, reject) => {
@@ -186,12 +224,17 @@ export class PostgresStore implements PetStore {
   }
 
   async #commit(batch: PendingCreate[]): Promise<void> {
-    const statement = insertBatch(this.#sql, batch, this.#windowSeconds);
+    if (this.#rewind.recovering) {
+      for (const p of batch) p.reject(wentBackError());
+      return;
+    }
+    const floor = this.#rewind.highWater;
+    const statement = insertBatch(this.#sql, batch, this.#windowSeconds, floor);
     const began = process.hrtime.bigint();
     try {
-      const result = await this.#guard(statement, 'write');
-      if (result === undefined) throw new Error('pet ids are exhausted: the next id would not be a safe integer');
+      const result = (await this.#guard(statement, 'write')) ?? (await this.#refused(floor));
       this.#availability.set(true);
+      this.#rewind.saw(result.base + batch.length);
       this.#observer?.committed(secondsSince(began), batch.length);
       const stored = batch.map((p, i) => {
         const id = result.base + i + 1;
@@ -210,6 +253,16 @@ export class PostgresStore implements PetStore {
     // A statement given up on may still be running: the next batch starts only once it has ended,
     // so that abandoned statements never pile up on the pool.
     await Promise.allSettled([statement]);
+  }
+
+  /** Why a batch stored nothing: the counter below an id seen committed (the database went back), or no id left. */
+  async #refused(floor: number): Promise<never> {
+    const highest = await this.#guard(readHighestId(this.#sql), 'write');
+    if (highest < floor) {
+      this.#rewind.counter(highest, floor);
+      throw wentBackError();
+    }
+    throw new Error('pet ids are exhausted: the next id would not be a safe integer');
   }
 
   /** Runs a read, bounded in number and time; what the database cannot answer becomes a StoreUnavailableError. */
@@ -245,9 +298,15 @@ export class PostgresStore implements PetStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#availability.close();
+    this.#rewind.close();
     this.#copy?.close();
     while (this.#committing !== undefined) await this.#committing;
     await this.#watch.close();
     await this.#sql.end({ timeout: 5 });
   }
+}
+
+function wentBackError(): StoreUnavailableError {
+  return new StoreUnavailableError('the database lost commits (it went back): creates wait until no id seen before '
+    + 'can be handed out again');
 }

@@ -1,0 +1,187 @@
+import type { Sql } from 'postgres';
+import { StoreUnavailableError } from '../store.js';
+import { divergence, readLineage, type Lineage } from './lineage.js';
+import { writeLostPets } from './lost-pets.js';
+import type { Guard } from './pet-copy.js';
+
+/** The database went back: what this instance had seen, and why it knows. */
+export interface WentBack {
+  reason: string;
+  /** The highest id this instance saw committed; the id counter is moved past it. */
+  highWater: number;
+}
+
+/** Done: the counter is at `highWater` or past it, the copy is read again, and the lost pets are in `file`. */
+export interface Recovered {
+  highWater: number;
+  /** Pets this instance's copy held that the database no longer holds as they were. */
+  lost: number;
+  /** Where they were written; undefined when none were lost, or without a copy (`lostUnknown`). */
+  file: string | undefined;
+  /** Without a copy of the pets (`--database-reads on`) the lost pets cannot be listed. */
+  lostUnknown: boolean;
+  /** The lost pets' texts when the file could not be written (onError was told why): the log keeps them. */
+  unwritten: string[] | undefined;
+}
+
+export interface RewindOptions {
+  sql: Sql;
+  /** How the store runs a statement: bounded in time, the database away a StoreUnavailableError. */
+  guard: Guard;
+  /** Reads the copy again from the database; the pets it held that the database no longer holds as they were. */
+  refill: (() => Promise<Buffer[]>) | undefined;
+  /** A pet's JSON text as the database holds it now. */
+  readText(id: number): Promise<string | undefined>;
+  /** Where `lost-pets-<time>.jsonl` is written. */
+  directory: string;
+  onWentBack(event: WentBack): void;
+  onRecovered(event: Recovered): void;
+  /** A failure that is not the database being away: a step of the recovery refused, the file unwritable. */
+  onError(error: unknown): void;
+}
+
+/** A step of the recovery that failed with the database away is tried again this often. */
+const RETRY_MS = 1000;
+
+/**
+ * A database that went back: a failover to a standby that had not received the last commits, or a
+ * restored copy. Then ids this instance saw acknowledged are free again in the database, and a create
+ * would hand one out a second time, for another pet, under the same ETag. This instance remembers
+ * the highest id it saw committed (its own batches, the id counter as read, its copy's newest) and
+ * the database's lineage (lineage.ts). A counter below that id, or another lineage, starts a
+ * recovery: creates are refused (`recovering`) until the counter is moved past that id, the copy
+ * is read again from the database, and the pets the copy held that the database lost are written to
+ * `lost-pets-<time>.jsonl` for the operator. Every instance does so for what it saw: the counter
+ * ends past every id any running instance saw.
+ */
+export class Rewind {
+  readonly #options: RewindOptions;
+  #highWater = 0;
+  #lineage: Lineage | undefined;
+  /** The newest pet this instance held when it lost its listening connection, to be found again afterwards. */
+  #mark: { id: number; text: string } | undefined;
+  #recovering: Promise<void> | undefined;
+  #checking: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(options: RewindOptions) {
+    this.#options = options;
+  }
+
+  /** Creates are refused until the recovery is done. */
+  get recovering(): boolean {
+    return this.#recovering !== undefined;
+  }
+
+  get highWater(): number {
+    return this.#highWater;
+  }
+
+  /** An id the database said is committed: a batch's last, the copy's newest. */
+  saw(id: number): void {
+    if (id > this.#highWater) this.#highWater = id;
+  }
+
+  /**
+   * The id counter as read by a statement that began when `highWater` was `floor`: below it, the
+   * database went back. (A commit seen while the read ran may be newer than what the read saw.)
+   */
+  counter(highest: number, floor: number): void {
+    if (highest >= floor) {
+      this.saw(highest);
+      return;
+    }
+    this.wentBack(`its id counter is at ${highest}, below id ${floor}, which this instance saw committed`);
+  }
+
+  /**
+   * The newest pet held as the listening connection was lost (the database may be restarting, or
+   * failing over): once it is back, that pet must be there as it was. Another instance may have
+   * moved the id counter past this one's ids already, and new pets may be read on top meanwhile.
+   */
+  remember(id: number, text: Uint8Array | undefined): void {
+    if (text !== undefined && this.#recovering === undefined) this.#mark = { id, text: Buffer.from(text).toString() };
+  }
+
+  /**
+   * Each time the database is reachable again, and on each new listening connection: the database's lineage is
+   * compared with the one read before, and the remembered pet is looked for. Another system, timeline,
+   * an earlier WAL position, or the pet missing or another means the database went back, or may have.
+   */
+  check(): Promise<void> {
+    // One at a time: two reads of the WAL position finishing out of order would look like a step back.
+    this.#checking ??= this.#check().finally(() => (this.#checking = undefined));
+    return this.#checking;
+  }
+
+  async #check(): Promise<void> {
+    const now = await this.#options.guard(() => readLineage(this.#options.sql));
+    const before = this.#lineage;
+    this.#lineage = now;
+    const mark = this.#mark;
+    const text = mark === undefined ? undefined : await this.#options.guard(() => this.#options.readText(mark.id));
+    if (this.#mark === mark) this.#mark = undefined; // looked for once; kept when the read failed
+    const found = mark === undefined || text === mark.text;
+    const state = text === undefined ? 'missing' : 'another pet';
+    const reason = (before === undefined ? undefined : divergence(before, now))
+      ?? (found ? undefined : `pet ${mark.id}, which this instance saw committed, is ${state} in it`);
+    if (reason !== undefined) this.wentBack(reason);
+  }
+
+  wentBack(reason: string): void {
+    if (this.#recovering !== undefined || this.#closed) return;
+    // The copy is read again, compared as a whole; the lineage read next is the one to compare with.
+    this.#mark = undefined;
+    this.#lineage = undefined;
+    this.#options.onWentBack({ reason, highWater: this.#highWater });
+    // A step that failed for another reason ends this recovery: the next create's batch, refused
+    // below the seen id (batch.ts), starts another.
+    const recovery = this.#recover().catch((error: unknown) => {
+      if (!this.#closed) this.#options.onError(error);
+    });
+    this.#recovering = recovery.finally(() => (this.#recovering = undefined));
+  }
+
+  /** Resolves once a recovery under way is over. */
+  async settled(): Promise<void> {
+    await this.#recovering;
+  }
+
+  close(): void {
+    this.#closed = true;
+  }
+
+  async #recover(): Promise<void> {
+    const highWater = this.#highWater;
+    const { sql } = this.#options;
+    // Past every id this instance saw: none of them is handed out again, by any instance.
+    await this.#retried(() => sql`UPDATE petstore.pet_ids SET last_id = greatest(last_id, ${highWater})`.execute());
+    const refill = this.#options.refill;
+    const lost = refill === undefined ? [] : await this.#retried(refill);
+    if (this.#closed) return;
+    let file: string | undefined;
+    let unwritten: string[] | undefined;
+    if (lost.length > 0) {
+      try {
+        file = await writeLostPets(this.#options.directory, lost);
+      } catch (error) {
+        // Nowhere else keeps them: the log line carries them instead.
+        this.#options.onError(error);
+        unwritten = lost.map(String);
+      }
+    }
+    this.#options.onRecovered({ highWater, lost: lost.length, file, lostUnknown: refill === undefined, unwritten });
+  }
+
+  /** `step` until it succeeds; while the database is away it is tried again every RETRY_MS. */
+  async #retried<T>(step: () => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        return await this.#options.guard(step);
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError) || this.#closed) throw error;
+      }
+      await new Promise((r) => setTimeout(r, RETRY_MS));
+    }
+  }
+}
