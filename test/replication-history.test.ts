@@ -183,3 +183,17 @@ test('a deleted tail of the newest lineage is named by verify --from while head.
   assert.match(verified.stdout, new RegExp(`head\\.json names position ${names.length} of lineage ${lineage}, `
     + `but its positions end at ${names.length - 1}: the newest positions were deleted`));
 });
+
+test('verify --from is not intact when store.json names a store that holds no position there (restore finds nothing)', async (t) => {
+  const root = await dataDir(t);
+  const replica = join(root, 'replica');
+  await runAndCreate(t, join(root, 'data'), replica, 3);
+  const { store } = JSON.parse(await readFile(join(replica, 'store.json'), 'utf8')) as { store: string };
+  const stranger = `${store.slice(0, -1)}${store.endsWith('0') ? '1' : '0'}`;
+  await writeFile(join(replica, 'store.json'), `${JSON.stringify({ store: stranger })}\n`);
+  const restored = await runCli(['restore', join(root, 'restored'), '--from', replica]);
+  assert.equal(restored.code, 1);
+  const verified = await runCli(['verify', '--from', replica]);
+  assert.equal(verified.code, 1, verified.stdout);
+  assert.match(verified.stdout, new RegExp(`store\\.json names store ${stranger}, which holds no position here`));
+});
