@@ -197,3 +197,24 @@ test('verify --from is not intact when store.json names a store that holds no po
   assert.equal(verified.code, 1, verified.stdout);
   assert.match(verified.stdout, new RegExp(`store\\.json names store ${stranger}, which holds no position here`));
 });
+
+test('an older copy of the directory put back in its place (a snapshot taken while it ran) does not continue the newer history', async (t) => {
+  const root = await dataDir(t);
+  const dir = join(root, 'data');
+  const replica = join(root, 'replica');
+  const server = await spawnServerFor(t, ['--data-dir', dir, '--replicate-to', replica, '--replicate-interval', '0.05', '--metrics-port', '0'],
+    { PETSTORE_API_KEYS: TEST_KEY });
+  for (let i = 1; i <= 3; i++) assert.equal((await post(server.url, `pet ${i}`)).status, 201);
+  await caughtUp(metricsUrlOf(server));
+  await cp(dir, join(root, 'snapshot'), { recursive: true, preserveTimestamps: true });
+  for (let i = 4; i <= 8; i++) assert.equal((await post(server.url, `pet ${i}`)).status, 201);
+  await caughtUp(metricsUrlOf(server));
+  assert.equal(await stopProcess(server), 0, server.stderr());
+  // The directory itself stays (its inode too); its files become the snapshot's.
+  for (const name of await readdir(dir)) await rm(join(dir, name), { recursive: true });
+  await cp(join(root, 'snapshot'), dir, { recursive: true, preserveTimestamps: true });
+  const back = await runCli(['--data-dir', dir, '--port', '0'], { PETSTORE_API_KEYS: TEST_KEY, PETSTORE_REPLICATE_TO: replica });
+  assert.equal(back.code, 1, back.stderr);
+  assert.match(back.stderr, /holds a newer history of this store than this data directory: lineage .*; its newest position holds pet 8, which this directory does not: it is an older copy/);
+  assert.equal(await restoredCount(root, replica, 'restored'), '8 up to 8');
+});
