@@ -8,6 +8,8 @@ import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { DirectoryDestination } from '#dist/store/file/replication/directory-destination.js';
+import { headDocument, supersedingHead } from '#dist/store/file/replication/head.js';
 import { TEST_KEY, runCli, spawnServerFor, startServer, stopProcess } from './helpers.js';
 import { scrape } from './metrics-support.js';
 import { caughtUp, metricsUrlOf, post, shiftedClock, stopsFor } from './replication-support.js';
@@ -217,4 +219,14 @@ test('an older copy of the directory put back in its place (a snapshot taken whi
   assert.equal(back.code, 1, back.stderr);
   assert.match(back.stderr, /holds a newer history of this store than this data directory: lineage .*; its newest position holds pet 8, which this directory does not: it is an older copy/);
   assert.equal(await restoredCount(root, replica, 'restored'), '8 up to 8');
+});
+
+test('a server is superseded when the head names a later position of its own lineage (a twin of it, resumed from a snapshot, went on)', async (t) => {
+  const root = await dataDir(t);
+  const destination = new DirectoryDestination(join(root, 'replica'));
+  const own = { store: 'a'.repeat(32), lineage: '20261127T000000Z-000000000000', seq: 3, generation: 2 };
+  await destination.put('head.json', headDocument({ ...own, seq: 5 }));
+  assert.deepEqual(await supersedingHead(destination, own), { ...own, seq: 5 });
+  await destination.put('head.json', headDocument(own));
+  assert.equal(await supersedingHead(destination, own), undefined);
 });
