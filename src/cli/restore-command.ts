@@ -37,7 +37,8 @@ async function plainSource(from: string): Promise<Destination> {
 }
 
 // An ISO 8601 time with its zone: without one it would be read in the local zone of whoever runs restore.
-const UNTIL_TIME = /^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.[0-9]{1,9})?)?(?:Z|[+-][0-9]{2}:[0-9]{2})$/;
+const UNTIL_TIME =
+  /^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:[0-9]{2})$/;
 
 /** `--until`: a pet id (digits) or an ISO 8601 time with its zone, each field in range (Date rolls 02-30 over). */
 export function parseUntil(raw: string | undefined): RestorePoint {

@@ -38,8 +38,9 @@ export async function readHead(destination: Destination): Promise<Head | undefin
 
 /**
  * The head of a history that supersedes the lineage `own`, or undefined when `own` may go on: a later
- * position of `own`'s lineage than it wrote, a lineage of its store of the same or a higher generation, or another store's once that store has
- * taken the destination over (store.json; before its first position the head is still the old one's).
+ * position of `own`'s lineage than it wrote, a lineage of its store of the same or a higher generation,
+ * or another store's once that store has taken the destination over (store.json; before its first
+ * position the head is still the old one's).
  */
 export async function supersedingHead(destination: Destination, own: Head): Promise<Head | undefined> {
   const head = await readHead(destination);
