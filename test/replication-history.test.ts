@@ -8,6 +8,8 @@ import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { DirectoryDestination } from '#dist/store/file/replication/directory-destination.js';
+import { headDocument, supersedingHead } from '#dist/store/file/replication/head.js';
 import { TEST_KEY, runCli, spawnServerFor, startServer, stopProcess } from './helpers.js';
 import { scrape } from './metrics-support.js';
 import { caughtUp, metricsUrlOf, post, shiftedClock, stopsFor } from './replication-support.js';
@@ -182,4 +184,49 @@ test('a deleted tail of the newest lineage is named by verify --from while head.
   assert.equal(verified.code, 1, verified.stdout);
   assert.match(verified.stdout, new RegExp(`head\\.json names position ${names.length} of lineage ${lineage}, `
     + `but its positions end at ${names.length - 1}: the newest positions were deleted`));
+});
+
+test('verify --from is not intact when store.json names a store that holds no position there (restore finds nothing)', async (t) => {
+  const root = await dataDir(t);
+  const replica = join(root, 'replica');
+  await runAndCreate(t, join(root, 'data'), replica, 3);
+  const { store } = JSON.parse(await readFile(join(replica, 'store.json'), 'utf8')) as { store: string };
+  const stranger = `${store.slice(0, -1)}${store.endsWith('0') ? '1' : '0'}`;
+  await writeFile(join(replica, 'store.json'), `${JSON.stringify({ store: stranger })}\n`);
+  const restored = await runCli(['restore', join(root, 'restored'), '--from', replica]);
+  assert.equal(restored.code, 1);
+  const verified = await runCli(['verify', '--from', replica]);
+  assert.equal(verified.code, 1, verified.stdout);
+  assert.match(verified.stdout, new RegExp(`store\\.json names store ${stranger}, which holds no position here`));
+});
+
+test('an older copy of the directory put back in its place (a snapshot taken while it ran) does not continue the newer history', async (t) => {
+  const root = await dataDir(t);
+  const dir = join(root, 'data');
+  const replica = join(root, 'replica');
+  const server = await spawnServerFor(t, ['--data-dir', dir, '--replicate-to', replica, '--replicate-interval', '0.05', '--metrics-port', '0'],
+    { PETSTORE_API_KEYS: TEST_KEY });
+  for (let i = 1; i <= 3; i++) assert.equal((await post(server.url, `pet ${i}`)).status, 201);
+  await caughtUp(metricsUrlOf(server));
+  await cp(dir, join(root, 'snapshot'), { recursive: true, preserveTimestamps: true });
+  for (let i = 4; i <= 8; i++) assert.equal((await post(server.url, `pet ${i}`)).status, 201);
+  await caughtUp(metricsUrlOf(server));
+  assert.equal(await stopProcess(server), 0, server.stderr());
+  // The directory itself stays (its inode too); its files become the snapshot's.
+  for (const name of await readdir(dir)) await rm(join(dir, name), { recursive: true });
+  await cp(join(root, 'snapshot'), dir, { recursive: true, preserveTimestamps: true });
+  const back = await runCli(['--data-dir', dir, '--port', '0'], { PETSTORE_API_KEYS: TEST_KEY, PETSTORE_REPLICATE_TO: replica });
+  assert.equal(back.code, 1, back.stderr);
+  assert.match(back.stderr, /holds a newer history of this store than this data directory: lineage .*; its newest position holds pet 8, which this directory does not: it is an older copy/);
+  assert.equal(await restoredCount(root, replica, 'restored'), '8 up to 8');
+});
+
+test('a server is superseded when the head names a later position of its own lineage (a twin of it, resumed from a snapshot, went on)', async (t) => {
+  const root = await dataDir(t);
+  const destination = new DirectoryDestination(join(root, 'replica'));
+  const own = { store: 'a'.repeat(32), lineage: '20261127T000000Z-000000000000', seq: 3, generation: 2 };
+  await destination.put('head.json', headDocument({ ...own, seq: 5 }));
+  assert.deepEqual(await supersedingHead(destination, own), { ...own, seq: 5 });
+  await destination.put('head.json', headDocument(own));
+  assert.equal(await supersedingHead(destination, own), undefined);
 });

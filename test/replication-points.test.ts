@@ -62,3 +62,12 @@ test('restore --until <id> gives every pet up to the id and none above, from a p
   assert.equal(before.code, 1);
   assert.match(before.stderr, new RegExp(`is before the oldest restore point of .* \\(${first[3]}, lineage ${first[0]}, position 1\\)`));
 });
+
+test('restore --until refuses a time that is no date (February 30th, hour 24) or carries no zone, instead of another time', async (t) => {
+  const root = await dataDir(t);
+  for (const until of ['2026-02-30T00:00:00Z', '2026-11-27T24:00:00Z', '2026-11-27T01:30:00', '2026-11-27T01:30Z junk']) {
+    const refused = await runCli(['restore', join(root, 'restored'), '--from', join(root, 'replica'), '--until', until]);
+    assert.equal(refused.code, 2, `${until}: ${refused.stderr}`);
+    assert.match(refused.stderr, /--until must be a pet id or an ISO 8601 time with its zone/);
+  }
+});

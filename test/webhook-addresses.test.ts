@@ -34,6 +34,9 @@ const FORBIDDEN = [
   '::ffff:127.0.0.1',
   '::ffff:7f00:1',
   '::ffff:169.254.169.254',
+  // IPv4-translated (SIIT, RFC 2765): a translator delivers it to the IPv4 address inside.
+  '::ffff:0:127.0.0.1',
+  '::ffff:0:a9fe:a9fe',
   '::ffff:10.0.0.1',
   '::127.0.0.1',
   '2002:7f00:1::1',

@@ -36,12 +36,23 @@ async function plainSource(from: string): Promise<Destination> {
   return new DirectoryDestination(resolve(from));
 }
 
-/** `--until`: a pet id (digits) or an ISO 8601 time. */
+// An ISO 8601 time with its zone: without one it would be read in the local zone of whoever runs restore.
+const UNTIL_TIME =
+  /^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:[0-9]{2})$/;
+
+/** `--until`: a pet id (digits) or an ISO 8601 time with its zone, each field in range (Date rolls 02-30 over). */
 export function parseUntil(raw: string | undefined): RestorePoint {
   if (raw === undefined) return undefined;
   if (/^[0-9]{1,16}$/.test(raw) && Number.isSafeInteger(Number(raw))) return { id: Number(raw) };
-  const time = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T/.test(raw) ? new Date(raw) : new Date(NaN);
-  if (Number.isNaN(time.getTime())) throw new UsageError(`--until must be a pet id or an ISO 8601 time such as 2026-11-27T01:30:00Z, got "${raw}"`);
+  const [, year, month, day, hour, minute, second] = (UNTIL_TIME.exec(raw) ?? []).map(Number);
+  const time = new Date(year === undefined ? NaN : Date.parse(raw));
+  const inRange = month !== undefined && day !== undefined && hour !== undefined && minute !== undefined
+    && month >= 1 && month <= 12 && day >= 1 && day <= new Date(Date.UTC(year as number, month, 0)).getUTCDate()
+    && hour <= 23 && minute <= 59 && (second === undefined || Number.isNaN(second) || second <= 59);
+  if (Number.isNaN(time.getTime()) || !inRange) {
+    throw new UsageError('--until must be a pet id or an ISO 8601 time with its zone such as 2026-11-27T01:30:00Z, '
+      + `got "${raw}"`);
+  }
   return { time };
 }
 

@@ -38,13 +38,14 @@ const IPV6 = [
 const forbidden = new BlockList();
 for (const [address, prefix] of IPV4) {
   // BlockList matches IPv4-mapped IPv6 (::ffff:a.b.c.d) to IPv4 rules itself;
-  // 6to4 and NAT64 embed the address elsewhere.
+  // 6to4, NAT64 and IPv4-translated (SIIT) embed the address elsewhere.
   forbidden.addSubnet(address, prefix, 'ipv4');
   const [a = 0, b = 0, c = 0, d = 0] = address.split('.').map(Number);
   const high = ((a << 8) | b).toString(16);
   const low = ((c << 8) | d).toString(16);
   forbidden.addSubnet(`2002:${high}:${low}::`, 16 + prefix, 'ipv6');
   forbidden.addSubnet(`64:ff9b::${high}:${low}`, 96 + prefix, 'ipv6');
+  forbidden.addSubnet(`::ffff:0:${high}:${low}`, 96 + prefix, 'ipv6');
 }
 for (const [address, prefix] of IPV6) forbidden.addSubnet(address, prefix, 'ipv6');
 

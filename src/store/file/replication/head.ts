@@ -37,13 +37,16 @@ export async function readHead(destination: Destination): Promise<Head | undefin
 }
 
 /**
- * The head of a history that supersedes the lineage `own`, or undefined when `own` may go on: a
- * lineage of its store of the same or a higher generation, or another store's once that store has
- * taken the destination over (store.json; before its first position the head is still the old one's).
+ * The head of a history that supersedes the lineage `own`, or undefined when `own` may go on: a later
+ * position of `own`'s lineage than it wrote, a lineage of its store of the same or a higher generation,
+ * or another store's once that store has taken the destination over (store.json; before its first
+ * position the head is still the old one's).
  */
 export async function supersedingHead(destination: Destination, own: Head): Promise<Head | undefined> {
   const head = await readHead(destination);
-  if (head === undefined || head.lineage === own.lineage) return undefined;
+  if (head === undefined) return undefined;
+  // Its own lineage past its own newest position: a twin of this server (resumed from a snapshot) went on.
+  if (head.lineage === own.lineage) return head.seq > own.seq ? head : undefined;
   if (head.store === own.store) return head.generation >= own.generation ? head : undefined;
   return (await replicatedStore(destination)) === own.store ? undefined : head;
 }

@@ -1,5 +1,5 @@
 import type { Logger } from '../../../lib/logger.js';
-import type { CommitListener } from '../../store.js';
+import type { CommitListener, ListPage, ListQuery } from '../../store.js';
 import { journalFile } from '../file-names.js';
 import { reasonOf, ReplicationError, type Destination, type FailureReason } from './destination.js';
 import { ChangedDuringRead, type DurableJournal } from './durable-files.js';
@@ -12,6 +12,7 @@ import { succession, type Succession } from './succession.js';
 /** What replication needs of the file store: its durable journal, and word of each commit. */
 export interface ReplicatedStore {
   durableJournal(): DurableJournal;
+  list(query: ListQuery): ListPage;
   watchCommits(listener: CommitListener): () => void;
 }
 
@@ -96,7 +97,9 @@ export class Replicator {
     const record = await localRecord(options.dataDir);
     const tookOver = await claimDestination(options.destination, record.store, options.takeOver);
     const home = await directoryHome(options.dataDir);
-    const place = await succession(options.destination, record, home, tookOver || options.takeOver === record.store);
+    const holds = (id: number): boolean => options.store.list({ after: id - 1, limit: 1 }).pets[0]?.id === id;
+    const takingOver = tookOver || options.takeOver === record.store;
+    const place = await succession(options.destination, record, home, takingOver, holds);
     return new Replicator(options, record, place, home);
   }
 

@@ -19,7 +19,7 @@ const refOf = (lineage: Lineage): PositionRef => ({ lineage: lineage.id, seq: li
  * makes the new lineage the newest anyway: a generation above every one there.
  */
 export async function succession(
-  destination: Destination, record: LocalRecord, home: string, takingOver: boolean,
+  destination: Destination, record: LocalRecord, home: string, takingOver: boolean, holds: (id: number) => boolean,
 ): Promise<Succession> {
   const lineages = (await readLineages(destination)).filter((lineage) => lineage.store === record.store);
   const top = Math.max(0, ...lineages.map((lineage) => lineage.generation));
@@ -33,13 +33,18 @@ export async function succession(
   if (newest.length > 1) {
     throw new ReplicationError('refused', `${forkMessage(destination.name, newest)}, or start with ${takeOver}`);
   }
-  const ours = record.home === home && (head.id === record.lineage || head.id === record.parent);
+  // The same directory put back from an older copy (a snapshot taken while it ran) names the same lineage.
+  const same = record.home === home && (head.id === record.lineage || head.id === record.parent);
+  const committed = head.newest.position.committedAtLeast;
+  const older = same && committed > 0 && !holds(committed);
+  const ours = same && !older;
   // A directory that replicated before lineages had generations has no lineage in its record.
   const legacy = record.lineage === undefined && record.restoredFrom === undefined && head.generation === 0;
   if (ours || legacy) return { generation: head.generation + 1, parent: refOf(head) };
   const from = record.restoredFrom;
   const why = from !== undefined
     ? `this directory was restored from it (lineage ${from.lineage}, position ${from.seq})`
+    : older ? `its newest position holds pet ${committed}, which this directory does not: it is an older copy`
     : record.home !== home ? 'this directory is a copy of the one that replicated there'
       : 'another server of this store has replicated there since this directory last did';
   throw new ReplicationError('refused', `${destination.name} holds a newer history of this store than this data `

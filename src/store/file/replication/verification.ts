@@ -1,7 +1,7 @@
 import { ReplicationError, type Destination } from './destination.js';
 import { readHead } from './head.js';
 import { describeLineage, forkMessage, newestLineages, readLineages, type Lineage } from './history.js';
-import { HEAD_KEY, parsePositionKey } from './layout.js';
+import { HEAD_KEY, STORE_KEY, parsePositionKey } from './layout.js';
 import { positionKeys, readPosition, readSegment, replicatedStore, type FoundPosition } from './replica.js';
 
 /**
@@ -70,6 +70,10 @@ export async function verifyReplicas(destination: Destination, progress: (line: 
     return problems;
   }
   const newest = newestLineages(lineages, store);
+  // Every position another store's: restore finds nothing, whatever store.json was changed by.
+  if (newest.length === 0 && others.size > 0) {
+    problems.push(`${STORE_KEY} names store ${store}, which holds no position here: restore finds nothing to restore`);
+  }
   if (newest.length > 1) problems.push(forkMessage(destination.name, newest));
   if (newest.length === 1) progress(`newest history: ${describeLineage(newest[0] as (typeof newest)[number])}`);
   problems.push(...await headProblems(destination, store, lineages));
