@@ -634,15 +634,17 @@ const httpSyntax: Family = (r, o) => {
 
 const unknownPaths: Family = (r) => {
   const cases: ReadonlyArray<[string, number]> = [
-    ['/', 404], ['/v2/pets', 404], ['/v1', 404], ['/v1/', 404], ['/v1/pets/', 404], ['/v1/pet', 404], ['/V1/pets', 404], ['/v1/pets/1/2', 404],
+    ['/', 200], ['/v2/pets', 404], ['/v1', 200], ['/v1/', 404], ['/v1/pets/', 404], ['/v1/pet', 404], ['/V1/pets', 404], ['/v1/pets/1/2', 404],
     ['//v1/pets', 404], ['/v1//pets', 404], ['/v1/./pets', 404], ['/%2e%2e/v1/pets', 404], ['/v1/pets;x', 404], ['/admin', 404], ['/.env', 404],
     ['/v1/openapi.json/x', 404], ['*', 404], ['/v1/pets#frag', 404], ['/healthz/', 404],
     ['http://evil.example/v1/pets', 200], ['http://evil.example/v2/pets', 404],
   ];
   const [target, status] = r.pick(cases);
   const auth = r.chance(0.7);
-  // The absolute form (RFC 9112 §3.2.2) may be routed by its path (200) or not at all (404).
-  const statuses = !auth ? [401] : target.startsWith('http:') ? [200, 404] : [status];
+  // The absolute form (RFC 9112 §3.2.2) may be routed by its path (200) or not at all (404). `/` and
+  // `/v1` point to the reference page and the document, which need no key (api.md).
+  const open = target === '/' || target === '/v1';
+  const statuses = open ? [200] : !auth ? [401] : target.startsWith('http:') ? [200, 404] : [status];
   return { label: `${auth ? '' : 'no key, '}path ${target}`, spec: { target, auth }, expected: APP(...statuses) };
 };
 

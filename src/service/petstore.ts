@@ -14,7 +14,6 @@ import { FileStore } from '../store/file/file-store.js';
 import type { PetStore } from '../store/store.js';
 import type { Replicator } from '../store/file/replication/replicator.js';
 import type { ServiceMetrics } from './metrics.js';
-import { startReplication } from './replication.js';
 import { watchWebhooks, type WebhookOptions, type Webhooks } from './webhooks.js';
 
 export interface PetstoreOptions extends WebhookOptions {
@@ -208,6 +207,8 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
       onDuplicate: logKeyDuplicates(logger),
     });
     if (options.replicateTo !== undefined && opened instanceof FileStore) {
+      // Loaded only when configured: an embedder without replication carries none of its modules.
+      const { startReplication } = await import('./replication.js');
       replicator = await startReplication(opened, options.dataDir as string, { ...options, replicateTo: options.replicateTo }, logger);
       metrics?.watchReplication(replicator);
     }
