@@ -14,7 +14,7 @@ import { hash, timingSafeEqual } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { firstPage, makePet } from './pets.js';
-import { newRequestId } from '../dist/http/request-id.js';
+import { newRequestId } from '../dist/http/pipeline/request-id.js';
 
 const flag = (name) => {
   const i = process.argv.indexOf(name);

@@ -31,7 +31,7 @@ const ZLIB_RUNS = envNumber('BENCH_ZLIB_RUNS', 9, 1);
 const TURN = turnSeconds(SECONDS, SLICES);
 const progress = (text) => process.stderr.write(`${text}\n`);
 // The server's own gzip (its window fitted to the answer), beside node:zlib's defaults.
-const { gzip: serverGzip } = createRequire(import.meta.url)(join(ROOT, 'dist/http/compression.js'));
+const { gzip: serverGzip } = createRequire(import.meta.url)(join(ROOT, 'dist/http/pipeline/compression.js'));
 
 const until = async (check, ms, what) => {
   const deadline = performance.now() + ms;

@@ -31,7 +31,7 @@ const pets = Array.from({ length: 1000 }, (_, i) => JSON.stringify(makePet(i + 1
 const statuses = pets.map((text) => JSON.parse(text).status);
 const contractHeaders = process.argv.includes('--contract-headers');
 // Loaded only then, so the plain floor's cold start stays two files of its own.
-const { newRequestId } = contractHeaders ? await import('../dist/http/request-id.js') : {};
+const { newRequestId } = contractHeaders ? await import('../dist/http/pipeline/request-id.js') : {};
 const DEPRECATED = ['deprecation', '@1795564800', 'sunset', 'Thu, 05 Dec 2030 00:00:00 GMT', 'link', '</v1/pets>; rel="successor-version"'];
 const STATUSES = new Set(['available', 'pending', 'sold']);
 

@@ -21,8 +21,8 @@ function build(root) {
   const pet = require(`${root}/dist/pet/pet.js`);
   // The writer is pet/codec.ts's since issue 42, pet/pet.ts's before.
   const petJson = pet.petJson ?? require(`${root}/dist/pet/codec.js`).petJson;
-  const { buildLine } = require(`${root}/dist/store/file/record-line.js`);
-  const { scanRecords } = require(`${root}/dist/store/file/record-scan.js`);
+  const { buildLine } = require(`${root}/dist/store/file/records/record-line.js`);
+  const { scanRecords } = require(`${root}/dist/store/file/records/record-scan.js`);
   const { eachPet } = require(`${root}/dist/store/postgres/pet-texts.js`);
   return { root, petJson, buildLine, scanRecords, eachPet };
 }

@@ -1,5 +1,5 @@
 /** The public API of the package: embed the service, or start a server. */
-export { createPetstore, type PetstoreService, type Petstore, type PetstoreOptions } from './service/petstore.js';
+export { createPetstore, type PetstoreService, type Petstore, type PetstoreOptions } from './service/create-petstore.js';
 export { listen, type ListenOptions, type RunningServer } from './service/listen.js';
 export type { RequestListener } from './http/app.js';
 export type { PetStore, ListQuery, ListPage, ListText, PetText, StatusCounts, StoreStats, PoolStats, StoreObserver, CommitListener } from './store/store.js';

@@ -1,5 +1,5 @@
 /**
- * The choice of the connection closed for room at the limit (AcceptedSockets), on stand-in sockets
+ * The choice of the connection closed for room at the limit (SlotLimiter), on stand-in sockets
  * so that the turns of the event loop in which they arrive are the test's to choose.
  */
 import assert from 'node:assert/strict';
@@ -7,9 +7,9 @@ import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { AcceptedSockets } from '#dist/http/accepted-sockets.js';
+import { SlotLimiter } from '#dist/http/connections/slot-limiter.js';
 
-/** What AcceptedSockets reads of a socket, and whether it was destroyed. */
+/** What SlotLimiter reads of a socket, and whether it was destroyed. */
 class StandIn extends EventEmitter {
   destroyed = false;
   bytesRead = 0;
@@ -26,7 +26,7 @@ let port = 40_000;
 const socket = (address = '127.0.0.1'): Socket & StandIn => new StandIn(address, port++) as unknown as Socket & StandIn;
 
 test('connections accepted in this turn of the event loop or the one before are not closed for room: the new one is refused instead', async () => {
-  const sockets = new AcceptedSockets(2);
+  const sockets = new SlotLimiter(2);
   const [a, b, c] = [socket(), socket(), socket()];
   sockets.add(a);
   sockets.add(b);
@@ -46,7 +46,7 @@ test('connections accepted in this turn of the event loop or the one before are 
 });
 
 test('after a quiet spell the connections of one burst can all be closed for room: those of the address holding the most first, else the oldest', async () => {
-  const sockets = new AcceptedSockets(3);
+  const sockets = new SlotLimiter(3);
   const [a, b, c] = [socket('10.0.0.1'), socket('10.0.0.2'), socket('10.0.0.2')];
   for (const s of [a, b, c]) sockets.add(s);
   for (let i = 0; i < 5; i++) await nextTurn();
@@ -63,7 +63,7 @@ test('after a quiet spell the connections of one burst can all be closed for roo
 });
 
 test('a connection is closable again once its answers have ended, as the newest closable one', async () => {
-  const sockets = new AcceptedSockets(2);
+  const sockets = new SlotLimiter(2);
   const [a, b] = [socket(), socket()];
   sockets.add(a);
   sockets.add(b);
@@ -81,7 +81,7 @@ test('a connection is closable again once its answers have ended, as the newest 
 });
 
 test('the address holding the most loses one, whatever the new one\'s address', async () => {
-  const sockets = new AcceptedSockets(4);
+  const sockets = new SlotLimiter(4);
   const mine = socket('10.0.0.1');
   const theirs = [socket('10.0.0.2'), socket('10.0.0.2'), socket('10.0.0.2')];
   sockets.add(mine);
@@ -92,7 +92,7 @@ test('the address holding the most loses one, whatever the new one\'s address', 
 });
 
 test('a connection closable for less than 50 ms is spared while an older one can be closed instead', async () => {
-  const sockets = new AcceptedSockets(3);
+  const sockets = new SlotLimiter(3);
   const old = socket('10.0.0.1');
   sockets.add(old);
   await new Promise((resolve) => setTimeout(resolve, 60));
@@ -106,7 +106,7 @@ test('a connection closable for less than 50 ms is spared while an older one can
 });
 
 test('only addresses with a closable connection are looked through, and an address leaves that set once it has none, busy or closed', () => {
-  const sockets = new AcceptedSockets();
+  const sockets = new SlotLimiter();
   const a = [socket('10.0.0.1'), socket('10.0.0.1')];
   const b = socket('10.0.0.2');
   for (const s of [...a, b]) sockets.add(s);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { test } from 'node:test';
 import zlib, { gunzipSync } from 'node:zlib';
-import { acceptsGzip, COMPRESS_MIN_BYTES } from '#dist/http/compression.js';
+import { acceptsGzip, COMPRESS_MIN_BYTES } from '#dist/http/pipeline/compression.js';
 import { startServer, TEST_KEY, type TestServer } from './helpers.js';
 import { openStream } from './stream-support.js';
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { appendFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ReplicationError, type Destination } from '#dist/store/file/replication/destination.js';
+import { ReplicationError, type Destination } from '#dist/store/file/replication/destinations/destination.js';
 import { durableFiles, readRange, type DurableJournal } from '#dist/store/file/replication/durable-files.js';
 import { shipRound, type ShippedState } from '#dist/store/file/replication/round.js';
 import { dataDir, journalText, snapshotText } from './store-support.js';

@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { TestContext } from 'node:test';
-import { S3Destination } from '#dist/store/file/replication/s3-destination.js';
+import { S3Destination } from '#dist/store/file/replication/destinations/s3-destination.js';
 
 export type Handler = (req: IncomingMessage, res: ServerResponse, body: Buffer) => void;
 

@@ -1,5 +1,5 @@
 /**
- * Answers are written together at the end of the event loop's turn (http/write-batch.ts). For an
+ * Answers are written together at the end of the event loop's turn (http/connections/write-batch.ts). For an
  * embedder nothing else may change: each request's answer is logged in its own async context, a
  * logger that throws once does not end the process (and embed.test.ts: the log is flushed at close
  * after the answers the close itself made).

@@ -1,7 +1,7 @@
 /**
  * KeyPoller keeps a Keyring's shared keys (the database's) in step with their source, once a
  * second. Each change makes the keyring a new generation, which ends every connection's remembered
- * key (http/remembered-key.ts): so a read that finds the same keys changes nothing.
+ * key (http/access/remembered-key.ts): so a read that finds the same keys changes nothing.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';

@@ -378,7 +378,7 @@ process.exit(0);`;
   assert.deepEqual(requestLines(stdout).map((l) => l['id']), ['last-one']);
 
   // createPetstore's close() flushes the logger it was given.
-  const { createPetstore } = await import('#dist/service/petstore.js');
+  const { createPetstore } = await import('#dist/service/create-petstore.js');
   const events: string[] = [];
   const logger = { request: () => events.push('request'), info: () => {}, error: () => {}, flush: () => events.push('flush') };
   const petstore = await createPetstore({ dataDir: await temp(t), keys: [KEY], logger });

@@ -9,7 +9,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { MetricsRegistry } from '#dist/lib/metrics/registry.js';
-import { ProcessMetrics } from '#dist/service/process-metrics.js';
+import { ProcessMetrics } from '#dist/service/metrics/process-metrics.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { parseExposition, valueOf } from './exposition-parser.js';
 import { request, startServer, TEST_KEY, tempDir, tempDirFor, type TestServer } from './helpers.js';

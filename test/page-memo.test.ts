@@ -9,7 +9,7 @@ import { MEMO_BYTES, MEMO_PAGES, PageMemo } from '#dist/store/page-memo.js';
 import { PetIndex } from '#dist/store/pet-index.js';
 import { petJson } from '#dist/pet/codec.js';
 import type { Pet } from '#dist/pet/pet.js';
-import { buildLine } from '#dist/store/file/record-line.js';
+import { buildLine } from '#dist/store/file/records/record-line.js';
 import type { PetStatus } from '#dist/pet/contract.js';
 import type { ListQuery } from '#dist/store/store.js';
 

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { PetIndex } from '#dist/store/pet-index.js';
 import { petJson } from '#dist/pet/codec.js';
 import type { Pet } from '#dist/pet/pet.js';
-import { buildLine } from '#dist/store/file/record-line.js';
+import { buildLine } from '#dist/store/file/records/record-line.js';
 import type { PetStatus } from '#dist/pet/contract.js';
 
 const STATUSES: readonly PetStatus[] = ['available', 'pending', 'sold'];

@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import { petFromJson, petJson, petsJson, readPet, type PetBytes } from '#dist/pet/codec.js';
 import type { Pet } from '#dist/pet/pet.js';
 import { PetIndex } from '#dist/store/pet-index.js';
-import { readLegacyJournal } from '#dist/store/file/legacy-format.js';
-import { recordOfLine } from '#dist/store/file/record-line.js';
+import { readLegacyJournal } from '#dist/store/file/records/legacy-format.js';
+import { recordOfLine } from '#dist/store/file/records/record-line.js';
 import { StoreOpenError } from '#dist/store/store.js';
 
 /** The fast reader's verdict as a value: the id and status it read, or undefined when it declined. */

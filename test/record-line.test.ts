@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { crc32, readHex8, writeHex8 } from '#dist/lib/crc32.js';
 import { petJson, readPet, type PetBytes } from '#dist/pet/codec.js';
 import type { Pet } from '#dist/pet/pet.js';
-import { buildLine, checksumMatches, readLineTail, readRecord } from '#dist/store/file/record-line.js';
+import { buildLine, checksumMatches, readLineTail, readRecord } from '#dist/store/file/records/record-line.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { dataDir, defer, recordLine } from './store-support.js';
 import { referenceCrc32 as zlibCrc32 } from './reference-crc32.js';

@@ -1,5 +1,5 @@
 /**
- * The key a keep-alive connection was last accepted with is remembered (src/http/remembered-key.ts),
+ * The key a keep-alive connection was last accepted with is remembered (src/http/access/remembered-key.ts),
  * so that its next requests skip parsing and hashing. Remembering must never let a request through
  * that a fresh look at its key would refuse: a revoked key, or another key sent on the same
  * connection (as a proxy does, carrying several clients' requests on one upstream connection).

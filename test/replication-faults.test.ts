@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { DirectoryDestination, nodeDirectoryCalls, type DirectoryCalls } from '#dist/store/file/replication/directory-destination.js';
+import { DirectoryDestination, nodeDirectoryCalls, type DirectoryCalls } from '#dist/store/file/replication/destinations/directory-destination.js';
 import { Replicator } from '#dist/store/file/replication/replicator.js';
 import { positionKeys, readPosition } from '#dist/store/file/replication/replica.js';
 import { runCli, waitFor, within } from './helpers.js';

@@ -8,7 +8,7 @@ import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { DirectoryDestination } from '#dist/store/file/replication/directory-destination.js';
+import { DirectoryDestination } from '#dist/store/file/replication/destinations/directory-destination.js';
 import { headDocument, supersedingHead } from '#dist/store/file/replication/head.js';
 import { TEST_KEY, runCli, spawnServerFor, startServer, stopProcess } from './helpers.js';
 import { scrape } from './metrics-support.js';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { DirectoryDestination } from '#dist/store/file/replication/directory-destination.js';
+import { DirectoryDestination } from '#dist/store/file/replication/destinations/directory-destination.js';
 import { fakeS3, listAnswer } from './fake-s3.js';
 import { request, runCli, startServer } from './helpers.js';
 import { dataDir } from './store-support.js';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { DirectoryDestination } from '#dist/store/file/replication/directory-destination.js';
+import { DirectoryDestination } from '#dist/store/file/replication/destinations/directory-destination.js';
 import { positionKeys, readPosition } from '#dist/store/file/replication/replica.js';
 import { verifyReplicas } from '#dist/store/file/replication/verification.js';
 import { Replicator } from '#dist/store/file/replication/replicator.js';

@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { S3Destination } from '#dist/store/file/replication/s3-destination.js';
+import { S3Destination } from '#dist/store/file/replication/destinations/s3-destination.js';
 import { Replicator } from '#dist/store/file/replication/replicator.js';
 import { AWS_ENV, fakeS3, listAnswer } from './fake-s3.js';
 import { TEST_KEY, request, spawnServerFor, waitFor, within } from './helpers.js';

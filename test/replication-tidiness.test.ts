@@ -8,7 +8,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { DirectoryDestination, nodeDirectoryCalls, type DirectoryCalls } from '#dist/store/file/replication/directory-destination.js';
+import { DirectoryDestination, nodeDirectoryCalls, type DirectoryCalls } from '#dist/store/file/replication/destinations/directory-destination.js';
 import { Replicator } from '#dist/store/file/replication/replicator.js';
 import { runCli, waitFor } from './helpers.js';
 import { dataDir } from './store-support.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { newRequestId } from '#dist/http/request-id.js';
+import { newRequestId } from '#dist/http/pipeline/request-id.js';
 
 // RFC 9562 §5.4: version nibble 4, variant bits 10 (8, 9, a or b), lower-case hex.
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { test } from 'node:test';
-import { EventStream } from '#dist/http/event-stream.js';
-import type { Feed } from '#dist/http/feed.js';
+import { EventStream } from '#dist/http/feed/event-stream.js';
+import type { Feed } from '#dist/http/feed/feed.js';
 
 /** What EventStream reads of its response: a full buffer, and its writes' callbacks, run when the test says. */
 class StandInResponse extends EventEmitter {

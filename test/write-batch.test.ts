@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
 import { setImmediate as turn } from 'node:timers/promises';
-import { atTurnEnd, writeHeldNow } from '#dist/http/write-batch.js';
+import { atTurnEnd, writeHeldNow } from '#dist/http/connections/write-batch.js';
 
 test('jobs run once the turn they were held in is done, in the order held, each with its two arguments', async () => {
   const ran: string[] = [];

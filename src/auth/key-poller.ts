@@ -54,7 +54,7 @@ export class KeyPoller {
       const keys = await this.#read();
       if (this.#stopped) return;
       // Unchanged keys are not handed on: each change makes the keyring a new generation, which ends
-      // every connection's remembered key (http/remembered-key.ts), and that once a second for nothing.
+      // every connection's remembered key (http/access/remembered-key.ts), and that once a second for nothing.
       const text = asText(keys);
       if (text !== this.#lastRead) this.#keyring.setSharedKeys(keys);
       this.#lastRead = text;

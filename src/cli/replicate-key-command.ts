@@ -1,5 +1,5 @@
 import { errorCode } from '../lib/system-error.js';
-import { writeReplicaKey } from '../store/file/replication/replica-keys.js';
+import { writeReplicaKey } from '../store/file/replication/destinations/replica-keys.js';
 import { CommandError, UsageError } from './errors.js';
 
 const USAGE = 'usage: replicate-key create <file> | replicate-key rotate <file>';

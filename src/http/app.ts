@@ -1,28 +1,28 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthLimiter } from '../auth/limiter.js';
-import { authenticate } from './authenticate.js';
-import { authorize, type Quotas } from './authorize.js';
-import { clientAddress, type TrustedProxies } from './client-address.js';
+import { authenticate } from './access/authenticate.js';
+import { authorize, type Quotas } from './access/authorize.js';
+import { clientAddress, type TrustedProxies } from './access/client-address.js';
 import { bodyToCome } from './body.js';
 import { deprecationHeaders } from '../pet/contract.js';
-import { corsHeaders, preflightReply, type CorsPolicy } from './cors.js';
-import type { Feed } from './feed.js';
+import { corsHeaders, preflightReply, type CorsPolicy } from './pipeline/cors.js';
+import type { Feed } from './feed/feed.js';
 import { HttpError } from './http-error.js';
 import type { AcceptedKey, Keyring } from '../auth/keyring.js';
 import type { Logger } from '../lib/logger.js';
 import type { Handler } from './operations.js';
 import { errorReply, send, type Reply } from './respond.js';
-import { acceptableRequestId, newRequestId } from './request-id.js';
+import { acceptableRequestId, newRequestId } from './pipeline/request-id.js';
 import type { Mount } from './mount.js';
 import { monotonicMs } from '../lib/monotonic.js';
-import { checkRequestLine } from './request-line.js';
+import { checkRequestLine } from './pipeline/request-line.js';
 import { Router, type Match } from './router.js';
-import type { RequestMetrics } from './request-metrics.js';
+import type { RequestMetrics } from './pipeline/request-metrics.js';
 import { servedRoutes, type RouteSpec } from './routes.js';
 import type { PetStore } from '../store/store.js';
-import { traceContext } from './trace-context.js';
+import { traceContext } from './pipeline/trace-context.js';
 import { splitTarget } from './url.js';
-import { atTurnEnd } from './write-batch.js';
+import { atTurnEnd } from './connections/write-batch.js';
 
 export interface AppOptions {
   store: PetStore;

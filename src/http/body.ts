@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { headerCount } from './headers.js';
+import { headerCount } from './pipeline/headers.js';
 import { HttpError } from './http-error.js';
 import { parseJson, type JsonValue } from '../lib/json.js';
 import { errorCode } from '../lib/system-error.js';

@@ -1,5 +1,5 @@
 import { API_VERSION, AUTH_REALM, BASE_PATH, DEPRECATION, deprecationHeaders, LIMIT, NAME_MAX_LENGTH, PET_STATUSES, WAIT_SECONDS } from '../pet/contract.js';
-import { QUOTA_POLICY_NAME } from './authorize.js';
+import { QUOTA_POLICY_NAME } from './access/authorize.js';
 import type { Mount } from './mount.js';
 import { ERROR_CODES } from './http-error.js';
 import type { Json, RouteSpec } from './route-spec.js';

@@ -1,5 +1,5 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
-import { acceptsGzip, COMPRESS_MIN_BYTES, gzip } from './compression.js';
+import { acceptsGzip, COMPRESS_MIN_BYTES, gzip } from './pipeline/compression.js';
 import { HttpError, type ErrorCode } from './http-error.js';
 import { JsonSyntaxError } from '../lib/json.js';
 import { IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError } from '../store/store.js';

@@ -1,10 +1,10 @@
 import { petJson } from '../pet/codec.js';
 import { BASE_PATH, EXAMPLE_PET } from '../pet/contract.js';
-import { gzip } from './compression.js';
+import { gzip } from './pipeline/compression.js';
 import { openApiDocument, ref, type Json } from './openapi.js';
 import { createPet, getPet, healthz, listPets, readyz, type Handler } from './operations.js';
 import type { Mount } from './mount.js';
-import { referencePage } from './reference-page.js';
+import { referencePage } from './reference/reference-page.js';
 import { json, type Reply } from './respond.js';
 import type { RouteSpec } from './route-spec.js';
 

@@ -3,14 +3,14 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo, Socket } from 'node:net';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
-import { answerPlainHttp } from './plain-http-on-tls.js';
-import { reloadCertificates, type TlsOptions } from './certificate-reload.js';
-import { AcceptedSockets } from '../http/accepted-sockets.js';
-import { Connections } from '../http/connections.js';
-import { clientErrorHandler, connectHandler, refuseExpectation, refuseWhileStopping } from '../http/edge.js';
+import { answerPlainHttp } from './tls/plain-http-on-tls.js';
+import { reloadCertificates, type TlsOptions } from './tls/certificate-reload.js';
+import { SlotLimiter } from '../http/connections/slot-limiter.js';
+import { OwedAnswers } from '../http/connections/owed-answers.js';
+import { clientErrorHandler, connectHandler, refuseExpectation, refuseWhileStopping } from '../http/connections/edge.js';
 import { jsonLogger } from '../lib/logger.js';
-import type { MetricsListener } from './metrics-listener.js';
-import { loadMetrics, openPetstore, type Petstore, type PetstoreOptions } from './petstore.js';
+import type { MetricsListener } from './metrics/metrics-listener.js';
+import { loadMetrics, openPetstore, type Petstore, type PetstoreOptions } from './create-petstore.js';
 
 export interface ListenOptions extends PetstoreOptions {
   port?: number;
@@ -79,14 +79,14 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   // Every TCP connection, TLS or not, from its accept: with TLS, a client that never sends its hello
   // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
   // It keeps --max-connections too (accepted-sockets.ts): Node's own limit would refuse the newest.
-  const sockets = new AcceptedSockets(options.maxConnections ?? SERVER_DEFAULTS.maxConnections, options.tls !== undefined);
+  const sockets = new SlotLimiter(options.maxConnections ?? SERVER_DEFAULTS.maxConnections, options.tls !== undefined);
   // A connection whose answers have all ended, or stalled at a client not reading them, may be closed for room.
   const sendTimeoutMs = (options.sendTimeout ?? SERVER_DEFAULTS.sendTimeout) * 1000;
   const slots = {
     idle: (socket: Socket, now: number) => sockets.idle(socket, now),
     busy: (socket: Socket) => sockets.busy(socket),
   };
-  const connections = new Connections(slots, sendTimeoutMs);
+  const connections = new OwedAnswers(slots, sendTimeoutMs);
   let stopping = false;
   const answer = (req: IncomingMessage, res: ServerResponse): void => {
     // On an inherited socket (socket activation) the next process takes new connections: a request on
@@ -135,7 +135,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     server.on('secureConnection', (socket: Socket) => {
       sockets.secured(socket);
       connections.add(socket);
-      // A CONNECT or an upgrade hands out the TLS socket, not the one AcceptedSockets guards: on
+      // A CONNECT or an upgrade hands out the TLS socket, not the one SlotLimiter guards: on
       // Node 20.12 a client's reset of it then ended the process (connections.test.ts, run on 20.12.2).
       socket.on('error', ignoreResetOfHandedOut);
     });
@@ -196,7 +196,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
  * waiting requests are answered (`closeStreams`); a connection that owes nothing is closed once it
  * has been quiet for the grace; whatever is still open after `timeoutMs` is cut, whatever its client does.
  */
-async function drain(server: Server | HttpsServer, connections: Connections, sockets: AcceptedSockets, timeoutMs: number, closeStreams: () => void): Promise<void> {
+async function drain(server: Server | HttpsServer, connections: OwedAnswers, sockets: SlotLimiter, timeoutMs: number, closeStreams: () => void): Promise<void> {
   for (const res of connections.unsent()) res.setHeader('connection', 'close');
   closeStreams();
   const stopped = new Promise<void>((resolve) => {

@@ -1,9 +1,9 @@
 import type { Logger } from '../lib/logger.js';
 import type { FileStore } from '../store/file/file-store.js';
-import { openDestination } from '../store/file/replication/open-destination.js';
-import { keyIdText, readReplicaKeys } from '../store/file/replication/replica-keys.js';
+import { openDestination } from '../store/file/replication/destinations/open-destination.js';
+import { keyIdText, readReplicaKeys } from '../store/file/replication/destinations/replica-keys.js';
 import { Replicator } from '../store/file/replication/replicator.js';
-import { SealedDestination } from '../store/file/replication/sealed-destination.js';
+import { SealedDestination } from '../store/file/replication/destinations/sealed-destination.js';
 
 export interface ReplicationOptions {
   /** A directory or s3://bucket/prefix (--replicate-to) to keep a continuous copy of the data directory in. */

@@ -14,7 +14,7 @@ interface Kept {
  * Pages of the list already built, so that a page asked for again (the first page a client polls,
  * the pages a crawl walks) is not searched for and copied together again.
  *
- * Exact for the same reason the list's ETag is (http/conditional.ts): pets never change and become
+ * Exact for the same reason the list's ETag is (http/pipeline/conditional.ts): pets never change and become
  * readable in id order, so a page with more pets after it never changes, and one without changes
  * only when a pet is added, which the count held with it tells. Bounded in pages and bytes; a page
  * goes in only once made, so a client asking for ever new pages costs a lookup and a delete a page.

@@ -7,14 +7,18 @@ import type { Journal } from './journal.js';
 import type { PetIndex } from '../pet-index.js';
 import { snapshotChunks } from './snapshot.js';
 
-/** The highest id handed out, shared by the store that hands ids out and the compaction that keeps it. */
+/**
+ * The store's two id marks (docs/design.md, "Words used here"), shared by the store that hands ids
+ * out and the compaction that keeps them.
+ */
 export interface IdCounter {
-  last: number;
+  /** The highest id handed out. */
+  handedOut: number;
   /**
-   * The id the journal's lines have reached (format 4: each line's id follows the one before); below
-   * `last` after ids were handed out without a line, which the next commit then writes a skip line for.
+   * The highest id the records account for (format 4: each line's id follows the one before); below
+   * `handedOut` after ids were handed out without a line, which the next commit writes a skip line for.
    */
-  stored: number;
+  recorded: number;
 }
 
 export interface CompactionOptions {
@@ -96,7 +100,7 @@ export class Compaction {
   async finish(): Promise<void> {
     try {
       // Ids handed out past the records (a refused create) need a snapshot naming them, or the stop looks like a loss.
-      const unrecorded = this.#ids.last !== this.#ids.stored;
+      const unrecorded = this.#ids.handedOut !== this.#ids.recorded;
       if (this.#journal.length > 0 || this.#oldGenerations.length > 0 || unrecorded) await this.compactNow();
     } finally {
       await this.#journal.close();
@@ -107,16 +111,16 @@ export class Compaction {
   async compactNow(): Promise<void> {
     if (this.#journal.length > 0) this.#oldGenerations.push(await this.#rotate());
     // The snapshot's lastId is where the new journal's ids go on from.
-    this.#ids.stored = this.#ids.last;
+    this.#ids.recorded = this.#ids.handedOut;
     const covered = [...this.#oldGenerations];
     await this.#writeSnapshot();
     await this.#removeJournals(covered);
   }
 
-  /** Starts the next journal, whose ids go on from the snapshot's lastId (ids.last, written right after). */
+  /** Starts the next journal, whose ids go on from the snapshot's lastId (ids.handedOut, written right after). */
   async #rotate(): Promise<number> {
     const closed = await this.#journal.rotate(this.#report);
-    this.#ids.stored = this.#ids.last;
+    this.#ids.recorded = this.#ids.handedOut;
     return closed;
   }
 
@@ -129,7 +133,7 @@ export class Compaction {
     // Every pet committed so far is in a journal before the current one: the snapshot covers those.
     const now = Date.now();
     this.#idempotency.sweep(now);
-    const chunks = snapshotChunks(this.#index, this.#index.size, this.#journal.generation, this.#ids.last, (id) => this.#idempotency.isLive(id, now));
+    const chunks = snapshotChunks(this.#index, this.#index.size, this.#journal.generation, this.#ids.handedOut, (id) => this.#idempotency.isLive(id, now));
     this.#snapshotBytes = await replaceFile(this.#fs, join(this.#dir, SNAPSHOT_FILE), chunks, this.#report);
     this.#compactAt = this.#bound();
   }

@@ -1,7 +1,7 @@
 import type { Damage } from './damage.js';
 import { PetIndex } from '../pet-index.js';
-import { readLineTail } from './record-line.js';
-import type { DisplacedLine } from './record-scan.js';
+import { readLineTail } from './records/record-line.js';
+import type { DisplacedLine } from './records/record-scan.js';
 
 /**
  * The pets of `index` with the intact lines found out of order (lines swapped or repeated) set back

@@ -8,8 +8,8 @@ import type { IdempotencyIndex, IdempotencyRecord } from './idempotency.js';
 import type { Journal } from './journal.js';
 import { openStore, type FileStoreOptions, type OpenedStore } from './open-store.js';
 import type { PetIndex } from '../pet-index.js';
-import { buildLine } from './record-line.js';
-import { buildSkipLine } from './skip-line.js';
+import { buildLine } from './records/record-line.js';
+import { buildSkipLine } from './records/skip-line.js';
 import { secondsSince } from '../observer.js';
 import {
   IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type CommitListener, type IdempotencyKey, type ListPage, type ListQuery, type ListText,
@@ -78,7 +78,7 @@ export class FileStore implements PetStore {
 
   /** The highest id that may have been handed out: the last pet's, or past it after an unclean stop (id-reservation.ts). */
   get lastId(): number {
-    return this.#ids.last;
+    return this.#ids.handedOut;
   }
 
   get size(): number { return this.#index.size; }
@@ -89,7 +89,7 @@ export class FileStore implements PetStore {
 
   /** For replication: the open journal's generation and fdatasync'ed length, and the highest id handed out. */
   durableJournal(): { generation: number; length: number; idsHandedOut: number } {
-    return { generation: this.#journal.generation, length: this.#journal.length, idsHandedOut: this.#ids.last };
+    return { generation: this.#journal.generation, length: this.#journal.length, idsHandedOut: this.#ids.handedOut };
   }
 
   observe(observer: StoreObserver): void {
@@ -171,15 +171,15 @@ export class FileStore implements PetStore {
       this.#scheduleRecovery();
       return;
     }
-    const refusal = this.#reservation.covers(this.#ids.last + batch.length) ? undefined : await this.#reservation.beforeTaking(this.#ids.last, batch.length);
+    const refusal = this.#reservation.covers(this.#ids.handedOut + batch.length) ? undefined : await this.#reservation.beforeTaking(this.#ids.handedOut, batch.length);
     if (refusal !== undefined) return this.#refuse(batch, refusal);
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
-    const pets = batch.map(({ pet }) => petWithId(++this.#ids.last, pet));
+    const pets = batch.map(({ pet }) => petWithId(++this.#ids.handedOut, pet));
     const texts = pets.map(petJson);
     const lines = texts.map((text, i) => buildLine(text, (batch[i] as PendingCreate).record));
     const parts = lines.flatMap((line) => [line, NEWLINE]);
     // Ids handed out without a line (refused creates, an unclean stop's reservation) are written down as skipped first.
-    if (this.#ids.stored !== (pets[0] as Pet).id - 1) parts.unshift(buildSkipLine(this.#ids.stored + 1, (pets[0] as Pet).id - 1));
+    if (this.#ids.recorded !== (pets[0] as Pet).id - 1) parts.unshift(buildSkipLine(this.#ids.recorded + 1, (pets[0] as Pet).id - 1));
     const began = process.hrtime.bigint();
     try {
       await this.#journal.append(Buffer.concat(parts));
@@ -188,7 +188,7 @@ export class FileStore implements PetStore {
       this.#scheduleRecovery();
       return;
     }
-    this.#ids.stored = (pets.at(-1) as Pet).id;
+    this.#ids.recorded = (pets.at(-1) as Pet).id;
     this.#observer?.committed(secondsSince(began), batch.length);
     for (const [i, pet] of pets.entries()) {
       const line = lines[i] as Buffer;
@@ -198,7 +198,7 @@ export class FileStore implements PetStore {
       pending.resolve(pet);
     }
     this.#commits.committed((pets.at(-1) as Pet).id);
-    this.#reservation.ahead(this.#ids.last);
+    this.#reservation.ahead(this.#ids.handedOut);
     await this.#compaction.afterCommit();
   }
 
@@ -239,7 +239,7 @@ export class FileStore implements PetStore {
       // Lines of a failed batch may have reached the journal: cut them before leaving the data behind.
       if (this.#journal.failure !== undefined) await this.#journal.recover(this.#report);
       // A clean stop says so in pets-ids.json: the next start goes on from the last id, without a gap.
-      if (this.#journal.failure === undefined) await this.#compaction.finish().then(() => this.#reservation.stop(this.#ids.last));
+      if (this.#journal.failure === undefined) await this.#compaction.finish().then(() => this.#reservation.stop(this.#ids.handedOut));
       else await this.#journal.close();
     } finally {
       this.#lock.release();

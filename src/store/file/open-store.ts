@@ -11,7 +11,7 @@ import { IdempotencyIndex } from './idempotency.js';
 import { Journal } from './journal.js';
 import { loadDirectory, openStep } from './load.js';
 import { DirectoryLock } from './lock.js';
-import { recordOfLine } from './record-line.js';
+import { recordOfLine } from './records/record-line.js';
 import type { PetIndex } from '../pet-index.js';
 
 export interface FileStoreOptions {
@@ -41,7 +41,7 @@ export interface OpenedStore {
   idempotency: IdempotencyIndex;
   /** The highest id handed out so far. */
   ids: IdCounter;
-  /** The ids reserved durably ahead of `ids.last`. */
+  /** The ids reserved durably ahead of `ids.handedOut`. */
   reservation: IdReservation;
   report: (error: unknown) => void;
 }
@@ -80,7 +80,7 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
     // started and the snapshot naming it written before any create: from then on pets.json names every
     // journal needed, every line carries its checksum, and the journal's ids follow one by one.
     const upgrade = format !== 4 || newest === undefined;
-    const ids: IdCounter = { last: lastId, stored: follow };
+    const ids: IdCounter = { handedOut: lastId, recorded: follow };
     const journal = upgrade
       ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, (newest ?? 0) + 1, report))
       : await openStep(`cannot open the journal of generation ${newest} in ${dir} for writing`, () => Journal.reopen(fs, dir, newest, journalLength));

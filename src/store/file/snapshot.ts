@@ -1,9 +1,9 @@
 import { crc32, readHex8, writeHex8 } from '../../lib/crc32.js';
 import type { PetIndex } from '../pet-index.js';
-import { checksumMatches, readLineTail, withoutRecord } from './record-line.js';
+import { checksumMatches, readLineTail, withoutRecord } from './records/record-line.js';
 import type { Damage } from './damage.js';
-import { checkFormat, FORMAT_NAME, FORMAT_VERSION, namedFormat } from './data-format.js';
-import { intactRecordAt, scanRecords, type ScannedRecord, type ScanState } from './record-scan.js';
+import { checkFormat, FORMAT_NAME, FORMAT_VERSION, namedFormat } from './records/data-format.js';
+import { intactRecordAt, scanRecords, type ScannedRecord, type ScanState } from './records/record-scan.js';
 
 /**
  * `pets.json` of format 4, laid out as format 3 was (data-format.ts): a head naming the first journal it does not cover, one

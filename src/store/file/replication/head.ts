@@ -1,4 +1,4 @@
-import { ReplicationError, type Destination } from './destination.js';
+import { ReplicationError, type Destination } from './destinations/destination.js';
 import { HEAD_KEY } from './layout.js';
 import { replicatedStore } from './replica.js';
 

@@ -1,4 +1,4 @@
-import { ReplicationError, type Destination } from './destination.js';
+import { ReplicationError, type Destination } from './destinations/destination.js';
 import { parsePositionKey, type PositionRef } from './layout.js';
 import { positionKeys, readPosition, type FoundPosition } from './replica.js';
 

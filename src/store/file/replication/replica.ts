@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ReplicationError, type Destination } from './destination.js';
+import { ReplicationError, type Destination } from './destinations/destination.js';
 import { LINEAGES, STORE_KEY, parsePosition, parsePositionKey, sha256, type Position } from './layout.js';
 import { parseStoreId } from './store-id.js';
 

@@ -1,7 +1,7 @@
 import type { Logger } from '../../../lib/logger.js';
 import type { CommitListener, ListPage, ListQuery } from '../../store.js';
 import { journalFile } from '../file-names.js';
-import { reasonOf, ReplicationError, type Destination, type FailureReason } from './destination.js';
+import { reasonOf, ReplicationError, type Destination, type FailureReason } from './destinations/destination.js';
 import { ChangedDuringRead, type DurableJournal } from './durable-files.js';
 import { newLineage } from './layout.js';
 import { applyRetention } from './retention.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FileSystem } from '../../../lib/file-system.js';
 import { readLiveDirectory } from '../backup.js';
-import type { Destination } from './destination.js';
+import type { Destination } from './destinations/destination.js';
 import { newestLineages, readLineages } from './history.js';
 import { layOut, readPosition, replicatedStore } from './replica.js';
 

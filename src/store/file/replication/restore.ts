@@ -5,7 +5,7 @@ import { readLiveDirectory, writeStoreCopy } from '../backup.js';
 import { StoreDamagedError } from '../damage.js';
 import { stagingDirectory } from '../staging.js';
 import type { LoadedDirectory } from '../load.js';
-import { ReplicationError, type Destination } from './destination.js';
+import { ReplicationError, type Destination } from './destinations/destination.js';
 import { chooseLineage, historyKeys, readLineages } from './history.js';
 import { layOut, readPosition, replicatedStore, type FoundPosition } from './replica.js';
 

@@ -1,4 +1,4 @@
-import type { Destination } from './destination.js';
+import type { Destination } from './destinations/destination.js';
 import { LINEAGES, parsePositionKey } from './layout.js';
 import { readLineages } from './history.js';
 import { readPosition } from './replica.js';

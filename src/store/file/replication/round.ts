@@ -1,5 +1,5 @@
 import { SNAPSHOT_FILE } from '../file-names.js';
-import { ReplicationError, type Destination } from './destination.js';
+import { ReplicationError, type Destination } from './destinations/destination.js';
 import { ChangedDuringRead, durableFiles, readRange, readWhole, stillSame, type DurableJournal } from './durable-files.js';
 import { headDocument, supersedingHead } from './head.js';
 import {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { nodeFileSystem } from '../../../lib/file-system.js';
 import { replaceFile } from '../../../lib/replace-file.js';
 import { errorCode, reportToStderr } from '../../../lib/system-error.js';
-import { ReplicationError, type Destination } from './destination.js';
+import { ReplicationError, type Destination } from './destinations/destination.js';
 import { REPLICA_ID_FILE } from './durable-files.js';
 import { STORE_KEY, newStoreId, type PositionRef } from './layout.js';
 

@@ -1,4 +1,4 @@
-import { ReplicationError, type Destination } from './destination.js';
+import { ReplicationError, type Destination } from './destinations/destination.js';
 import { describeLineage, forkMessage, newestLineages, readLineages, type Lineage } from './history.js';
 import type { PositionRef } from './layout.js';
 import type { LocalRecord } from './store-id.js';

@@ -1,4 +1,4 @@
-import { ReplicationError, type Destination } from './destination.js';
+import { ReplicationError, type Destination } from './destinations/destination.js';
 import { readHead } from './head.js';
 import { describeLineage, forkMessage, newestLineages, readLineages, type Lineage } from './history.js';
 import { HEAD_KEY, STORE_KEY, parsePositionKey } from './layout.js';
