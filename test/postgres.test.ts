@@ -17,6 +17,7 @@ import { nameTests } from './postgres/names.js';
 import { orderingTests } from './postgres/ordering.js';
 import { scopeTests } from './postgres/scopes.js';
 import { storeTests } from './postgres/store.js';
+import { webhookTests } from './postgres/webhooks.js';
 
 const bin = postgresBin();
 
@@ -42,4 +43,5 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   feedTests(context);
   commitWatchTests(context);
   copyTests(context);
+  webhookTests(context);
 });

@@ -1,5 +1,6 @@
 import type { ReservedSql, Sql } from 'postgres';
 import { StoreOpenError } from '../store.js';
+import { WEBHOOK_TABLES } from './webhook-subscriptions.js';
 
 /**
  * The tables of the PostgreSQL store, all in the schema `petstore`, and how an older layout is brought
@@ -50,6 +51,7 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       ADD COLUMN rate_limit_seconds integer CHECK (rate_limit_seconds BETWEEN 1 AND 31622400),
       ADD CHECK ((rate_limit_requests IS NULL) = (rate_limit_seconds IS NULL))`,
   ],
+  WEBHOOK_TABLES,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
