@@ -1,7 +1,7 @@
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../lib/logger.js';
-import type { PetStore } from '../store/store.js';
+import { type PetStore, StoreUnavailableError } from '../store/store.js';
 import type { Deliveries, SubscriptionStats } from '../webhooks/deliveries.js';
 import type { DeliveryOptions } from '../webhooks/subscription-delivery.js';
 
@@ -86,6 +86,8 @@ export async function watchWebhooks(
 /**
  * Delivers the pets of `store` to the subscriptions in the database at `databaseUrl`, each by the one
  * instance holding its lease (webhooks/database-source.ts), through a pool of two connections of its own.
+ * Started in the background, tried again every second while the database cannot answer: the start
+ * of the service never waits on it (its first reads go to the database until the pets are in memory).
  */
 export async function watchDatabaseWebhooks(
   store: PetStore,
@@ -93,24 +95,37 @@ export async function watchDatabaseWebhooks(
   options: WebhookOptions,
   logger: Logger,
 ): Promise<Webhooks> {
-  const { openPool } = await import('../store/postgres/driver.js');
+  const { isUnavailable, openPool } = await import('../store/postgres/driver.js');
   const { DatabaseSource } = await import('../webhooks/database-source.js');
   const { Deliveries } = await import('../webhooks/deliveries.js');
   const sql = await openPool(databaseUrl, { max: 2, statementTimeout: DATABASE_STATEMENT_TIMEOUT_MS });
   const source = new DatabaseSource(sql, (error) =>
     logger.error('cannot store a webhook cursor in the database; its pets may be delivered again', error),
   );
-  let deliveries: Deliveries;
-  try {
-    deliveries = await Deliveries.start(store, source, deliveryOptions(options), logger);
-  } catch (error) {
-    await sql.end({ timeout: 1 });
-    throw error;
-  }
+  let deliveries: Deliveries | undefined;
+  let stopping = false;
+  let wake: () => void = () => {};
+  const starting = (async () => {
+    while (!stopping) {
+      try {
+        deliveries = await Deliveries.start(store, source, deliveryOptions(options), logger);
+        return;
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError) && !isUnavailable(error)) throw error;
+      }
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, LOOK_INTERVAL_MS).unref();
+      });
+    }
+  })().catch((error: unknown) => logger.error('cannot start webhook delivery; restart the server to deliver', error));
   return {
-    stats: () => deliveries.stats(),
+    stats: () => deliveries?.stats() ?? [],
     async stop() {
-      await deliveries.stop();
+      stopping = true;
+      wake();
+      await starting;
+      await deliveries?.stop();
       await sql.end({ timeout: 5 });
     },
   };
