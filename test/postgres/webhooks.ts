@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { request, runCli, spawnServerFor, TEST_KEY, waitFor, type ServerProcess } from '../helpers.js';
+import { request, runCli, spawnServerFor, stopProcess, TEST_KEY, waitFor, type ServerProcess } from '../helpers.js';
 import type { Cluster } from '../postgres-support.js';
 import { startReceiver } from '../webhook-receiver.js';
 import { connect } from './store.js';
@@ -144,5 +144,23 @@ export function webhookTests(cluster: () => Cluster): void {
       ids.set(d.petId, d.id);
     }
     assert.equal(receiver.unverified, 0, 'every signature verifies');
+  });
+
+  test('an instance that stops gives its leases up: the other delivers within 2 s', async (t) => {
+    const url = await cluster().createDatabase();
+    const receiver = await startReceiver(t);
+    const added = await runCli(['webhooks', 'add', receiver.url, '--database-url', url, '--webhooks-allow-http']);
+    assert.equal(added.code, 0, added.stderr);
+    receiver.secrets = [/\n(whsec_\S+)\n$/.exec(added.stdout)?.[1] as string];
+    const instances = await Promise.all([0, 1].map(() => spawnServerFor(t, ['--database-url', url, ...SERVE], ENV)));
+    await waitFor(() => instances.some(delivering), 3000, 'one instance takes the subscription');
+    const leaving = instances.find(delivering) as ServerProcess;
+    const staying = instances.find((s) => s !== leaving) as ServerProcess;
+    assert.equal(await stopProcess(leaving), 0);
+    const stoppedAt = performance.now();
+    const [id] = await createPets(staying.url, 1, 0);
+    await waitFor(() => receiver.accepted.some((d) => d.petId === id), 2000, 'delivered by the other instance');
+    t.diagnostic(`delivered ${Math.round(performance.now() - stoppedAt)} ms after the stop`);
+    assert.equal(receiver.unverified, 0);
   });
 }
