@@ -20,6 +20,7 @@ import { notificationTests } from './postgres/notifications.js';
 import { orderingTests } from './postgres/ordering.js';
 import { scopeTests } from './postgres/scopes.js';
 import { storeTests } from './postgres/store.js';
+import { webhookTests } from './postgres/webhooks.js';
 
 const bin = postgresBin();
 
@@ -48,4 +49,5 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   immutablePetTests(context);
   notificationTests(context);
   failoverTests(context);
+  webhookTests(context);
 });

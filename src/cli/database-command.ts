@@ -10,11 +10,16 @@ import { describeUrl, openError, openPool } from '../store/postgres/driver.js';
 import { importPets } from '../store/postgres/import.js';
 import { addKey, readKeys, removeKey } from '../store/postgres/keys.js';
 import { migrate } from '../store/postgres/schema.js';
+import {
+  readSubscriptions, updateSubscriptions, type StoredSubscription,
+} from '../store/postgres/webhook-subscriptions.js';
+import { isSubscription, type Subscription, SubscriptionFileError } from '../webhooks/subscription-file.js';
 import { StoreOpenError } from '../store/store.js';
 import type { Pet } from '../pet/pet.js';
 import { UsageError } from './config.js';
 import { counted } from './data-copy.js';
 import { runKeysCommand, type KeyStorage, type NewKeyOptions } from './keys-command.js';
+import { runWebhooksCommand, type SubscriptionStorage, type WebhookCommandOptions } from './webhooks-command.js';
 
 /** Runs `use` on the database at `url`, its schema created or brought up to date first; closes the connection afterwards. */
 async function withDatabase<T>(url: string, use: (sql: Sql) => Promise<T>): Promise<T> {
@@ -39,6 +44,38 @@ export function runDatabaseKeysCommand(url: string, args: readonly string[], new
       remove: (id) => removeKey(sql, id),
     };
     return runKeysCommand(storage, args, newKey, out);
+  });
+}
+
+/**
+ * `webhooks add | list | remove | rotate-secret | replay` on the subscriptions in the database, which
+ * every instance follows within a second.
+ */
+export function runDatabaseWebhooksCommand(
+  url: string, args: readonly string[], options: WebhookCommandOptions, out: (line: string) => void,
+): Promise<void> {
+  return withDatabase(url, (sql) => {
+    const storage: SubscriptionStorage = {
+      where: `the database ${describeUrl(url)}`,
+      read: async () => subscriptionsOf(await readSubscriptions(sql)),
+      update: (change) => updateSubscriptions(sql, (stored) => {
+        const { subscriptions, result } = change(subscriptionsOf(stored));
+        if (subscriptions === undefined) return { result };
+        return { result, stored: subscriptions.map((s) => ({ id: s.id, document: JSON.stringify(s) })) };
+      }),
+    };
+    return runWebhooksCommand(storage, args, options, out);
+  });
+}
+
+/** The stored documents as subscriptions; one that is not a subscription is refused, as a bad webhooks.json is. */
+function subscriptionsOf(stored: readonly StoredSubscription[]): Subscription[] {
+  return stored.map(({ id, document }) => {
+    const subscription: unknown = JSON.parse(document);
+    if (isSubscription(subscription)) return subscription;
+    throw new SubscriptionFileError(
+      `the webhook subscription ${id} in the database is not {id, url, label, created, secrets}; correct or delete its row`,
+    );
   });
 }
 

@@ -33,17 +33,20 @@ async function main(args: readonly string[]): Promise<void> {
   }
   const flags = values as Record<string, string | undefined>;
   if (positionals[0] === 'webhooks') {
-    const { runWebhooksCommand } = await import('./webhooks-command.js');
-    if (resolveSetting('databaseUrl', flags, process.env) !== undefined) {
-      throw new UsageError('webhooks are kept in the data directory; with --database-url they are not supported yet');
-    }
+    const { runWebhooksCommand, subscriptionFileStorage } = await import('./webhooks-command.js');
     const options = {
       label: flags['label'], statuses: values['status'] as string[] | undefined, from: flags['from'],
       allowHttp: resolveSetting('webhooksAllowHttp', flags, process.env),
     };
-    const dataDir = resolveSetting('dataDir', flags, process.env);
     const print = (line: string): void => void process.stdout.write(line + '\n');
-    await runWebhooksCommand(dataDir, commandLine(args), positionals.slice(1), options, print);
+    const databaseUrl = resolveSetting('databaseUrl', flags, process.env);
+    if (databaseUrl !== undefined) {
+      const { runDatabaseWebhooksCommand } = await import('./database-command.js');
+      await runDatabaseWebhooksCommand(databaseUrl, positionals.slice(1), options, print);
+      return;
+    }
+    const storage = subscriptionFileStorage(resolveSetting('dataDir', flags, process.env), commandLine(args));
+    await runWebhooksCommand(storage, positionals.slice(1), options, print);
     return;
   }
   if (values['status'] !== undefined) throw new UsageError('--status applies only to "webhooks add"');

@@ -29,19 +29,41 @@ const USAGE =
   'usage: webhooks add <https-url> [--label <text>] [--status <status>]… | webhooks list | webhooks remove <id>' +
   ' | webhooks rotate-secret <id> | webhooks replay <id> --from <pet id>';
 
+/** Where subscriptions are kept: the data directory's webhooks.json, or the database's table. */
+export interface SubscriptionStorage {
+  /** Named in messages: the file's path, or the database without its password. */
+  where: string;
+  read(): Promise<Subscription[]>;
+  /** Read-modify-write, one at a time; `change` returns the new list, or none to leave them. */
+  update<T>(change: (subscriptions: Subscription[]) => { subscriptions?: Subscription[]; result: T }): Promise<T>;
+}
+
+/** The subscriptions of `dataDir`'s webhooks.json; the directory is made at the first change. */
+export function subscriptionFileStorage(dataDir: string, command: string): SubscriptionStorage {
+  const path = subscriptionFilePath(dataDir);
+  return {
+    where: path,
+    read: async () => readSubscriptionFile(path) ?? [],
+    async update(change) {
+      refuseRootInOthersDirectory(dataDir, command);
+      await makeDirectory(nodeFileSystem, dataDir);
+      return updateSubscriptionFile(path, change);
+    },
+  };
+}
+
 /**
- * `webhooks add | list | remove | rotate-secret | replay` on the subscription file of `dataDir`; a
- * running server takes each change up within a second. A secret is printed once, never taken as an argument.
+ * `webhooks add | list | remove | rotate-secret | replay` on `storage`; a running server takes each
+ * change up within a second. A secret is printed once, never taken as an argument.
  */
 export async function runWebhooksCommand(
-  dataDir: string,
-  command: string,
+  storage: SubscriptionStorage,
   args: readonly string[],
   options: WebhookCommandOptions,
   out: (line: string) => void,
 ): Promise<void> {
   try {
-    await run(dataDir, command, args, options, out);
+    await run(storage, args, options, out);
   } catch (error) {
     // A file that cannot be used is a failure to report in one line, as a bad key file is.
     if (error instanceof SubscriptionFileError) throw new CommandError(error.message);
@@ -50,21 +72,16 @@ export async function runWebhooksCommand(
 }
 
 async function run(
-  dataDir: string,
-  command: string,
+  storage: SubscriptionStorage,
   args: readonly string[],
   options: WebhookCommandOptions,
   out: (line: string) => void,
 ): Promise<void> {
-  const path = subscriptionFilePath(dataDir);
+  const path = storage.where;
   const [action, ...rest] = args;
-  const change = async <T>(
+  const change = <T>(
     edit: (subscriptions: Subscription[]) => { subscriptions?: Subscription[]; result: T },
-  ): Promise<T> => {
-    refuseRootInOthersDirectory(dataDir, command);
-    await makeDirectory(nodeFileSystem, dataDir);
-    return updateSubscriptionFile(path, edit);
-  };
+  ): Promise<T> => storage.update(edit);
   if (action !== 'add' && (options.label !== undefined || options.statuses !== undefined))
     throw new UsageError('--label and --status apply only to "webhooks add"');
   if (action !== 'replay' && options.from !== undefined)
@@ -90,7 +107,7 @@ async function run(
     }
     case 'list': {
       if (rest.length > 0) throw new UsageError('"webhooks list" takes no arguments');
-      const all = readSubscriptionFile(path) ?? [];
+      const all = await storage.read();
       if (all.length === 0) out(`no webhooks in ${path}`);
       for (const s of all)
         out(
@@ -102,7 +119,7 @@ async function run(
     case 'remove': {
       const id = oneId(rest, 'remove');
       const found =
-        readSubscriptionFile(path) !== undefined &&
+        (await storage.read()).length > 0 &&
         (await change((all) => {
           const remaining = all.filter((s) => s.id !== id);
           return remaining.length === all.length ? { result: false } : { subscriptions: remaining, result: true };

@@ -172,6 +172,7 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
       databasePool: options.databasePool ?? DEFAULTS.databasePool,
       idempotencyWindow: options.idempotencyWindow ?? DEFAULTS.idempotencyWindow,
     }, logger);
+    metrics?.watchWebhooks(database.webhooks);
     return { ...service(database.store, database.keyring, options, logger, database.close, mount, metrics), serving: () => {} };
   }
   let store = options.store;

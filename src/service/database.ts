@@ -1,7 +1,7 @@
 /**
- * The service over PostgreSQL (`databaseUrl`): the pets and the API keys are in the database, shared
- * by every instance on it. Loaded only when a database URL is given, so that the file-store path
- * never loads the `postgres` package.
+ * The service over PostgreSQL (`databaseUrl`): the pets, the API keys and the webhook subscriptions
+ * are in the database, shared by every instance on it. Loaded only when a database URL is given, so
+ * that the file-store path never loads the `postgres` package.
  */
 import { resolve } from 'node:path';
 import { newKey } from '../auth/key-file.js';
@@ -14,8 +14,9 @@ import { CopyReadError } from '../store/postgres/pet-copy.js';
 import type { Recovered } from '../store/postgres/rewind.js';
 import { PostgresStore } from '../store/postgres/store.js';
 import type { PetStore } from '../store/store.js';
+import { watchDatabaseWebhooks, type WebhookOptions, type Webhooks } from './webhooks.js';
 
-export interface DatabaseOptions {
+export interface DatabaseOptions extends WebhookOptions {
   databaseUrl: string;
   databasePool: number;
   /** Pets read from the database, not from a copy in memory (PostgresStoreOptions.databaseReads). */
@@ -31,6 +32,7 @@ export interface DatabaseOptions {
 export interface OpenDatabase {
   store: PetStore;
   keyring: Keyring;
+  webhooks: Webhooks;
   close(): Promise<void>;
 }
 
@@ -66,11 +68,18 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
     const poller = await KeyPoller.start(keyring, () => store.keys(), (error) => {
       logger.error('cannot read the API keys from the database; the keys read last stay in force', error, { database: where });
     });
+    const webhooks = await watchDatabaseWebhooks(store, options.databaseUrl, options, logger).catch(
+      (error: unknown) => {
+        poller.stop();
+        throw error;
+      },
+    );
     const close = async (): Promise<void> => {
       poller.stop();
+      await webhooks.stop();
       await store.close();
     };
-    return { store, keyring, close };
+    return { store, keyring, webhooks, close };
   } catch (error) {
     await store.close();
     throw error;

@@ -1,18 +1,13 @@
 import type { Logger } from '../lib/logger.js';
 import type { PetStore } from '../store/store.js';
 import { CommitTimes } from './commit-times.js';
-import { CursorFile } from './cursor-file.js';
 import { Pace } from './pace.js';
 import type { AttemptResult } from './sender.js';
 import { type DeliveryOptions, SubscriptionDelivery } from './subscription-delivery.js';
-import {
-  readSubscriptionFile,
-  type Subscription,
-  subscriptionFilePath,
-  subscriptionFileVersion,
-} from './subscription-file.js';
+import type { Subscription } from './subscription-file.js';
+import type { SubscriptionSource } from './subscription-source.js';
 
-// How often the subscription file is checked for changes (`webhooks add`, `rotate-secret`, `replay`).
+// How often the subscriptions are read again (`webhooks add`, `rotate-secret`, `replay`; the leases of a database).
 const RELOAD_INTERVAL_MS = 1000;
 
 /** What metrics read of one subscription, at scrape time. */
@@ -25,36 +20,33 @@ export interface SubscriptionStats {
 }
 
 /**
- * Every subscription of a data directory, delivered from the store's own order: each keeps a cursor
- * (the last pet id it is done with) and reads the pets after it. New commits wake them; the
- * subscription file is read again when it changes, so that commands take effect on a running server.
+ * Every subscription of a source (webhooks.json, or the database's table), delivered from the store's
+ * own order: each keeps a cursor (the last pet id it is done with) and reads the pets after it. New
+ * commits wake them; the source is read again every second, so that commands take effect on a running server.
  */
 export class Deliveries {
   readonly #subscriptions = new Map<string, SubscriptionDelivery>();
   readonly #pace = new Pace();
-  readonly #path: string;
-  #version = '';
   #reloadFailing = false;
   #timer: NodeJS.Timeout | undefined;
   #unwatch: (() => void) | undefined;
 
   private constructor(
     private readonly store: PetStore,
-    private readonly cursors: CursorFile,
+    private readonly source: SubscriptionSource,
     private readonly times: CommitTimes,
     private readonly options: DeliveryOptions,
     private readonly logger: Logger,
-    dataDir: string,
-  ) {
-    this.#path = subscriptionFilePath(dataDir);
-  }
+  ) {}
 
-  /** Reads the subscriptions (a file that cannot be used refuses the start) and starts delivering. */
-  static async start(store: PetStore, dataDir: string, options: DeliveryOptions, logger: Logger): Promise<Deliveries> {
-    const cursors = CursorFile.open(dataDir, (error) =>
-      logger.error('cannot write the webhook cursors; their pets may be delivered again after a restart', error),
-    );
-    const deliveries = new Deliveries(store, cursors, new CommitTimes(await lastId(store)), options, logger, dataDir);
+  /** Reads the subscriptions (a source that cannot be read refuses the start) and starts delivering. */
+  static async start(
+    store: PetStore,
+    source: SubscriptionSource,
+    options: DeliveryOptions,
+    logger: Logger,
+  ): Promise<Deliveries> {
+    const deliveries = new Deliveries(store, source, new CommitTimes(await lastId(store)), options, logger);
     deliveries.#unwatch = store.watchCommits?.((id) => deliveries.#committed(id));
     await deliveries.#reload(true);
     deliveries.#schedule();
@@ -70,14 +62,14 @@ export class Deliveries {
     }));
   }
 
-  /** Ends every attempt in flight and leaves the cursors on disk. */
+  /** Ends every attempt in flight and leaves the cursors stored. */
   async stop(): Promise<void> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#unwatch?.();
     this.#pace.stop();
     await Promise.all([...this.#subscriptions.values()].map((d) => d.stop()));
-    await this.cursors.flush();
+    await this.source.close();
   }
 
   #committed(id: number): void {
@@ -104,20 +96,18 @@ export class Deliveries {
   }
 
   async #reload(first: boolean): Promise<void> {
-    const version = subscriptionFileVersion(this.#path);
-    if (version === this.#version) return;
-    let subscriptions: Subscription[];
+    let subscriptions: Subscription[] | undefined;
     try {
-      subscriptions = readSubscriptionFile(this.#path) ?? [];
+      subscriptions = await this.source.read();
     } catch (error) {
       if (first) throw error;
       if (!this.#reloadFailing)
-        this.logger.error('cannot reload webhooks.json; the previous subscriptions stay in force', error);
+        this.logger.error('cannot read the webhook subscriptions again; the previous ones stay in force', error);
       this.#reloadFailing = true;
       return;
     }
-    this.#version = version;
     this.#reloadFailing = false;
+    if (subscriptions === undefined) return;
     const seen = new Set<string>();
     for (const subscription of subscriptions) {
       seen.add(subscription.id);
@@ -128,16 +118,17 @@ export class Deliveries {
     for (const [id, delivery] of this.#subscriptions) {
       if (seen.has(id)) continue;
       this.#subscriptions.delete(id);
-      void delivery.stop().then(() => this.cursors.delete(id));
+      this.logger.info('webhook subscription stopped', { subscription: id, after: delivery.cursor });
+      void delivery.stop().then(() => this.source.cursors.delete(id));
     }
   }
 
   #add(subscription: Subscription): void {
     // A subscription new to this store starts after the pets there now: it is for new pets (replay reaches back).
-    let cursor = this.cursors.get(subscription.id)?.last;
+    let cursor = this.source.cursors.get(subscription.id)?.last;
     if (cursor === undefined) {
       cursor = this.times.lastId;
-      this.cursors.set(subscription.id, { last: cursor });
+      this.source.cursors.set(subscription.id, { last: cursor });
     }
     const events = {
       failing: (fields: Record<string, string | number | boolean | undefined>) =>
@@ -153,7 +144,7 @@ export class Deliveries {
     };
     this.#subscriptions.set(
       subscription.id,
-      new SubscriptionDelivery(subscription, cursor, this.store, this.cursors, this.options, events, this.#pace),
+      new SubscriptionDelivery(subscription, cursor, this.store, this.source.cursors, this.options, events, this.#pace),
     );
     this.logger.info('webhook subscription delivering', { subscription: subscription.id, after: cursor });
   }

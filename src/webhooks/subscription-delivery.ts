@@ -2,12 +2,12 @@ import type { LogFields } from '../lib/logger.js';
 import { petJson } from '../pet/codec.js';
 import type { Pet } from '../pet/pet.js';
 import { type PetStore, StoreUnavailableError } from '../store/store.js';
-import type { CursorFile } from './cursor-file.js';
 import { checkEndpointUrl, endpointOrigin } from './endpoint-url.js';
 import type { Pace } from './pace.js';
 import { type Attempt, type AttemptResult, send } from './sender.js';
 import { signatureHeader } from './signature.js';
 import { type Subscription, signingSecrets } from './subscription-file.js';
+import type { Cursors } from './subscription-source.js';
 
 /** Failed attempts in a row before a subscription is marked failing: 1 + 2 + … + 256 s, 4–9 minutes with jitter. */
 export const FAILING_AFTER = 10;
@@ -52,7 +52,7 @@ export class SubscriptionDelivery {
     subscription: Subscription,
     cursor: number,
     private readonly store: PetStore,
-    private readonly cursors: CursorFile,
+    private readonly cursors: Cursors,
     private readonly options: DeliveryOptions,
     private readonly events: DeliveryEvents,
     private readonly pace: Pace,

@@ -80,7 +80,7 @@ export function readSubscriptionFile(path: string): Subscription[] | undefined {
   return subscriptions;
 }
 
-function isSubscription(value: unknown): value is Subscription {
+export function isSubscription(value: unknown): value is Subscription {
   const s = value as Partial<Subscription> | null;
   return (
     typeof s?.id === 'string' &&

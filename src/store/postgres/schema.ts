@@ -1,5 +1,6 @@
 import type { ReservedSql, Sql } from 'postgres';
 import { StoreOpenError } from '../store.js';
+import { WEBHOOK_TABLES } from './webhook-subscriptions.js';
 
 /**
  * The tables of the PostgreSQL store, all in the schema `petstore`, and how an older layout is brought
@@ -67,6 +68,7 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     `CREATE TRIGGER pets_immutable_truncate BEFORE TRUNCATE ON petstore.pets
       FOR EACH STATEMENT EXECUTE FUNCTION petstore.pets_immutable()`,
   ],
+  WEBHOOK_TABLES,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
