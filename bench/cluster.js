@@ -10,13 +10,17 @@ import { freePort, removeDir, tempDir } from './harness.js';
 export function postgresBin() {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
-  const versions = readdirSync(root).filter((v) => /^[0-9]+$/.test(v)).sort((a, b) => b - a);
+  const versions = readdirSync(root)
+    .filter((v) => /^[0-9]+$/.test(v))
+    .sort((a, b) => b - a);
   return versions.map((v) => join(root, v, 'bin')).find((bin) => existsSync(join(bin, 'initdb')));
 }
 
 function postgresUser() {
   if (process.getuid() !== 0) return {};
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('postgres:'));
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
 }
@@ -38,11 +42,21 @@ export async function startCluster(bin) {
   };
   process.on('exit', destroy);
   run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync']);
-  run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100`, 'start']);
+  run('pg_ctl', [
+    '-D',
+    data,
+    '-l',
+    join(dir, 'log'),
+    '-w',
+    '-o',
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100`,
+    'start',
+  ]);
   return {
     url: (name) => `postgres://postgres@127.0.0.1:${port}/${name}`,
     createDatabase: (name) => run('createdb', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', name]),
-    vacuum: (name) => run('vacuumdb', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '--analyze', '--quiet', name]),
+    vacuum: (name) =>
+      run('vacuumdb', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '--analyze', '--quiet', name]),
     destroy,
   };
 }

@@ -33,7 +33,11 @@ const Fastify = createRequire(join(dir, 'package.json'))('fastify');
 const pets = Array.from({ length: 1000 }, (_, i) => JSON.stringify(makePet(i + 1)));
 const statuses = pets.map((text) => JSON.parse(text).status);
 const JSON_TYPE = 'application/json';
-const DEPRECATED = { deprecation: '@1795564800', sunset: 'Thu, 05 Dec 2030 00:00:00 GMT', link: '</v1/pets>; rel="successor-version"' };
+const DEPRECATED = {
+  deprecation: '@1795564800',
+  sunset: 'Thu, 05 Dec 2030 00:00:00 GMT',
+  link: '</v1/pets>; rel="successor-version"',
+};
 
 // removeAdditional off: an unknown query parameter is refused with 400, as the floor refuses it,
 // instead of being dropped (Fastify's Ajv default).
@@ -42,12 +46,13 @@ const app = Fastify({ logger: false, genReqId: newRequestId, ajv: { customOption
 app.addHook('onRequest', (request, reply, done) => {
   reply.headers({ 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'x-request-id': request.id });
   const token = /^Bearer +(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
-  if (token === undefined || !timingSafeEqual(sha256(token), keyHash)) return reply.code(401).type(JSON_TYPE).send('{"code":"unauthorized"}');
+  if (token === undefined || !timingSafeEqual(sha256(token), keyHash))
+    return reply.code(401).type(JSON_TYPE).send('{"code":"unauthorized"}');
   done();
 });
 
-app.setNotFoundHandler((request, reply) => reply.code(404).type(JSON_TYPE).send('{"code":"not_found"}'));
-app.setErrorHandler((error, request, reply) => {
+app.setNotFoundHandler((_request, reply) => reply.code(404).type(JSON_TYPE).send('{"code":"not_found"}'));
+app.setErrorHandler((error, _request, reply) => {
   if (error.validation !== undefined) return reply.code(400).type(JSON_TYPE).send('{"code":"invalid_request"}');
   reply.code(500).type(JSON_TYPE).send('{"code":"internal_error"}');
 });
@@ -66,7 +71,11 @@ const listSchema = {
 app.get('/v1/pets', { schema: listSchema }, (request, reply) => {
   const { limit, status } = request.query;
   const { body, last, more } = firstPage(pets, statuses, limit, status);
-  if (more) reply.header('link', `</v1/pets?limit=${limit}${status === undefined ? '' : `&status=${status}`}&after=${last}>; rel="next"`);
+  if (more)
+    reply.header(
+      'link',
+      `</v1/pets?limit=${limit}${status === undefined ? '' : `&status=${status}`}&after=${last}>; rel="next"`,
+    );
   reply.header('etag', `W/"${limit}.0.${status ?? 'all'}.${last}${more ? '+' : ''}"`);
   if (body.length >= 1024) reply.header('vary', 'Accept-Encoding');
   reply.type(JSON_TYPE).send(body);
@@ -81,6 +90,6 @@ app.get('/v1/pets/:id', (request, reply) => {
 
 await app.listen({ port: Number(flag('--port') ?? 0), host: '127.0.0.1' });
 const url = `http://127.0.0.1:${app.server.address().port}/v1`;
-process.stdout.write(JSON.stringify({ msg: 'listening', url, pid: process.pid }) + '\n');
+process.stdout.write(`${JSON.stringify({ msg: 'listening', url, pid: process.pid })}\n`);
 // Exits rather than dies on the runner's SIGTERM, as the floor does, so that `node --cpu-prof` writes its profile.
 process.once('SIGTERM', () => process.exit(0));

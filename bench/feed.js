@@ -19,7 +19,22 @@ import { copyFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
-import { call, envNumber, fmt, machine, measureInterleaved, median, openStream, removeDir, ROOT, start, stop, tempDir, turnSeconds, writeSection } from './harness.js';
+import {
+  call,
+  envNumber,
+  fmt,
+  machine,
+  measureInterleaved,
+  median,
+  openStream,
+  removeDir,
+  ROOT,
+  start,
+  stop,
+  tempDir,
+  turnSeconds,
+  writeSection,
+} from './harness.js';
 import { writeSnapshot } from './pets.js';
 import { postgresBin, startCluster } from './cluster.js';
 
@@ -43,7 +58,9 @@ const until = async (check, ms, what) => {
 
 /** Creates through `creator`, each awaited by a waiting request and a stream on `watcher`. */
 async function latencies(creator, watcher) {
-  let last = JSON.parse((await call(creator.origin, 'POST', '/v1/pets', { body: '{"name":"feed-first","categoryId":7}' })).body).id;
+  let last = JSON.parse(
+    (await call(creator.origin, 'POST', '/v1/pets', { body: '{"name":"feed-first","categoryId":7}' })).body,
+  ).id;
   const stream = await openStream(watcher.origin, last);
   const waited = [];
   const streamed = [];
@@ -55,7 +72,8 @@ async function latencies(creator, watcher) {
       if (created.status !== 201) throw new Error(`create answered ${created.status}`);
       last = JSON.parse(created.body).id;
       const answer = await waiting;
-      if (!answer.body.includes(`"id":${last},`)) throw new Error(`the waiting request got ${answer.body} instead of pet ${last}`);
+      if (!answer.body.includes(`"id":${last},`))
+        throw new Error(`the waiting request got ${answer.body} instead of pet ${last}`);
       await until(() => stream.arrivals.has(last), 5000, `pet ${last} on the stream`);
       waited.push(answer.at - created.at);
       streamed.push(stream.arrivals.get(last) - created.at);
@@ -83,7 +101,10 @@ function zlibCost(compress, body) {
   return { us: median(runs), bytes: compress(body).length };
 }
 
-const brotli = (quality) => (body) => brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: quality, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
+const brotli = (quality) => (body) =>
+  brotliCompressSync(body, {
+    params: { [constants.BROTLI_PARAM_QUALITY]: quality, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
+  });
 
 export async function feedMode() {
   const seedDir = tempDir();
@@ -108,13 +129,19 @@ export async function feedMode() {
       const path = `/v1/pets?limit=${limit}`;
       const plain = { method: 'GET', path, expect: 200 };
       const zipped = { ...plain, headers: () => ({ 'accept-encoding': 'gzip' }) };
-      const [a, b] = await measureInterleaved([server, server], [plain, zipped], { seconds: SECONDS, connections: CONNECTIONS, slices: SLICES });
+      const [a, b] = await measureInterleaved([server, server], [plain, zipped], {
+        seconds: SECONDS,
+        connections: CONNECTIONS,
+        slices: SLICES,
+      });
       const identity = await call(server.origin, 'GET', path);
       const gzip = await call(server.origin, 'GET', path, { headers: { 'accept-encoding': 'gzip' } });
       if (gzip.headers['content-encoding'] !== 'gzip') throw new Error(`${path} was not gzip-coded`);
       pages[limit] = identity.body;
       cpu[limit] = { plain: a, gzip: b, plainBytes: identity.body.length, gzipBytes: gzip.body.length };
-      progress(`  limit=${limit}: ${fmt.ms(a.cpuPerAnswer)} µs plain, ${fmt.ms(b.cpuPerAnswer)} µs gzip; ${identity.body.length} → ${gzip.body.length} bytes`);
+      progress(
+        `  limit=${limit}: ${fmt.ms(a.cpuPerAnswer)} µs plain, ${fmt.ms(b.cpuPerAnswer)} µs gzip; ${identity.body.length} → ${gzip.body.length} bytes`,
+      );
     }
   } finally {
     await stop(server);
@@ -139,12 +166,18 @@ export async function feedMode() {
   }
   removeDir(seedDir);
 
-  const zlib = [['gzip, level 1', (b) => gzipSync(b, { level: 1 })], ['gzip, level 6', (b) => gzipSync(b)], ['gzip, level 6, the window fitted to the answer (the server\'s)', (b) => serverGzip(b, b.length)],
+  const zlib = [
+    ['gzip, level 1', (b) => gzipSync(b, { level: 1 })],
+    ['gzip, level 6', (b) => gzipSync(b)],
+    ["gzip, level 6, the window fitted to the answer (the server's)", (b) => serverGzip(b, b.length)],
     ['gzip, level 9', (b) => gzipSync(b, { level: 9 })],
-    ['brotli, quality 4', brotli(4)], ['brotli, quality 5', brotli(5)], ['brotli, quality 11 (its default)', brotli(11)]]
-    .map(([label, compress]) => ({ label, 20: zlibCost(compress, pages[20]), 100: zlibCost(compress, pages[100]) }));
+    ['brotli, quality 4', brotli(4)],
+    ['brotli, quality 5', brotli(5)],
+    ['brotli, quality 11 (its default)', brotli(11)],
+  ].map(([label, compress]) => ({ label, 20: zlibCost(compress, pages[20]), 100: zlibCost(compress, pages[100]) }));
 
-  const latencyRow = (label, values) => `| ${label} | ${fmt.ms(pct(values, 0.5))} | ${fmt.ms(pct(values, 0.9))} | ${fmt.ms(pct(values, 0.99))} | ${fmt.ms(Math.min(...values))} | ${fmt.ms(Math.max(...values))} |`;
+  const latencyRow = (label, values) =>
+    `| ${label} | ${fmt.ms(pct(values, 0.5))} | ${fmt.ms(pct(values, 0.9))} | ${fmt.ms(pct(values, 0.99))} | ${fmt.ms(Math.min(...values))} | ${fmt.ms(Math.max(...values))} |`;
   const cpuRow = (limit) => {
     const c = cpu[limit];
     return `| GET /v1/pets?limit=${limit} | ${fmt.ms(c.plain.cpuPerAnswer)} | ${fmt.ms(c.gzip.cpuPerAnswer)} | ${fmt.ratio(c.gzip.cpuPerAnswer / c.plain.cpuPerAnswer)} | ${fmt.int(c.plainBytes)} | ${fmt.int(c.gzipBytes)} | ${fmt.ratio(c.gzipBytes / c.plainBytes)} |`;
@@ -159,12 +192,14 @@ export async function feedMode() {
     '',
     '| From the 201 to … | p50 ms | p90 ms | p99 ms | min ms | max ms |',
     '|---|--:|--:|--:|--:|--:|',
-    latencyRow('the waiting request\'s answer, one instance (file store)', rows.file.waited),
-    latencyRow('the stream\'s event, one instance (file store)', rows.file.streamed),
-    ...(rows.pg === undefined ? [] : [
-      latencyRow('the waiting request\'s answer, the other of two PostgreSQL instances', rows.pg.waited),
-      latencyRow('the stream\'s event, the other of two PostgreSQL instances', rows.pg.streamed),
-    ]),
+    latencyRow("the waiting request's answer, one instance (file store)", rows.file.waited),
+    latencyRow("the stream's event, one instance (file store)", rows.file.streamed),
+    ...(rows.pg === undefined
+      ? []
+      : [
+          latencyRow("the waiting request's answer, the other of two PostgreSQL instances", rows.pg.waited),
+          latencyRow("the stream's event, the other of two PostgreSQL instances", rows.pg.streamed),
+        ]),
     '',
     `### Compression`,
     '',
@@ -179,7 +214,10 @@ export async function feedMode() {
     '',
     '| Coding | limit=20, µs | bytes | limit=100, µs | bytes |',
     '|---|--:|--:|--:|--:|',
-    ...zlib.map((z) => `| ${z.label} | ${fmt.ms(z[20].us)} | ${fmt.int(z[20].bytes)} | ${fmt.ms(z[100].us)} | ${fmt.int(z[100].bytes)} |`),
+    ...zlib.map(
+      (z) =>
+        `| ${z.label} | ${fmt.ms(z[20].us)} | ${fmt.int(z[20].bytes)} | ${fmt.ms(z[100].us)} | ${fmt.int(z[100].bytes)} |`,
+    ),
   ].join('\n');
   writeSection(join(ROOT, 'bench/results.md'), 'feed', markdown);
   console.log(markdown);

@@ -11,7 +11,20 @@
 import { createRequire } from 'node:module';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
-import { KEY, ROOT, envNumber, fmt, machine, median, removeDir, sleep, start, stop, tempDir, writeSection } from './harness.js';
+import {
+  KEY,
+  ROOT,
+  envNumber,
+  fmt,
+  machine,
+  median,
+  removeDir,
+  sleep,
+  start,
+  stop,
+  tempDir,
+  writeSection,
+} from './harness.js';
 
 const KEYS = envNumber('BENCH_FLOOD_KEYS', 8192, 2);
 const ROUNDS = envNumber('BENCH_ROUNDS', 3, 1);
@@ -107,12 +120,14 @@ async function trial(keys) {
     }
   })();
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
-    while (next < keys.length) {
-      const i = next++;
-      if ((await create(server.origin, agent, keys[i], i)).status !== 201) errors++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (next < keys.length) {
+        const i = next++;
+        if ((await create(server.origin, agent, keys[i], i)).status !== 201) errors++;
+      }
+    }),
+  );
   const createMs = performance.now() - t0;
   creating = false;
   await probing;
@@ -160,7 +175,8 @@ export async function floodMode() {
   const t0 = performance.now();
   const crafted = multicollision(scope, KEYS);
   const madeMs = performance.now() - t0;
-  if (new Set(crafted.map((key) => fnv(`${scope}\n${key}`))).size !== 1) throw new Error('the crafted keys do not share one hash');
+  if (new Set(crafted.map((key) => fnv(`${scope}\n${key}`))).size !== 1)
+    throw new Error('the crafted keys do not share one hash');
   const randomBlock = blocks(0x9e3779b9);
   const random = crafted.map((key) => Array.from({ length: key.length / 4 }, randomBlock).join(''));
   const sets = { random: [], crafted: [] };
@@ -173,8 +189,10 @@ export async function floodMode() {
   const of = (name, field) => median(sets[name].map((r) => r[field]));
   // The ratio within each round (the machine's load moves between rounds more than within one): their median, and their range.
   const ratios = (field) => sets.crafted.map((r, i) => r[field] / sets.random[i][field]).sort((a, b) => a - b);
-  const ratio = (field) => `${fmt.ratio(median(ratios(field)))} (${fmt.ratio(ratios(field)[0])}–${fmt.ratio(ratios(field).at(-1))})`;
-  const row = (label, field, format) => `| ${label} | ${format(of('random', field))} | ${format(of('crafted', field))} | ${ratio(field)} |`;
+  const ratio = (field) =>
+    `${fmt.ratio(median(ratios(field)))} (${fmt.ratio(ratios(field)[0])}–${fmt.ratio(ratios(field).at(-1))})`;
+  const row = (label, field, format) =>
+    `| ${label} | ${format(of('random', field))} | ${format(of('crafted', field))} | ${ratio(field)} |`;
   const costs = await hashCosts(scope);
   const m = machine();
   const markdown = [

@@ -32,13 +32,30 @@ const statuses = pets.map((text) => JSON.parse(text).status);
 const contractHeaders = process.argv.includes('--contract-headers');
 // Loaded only then, so the plain floor's cold start stays two files of its own.
 const { newRequestId } = contractHeaders ? await import('../dist/http/pipeline/request-id.js') : {};
-const DEPRECATED = ['deprecation', '@1795564800', 'sunset', 'Thu, 05 Dec 2030 00:00:00 GMT', 'link', '</v1/pets>; rel="successor-version"'];
+const DEPRECATED = [
+  'deprecation',
+  '@1795564800',
+  'sunset',
+  'Thu, 05 Dec 2030 00:00:00 GMT',
+  'link',
+  '</v1/pets>; rel="successor-version"',
+];
 const STATUSES = new Set(['available', 'pending', 'sold']);
 
 function send(res, status, body, extra) {
   const length = Buffer.byteLength(body);
   const headers = contractHeaders
-    ? ['content-type', 'application/json', 'cache-control', 'no-store', 'x-content-type-options', 'nosniff', 'x-request-id', newRequestId(), ...(extra ?? [])]
+    ? [
+        'content-type',
+        'application/json',
+        'cache-control',
+        'no-store',
+        'x-content-type-options',
+        'nosniff',
+        'x-request-id',
+        newRequestId(),
+        ...(extra ?? []),
+      ]
     : ['content-type', 'application/json'];
   headers.push('content-length', length);
   res.writeHead(status, headers);
@@ -53,7 +70,8 @@ function listQuery(search) {
     const eq = pair.indexOf('=');
     const name = pair.slice(0, eq);
     const value = pair.slice(eq + 1);
-    if (name === 'limit' && /^[0-9]{1,3}$/.test(value) && Number(value) >= 1 && Number(value) <= 100) limit = Number(value);
+    if (name === 'limit' && /^[0-9]{1,3}$/.test(value) && Number(value) >= 1 && Number(value) <= 100)
+      limit = Number(value);
     else if (name === 'status' && STATUSES.has(value)) status = value;
     else return undefined;
   }
@@ -63,7 +81,9 @@ function listQuery(search) {
 function list(res, { limit, status }) {
   const { body, last, more } = firstPage(pets, statuses, limit, status);
   if (!contractHeaders) return send(res, 200, body);
-  const extra = more ? ['link', `</v1/pets?limit=${limit}${status === undefined ? '' : `&status=${status}`}&after=${last}>; rel="next"`] : [];
+  const extra = more
+    ? ['link', `</v1/pets?limit=${limit}${status === undefined ? '' : `&status=${status}`}&after=${last}>; rel="next"`]
+    : [];
   extra.push('etag', `W/"${limit}.0.${status ?? 'all'}.${last}${more ? '+' : ''}"`);
   if (body.length >= 1024) extra.push('vary', 'Accept-Encoding');
   send(res, 200, body, extra);
@@ -82,8 +102,14 @@ function create(req, res) {
       if (!(error instanceof SyntaxError)) throw error;
       return send(res, 400, '{"code":"invalid_request"}');
     }
-    if (typeof input?.name !== 'string' || !Number.isSafeInteger(input.categoryId) || !STATUSES.has(input.status)) return send(res, 400, '{"code":"invalid_request"}');
-    const pet = JSON.stringify({ id: pets.length + 1, name: input.name, categoryId: input.categoryId, status: input.status });
+    if (typeof input?.name !== 'string' || !Number.isSafeInteger(input.categoryId) || !STATUSES.has(input.status))
+      return send(res, 400, '{"code":"invalid_request"}');
+    const pet = JSON.stringify({
+      id: pets.length + 1,
+      name: input.name,
+      categoryId: input.categoryId,
+      status: input.status,
+    });
     pets.push(pet);
     statuses.push(input.status);
     send(res, 201, pet);
@@ -104,12 +130,13 @@ const server = createServer((req, res) => {
   }
   const id = req.method === 'GET' && path.startsWith('/v1/pets/') ? Number(path.slice(9)) : NaN;
   const pet = Number.isInteger(id) && id >= 1 ? pets[id - 1] : undefined;
-  if (pet !== undefined) return send(res, 200, pet, contractHeaders ? [...DEPRECATED, 'etag', `W/"pet.${id}"`] : undefined);
+  if (pet !== undefined)
+    return send(res, 200, pet, contractHeaders ? [...DEPRECATED, 'etag', `W/"pet.${id}"`] : undefined);
   send(res, 404, '{"code":"not_found"}');
 });
 server.listen(port, '127.0.0.1', () => {
   const url = `http://127.0.0.1:${server.address().port}/v1`;
-  process.stdout.write(JSON.stringify({ msg: 'listening', url, pid: process.pid }) + '\n');
+  process.stdout.write(`${JSON.stringify({ msg: 'listening', url, pid: process.pid })}\n`);
 });
 // Exits rather than dies on the runner's SIGTERM, so that `node --cpu-prof` writes its profile.
 process.once('SIGTERM', () => process.exit(0));

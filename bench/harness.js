@@ -5,7 +5,17 @@
  */
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fdatasyncSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -41,7 +51,9 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A child environment without the caller's PETSTORE_* settings, so only our flags apply. */
 function childEnv() {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PETSTORE_') && k !== 'PORT' && k !== 'HOST'));
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('PETSTORE_') && k !== 'PORT' && k !== 'HOST'),
+  );
   return { ...env, PETSTORE_API_KEYS: KEY };
 }
 
@@ -83,7 +95,10 @@ export async function start(kind, { dataDir, nodeFlags = [], serverArgs = [], as
     stderr = (stderr + text).slice(-4000);
   });
   // A server started with `--log-level error` prints no "listening" line: it is given a free port instead.
-  const { url, metrics: metricsUrl } = fixedPort === undefined ? await listening(kind, child, join(logDir, 'stdout.jsonl'), () => stderr) : await answering(kind, child, fixedPort, () => stderr);
+  const { url, metrics: metricsUrl } =
+    fixedPort === undefined
+      ? await listening(kind, child, join(logDir, 'stdout.jsonl'), () => stderr)
+      : await answering(kind, child, fixedPort, () => stderr);
   const origin = new URL(url).origin;
   const first = await get(origin, '/v1/pets?limit=1');
   const startMs = performance.now() - t0;
@@ -129,7 +144,8 @@ export function freePort() {
 async function answering(kind, child, port, stderr) {
   const deadline = performance.now() + 300_000;
   while (performance.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${kind} exited (${child.exitCode ?? child.signalCode}) before listening:\n${stderr()}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${kind} exited (${child.exitCode ?? child.signalCode}) before listening:\n${stderr()}`);
     try {
       await get(`http://127.0.0.1:${port}`, '/healthz', {});
       return { url: `http://127.0.0.1:${port}/v1` };
@@ -228,13 +244,18 @@ async function drive(target, workload, { seconds, connections }) {
     if (m !== undefined) peakRss = Math.max(peakRss, m.rss);
   };
   const sampler = setInterval(sample, 50);
-  const dynamic = typeof workload.path === 'function' || typeof workload.body === 'function' || typeof workload.headers === 'function';
+  const dynamic =
+    typeof workload.path === 'function' ||
+    typeof workload.body === 'function' ||
+    typeof workload.headers === 'function';
   const headers = { ...AUTH, ...(workload.body === undefined ? {} : { 'content-type': 'application/json' }) };
   const request = {
     method: workload.method,
     path: typeof workload.path === 'function' ? workload.path() : workload.path,
     headers: { ...headers, ...workload.headers?.() },
-    ...(workload.body === undefined ? {} : { body: typeof workload.body === 'function' ? workload.body() : workload.body }),
+    ...(workload.body === undefined
+      ? {}
+      : { body: typeof workload.body === 'function' ? workload.body() : workload.body }),
     ...(dynamic
       ? {
           setupRequest: (req) => {
@@ -264,7 +285,16 @@ async function drive(target, workload, { seconds, connections }) {
   }
   sample();
   const cpu1 = cpuTime(target.pid);
-  return { ok, wrong, errors: result.errors, seconds: result.duration, latencies, statuses, peakRss, cpu: cpu0 === undefined || cpu1 === undefined ? NaN : cpu1 - cpu0 };
+  return {
+    ok,
+    wrong,
+    errors: result.errors,
+    seconds: result.duration,
+    latencies,
+    statuses,
+    peakRss,
+    cpu: cpu0 === undefined || cpu1 === undefined ? NaN : cpu1 - cpu0,
+  };
 }
 
 /**
@@ -280,23 +310,33 @@ export async function measureInterleaved(targets, workload, { seconds, connectio
     for (let k = 0; k < targets.length; k++) {
       const i = (s + k) % targets.length;
       // One workload for all, or one per target (a random id within each store's size).
-      turns[i].push(await drive(targets[i], Array.isArray(workload) ? workload[i] : workload, { seconds: turn, connections }));
+      turns[i].push(
+        await drive(targets[i], Array.isArray(workload) ? workload[i] : workload, { seconds: turn, connections }),
+      );
     }
   }
   return turns.map((parts) => {
     const statuses = {};
-    for (const m of parts) for (const [status, n] of Object.entries(m.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+    for (const m of parts)
+      for (const [status, n] of Object.entries(m.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
     const sum = (field) => parts.reduce((total, m) => total + m[field], 0);
     return summary({
-      ok: sum('ok'), wrong: sum('wrong'), errors: sum('errors'), seconds: sum('seconds'), cpu: sum('cpu'), statuses,
-      latencies: parts.flatMap((m) => m.latencies), peakRss: Math.max(...parts.map((m) => m.peakRss)),
+      ok: sum('ok'),
+      wrong: sum('wrong'),
+      errors: sum('errors'),
+      seconds: sum('seconds'),
+      cpu: sum('cpu'),
+      statuses,
+      latencies: parts.flatMap((m) => m.latencies),
+      peakRss: Math.max(...parts.map((m) => m.peakRss)),
     });
   });
 }
 
 function summary({ ok, wrong, errors, seconds, latencies, statuses, peakRss, cpu }) {
   const sorted = Float64Array.from(latencies).sort();
-  const pct = (p) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]);
+  const pct = (p) =>
+    sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)];
   return {
     count: ok,
     rps: ok / seconds,
@@ -350,8 +390,12 @@ export function machine() {
   const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
   const cpu = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? 'unknown';
   const dir = process.env.BENCH_TMPDIR ?? tmpdir();
-  const mounts = readFileSync('/proc/mounts', 'utf8').split('\n').map((l) => l.split(' ')).filter((f) => f.length > 2);
-  const mount = mounts.filter(([, point]) => dir === point || dir.startsWith(point.endsWith('/') ? point : `${point}/`))
+  const mounts = readFileSync('/proc/mounts', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' '))
+    .filter((f) => f.length > 2);
+  const mount = mounts
+    .filter(([, point]) => dir === point || dir.startsWith(point.endsWith('/') ? point : `${point}/`))
     .sort((a, b) => b[1].length - a[1].length)[0];
   return {
     date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
@@ -366,7 +410,9 @@ export function machine() {
 
 /** Replaces the block between `<!-- name -->` markers in `file` (appending it the first time). */
 export function writeSection(file, name, markdown) {
-  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Pet Store API v1: benchmark results\n\nWritten by `bench/run.js` and `bench/profile.js`; see the header of `bench/run.js`.\n';
+  let text = existsSync(file)
+    ? readFileSync(file, 'utf8')
+    : '# Pet Store API v1: benchmark results\n\nWritten by `bench/run.js` and `bench/profile.js`; see the header of `bench/run.js`.\n';
   const begin = `<!-- ${name} -->`;
   const end = `<!-- /${name} -->`;
   const block = `${begin}\n${markdown.trim()}\n${end}`;
@@ -378,7 +424,8 @@ export function writeSection(file, name, markdown) {
 
 export const fmt = {
   int: (x) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '–'),
-  ms: (x) => (Number.isFinite(x) ? (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : Math.round(x).toLocaleString('en-US')) : '–'),
+  ms: (x) =>
+    Number.isFinite(x) ? (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : Math.round(x).toLocaleString('en-US')) : '–',
   mb: (kb) => (Number.isFinite(kb) ? (kb / 1024).toFixed(1) : '–'),
   ratio: (x) => (Number.isFinite(x) ? `${x < 10 ? x.toFixed(2) : x.toFixed(1)}×` : '–'),
 };
@@ -388,11 +435,21 @@ const keepAlive = new Agent({ keepAlive: true });
 /** A request's answer: its status, body bytes, and when its last byte arrived. */
 export function call(origin, method, path, { headers = {}, body } = {}) {
   return new Promise((resolve, reject) => {
-    const req = request(`${origin}${path}`, { method, agent: keepAlive, headers: { ...AUTH, ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks), at: performance.now() }));
-    });
+    const req = request(
+      `${origin}${path}`,
+      {
+        method,
+        agent: keepAlive,
+        headers: { ...AUTH, ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks), at: performance.now() }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -402,18 +459,23 @@ export function call(origin, method, path, { headers = {}, body } = {}) {
 export function openStream(origin, after) {
   return new Promise((resolve, reject) => {
     const arrivals = new Map();
-    const req = request(`${origin}/v1/pets?after=${after}`, { agent: false, headers: { ...AUTH, accept: 'text/event-stream' } }, (res) => {
-      if (res.statusCode !== 200) reject(new Error(`the stream answered ${res.statusCode}`));
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => {
-        const at = performance.now();
-        text += chunk;
-        for (const [, id] of text.matchAll(/^id: (\d+)$/gm)) if (!arrivals.has(Number(id))) arrivals.set(Number(id), at);
-        text = text.slice(text.lastIndexOf('\n\n') + 2);
-      });
-      resolve({ arrivals, close: () => req.destroy() });
-    });
+    const req = request(
+      `${origin}/v1/pets?after=${after}`,
+      { agent: false, headers: { ...AUTH, accept: 'text/event-stream' } },
+      (res) => {
+        if (res.statusCode !== 200) reject(new Error(`the stream answered ${res.statusCode}`));
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => {
+          const at = performance.now();
+          text += chunk;
+          for (const [, id] of text.matchAll(/^id: (\d+)$/gm))
+            if (!arrivals.has(Number(id))) arrivals.set(Number(id), at);
+          text = text.slice(text.lastIndexOf('\n\n') + 2);
+        });
+        resolve({ arrivals, close: () => req.destroy() });
+      },
+    );
     req.on('error', reject);
     req.end();
   });

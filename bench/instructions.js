@@ -33,7 +33,7 @@ const VARIANTS = [
   { name: 'quiet', label: 'Request log off (`--log-level error`)', args: ['--log-level', 'error'], quiet: true },
   // The lean floor (bench/floor.js, issue 34) and the floor with the contract's headers: what any server must spend.
   { name: 'floor', label: 'The lean floor (`bench/floor.js`)', floor: [] },
-  { name: 'headers', label: 'The floor with the contract\'s headers', floor: ['--contract-headers'] },
+  { name: 'headers', label: "The floor with the contract's headers", floor: ['--contract-headers'] },
 ];
 // Ids in a fixed order that visits the whole store: every run asks the same.
 const LOADS = [
@@ -43,10 +43,13 @@ const LOADS = [
 
 function get(agent, port, path) {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, agent, headers: { authorization: `Bearer ${KEY}` } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path, agent, headers: { authorization: `Bearer ${KEY}` } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -56,7 +59,9 @@ function get(agent, port, path) {
 async function listeningPort(logFile, child) {
   for (let waited = 0; waited < 120_000; waited += 50) {
     if (child.exitCode !== null) throw new Error(`the server under callgrind exited ${child.exitCode}`);
-    const line = readFileSync(logFile, 'utf8').split('\n').find((l) => l.includes('"msg":"listening"'));
+    const line = readFileSync(logFile, 'utf8')
+      .split('\n')
+      .find((l) => l.includes('"msg":"listening"'));
     if (line !== undefined) return Number(new URL(JSON.parse(line).url).port);
     await sleep(50);
   }
@@ -86,13 +91,31 @@ async function count(seed, variant, load) {
   seedDirectory(dir, seed);
   const logFile = join(scratch, 'stdout.jsonl');
   const out = join(scratch, 'callgrind.out');
-  const args = ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`,
-    process.execPath, ...(variant.floor === undefined
-      ? [join(ROOT, 'dist/server.js'), '--port', String(fixedPort ?? 0), '--host', '127.0.0.1', '--data-dir', dir, ...variant.args]
-      : [join(ROOT, 'bench/floor.js'), '--port', '0', ...variant.floor])];
+  const args = [
+    '--tool=callgrind',
+    '--instr-atstart=no',
+    '--smc-check=all-non-file',
+    `--callgrind-out-file=${out}`,
+    process.execPath,
+    ...(variant.floor === undefined
+      ? [
+          join(ROOT, 'dist/server.js'),
+          '--port',
+          String(fixedPort ?? 0),
+          '--host',
+          '127.0.0.1',
+          '--data-dir',
+          dir,
+          ...variant.args,
+        ]
+      : [join(ROOT, 'bench/floor.js'), '--port', '0', ...variant.floor]),
+  ];
   // Stdout to a file, as in the main mode: the request log is written, and this process never reads it.
   const logFd = openSync(logFile, 'w');
-  const child = spawn('valgrind', args, { env: { PATH: process.env.PATH, PETSTORE_API_KEYS: KEY }, stdio: ['ignore', logFd, 'pipe'] });
+  const child = spawn('valgrind', args, {
+    env: { PATH: process.env.PATH, PETSTORE_API_KEYS: KEY },
+    stdio: ['ignore', logFd, 'pipe'],
+  });
   closeSync(logFd);
   let stderr = '';
   child.stderr.setEncoding('utf8');
@@ -102,7 +125,8 @@ async function count(seed, variant, load) {
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   try {
-    const port = fixedPort === undefined ? await listeningPort(logFile, child) : await answering(fixedPort, agent, child);
+    const port =
+      fixedPort === undefined ? await listeningPort(logFile, child) : await answering(fixedPort, agent, child);
     let i = 0;
     const run = async () => {
       for (let k = 0; k < CALLS; k++) {
@@ -122,7 +146,11 @@ async function count(seed, variant, load) {
   const collected = /Collected : (\d+)/.exec(stderr);
   removeDir(dir);
   // BENCH_CALLGRIND_DIR keeps each run's callgrind.out there, for callgrind_annotate.
-  if (process.env.BENCH_CALLGRIND_DIR) copyFileSync(out, join(process.env.BENCH_CALLGRIND_DIR, `callgrind.${variant.name}.${load.name}.${process.hrtime.bigint()}`));
+  if (process.env.BENCH_CALLGRIND_DIR)
+    copyFileSync(
+      out,
+      join(process.env.BENCH_CALLGRIND_DIR, `callgrind.${variant.name}.${load.name}.${process.hrtime.bigint()}`),
+    );
   removeDir(scratch);
   if (collected === null) throw new Error(`callgrind reported no count:\n${stderr.slice(-2000)}`);
   return Number(collected[1]) / CALLS;
@@ -130,7 +158,8 @@ async function count(seed, variant, load) {
 
 export async function instructionsMode() {
   for (const tool of ['valgrind', 'callgrind_control']) {
-    if (spawnSync(tool, ['--version'], { stdio: 'ignore' }).status !== 0) throw new Error(`${tool} is needed (Debian package valgrind)`);
+    if (spawnSync(tool, ['--version'], { stdio: 'ignore' }).status !== 0)
+      throw new Error(`${tool} is needed (Debian package valgrind)`);
   }
   const seedDir = tempDir();
   const seed = join(seedDir, 'pets.json');
@@ -143,7 +172,9 @@ export async function instructionsMode() {
       for (const variant of order) {
         const perRequest = await count(seed, variant, load);
         counts[load.name][variant.name].push(perRequest);
-        progress(`round ${round + 1}/${ROUNDS}  ${load.name}  ${variant.name}  ${fmt.int(perRequest)} instructions per request`);
+        progress(
+          `round ${round + 1}/${ROUNDS}  ${load.name}  ${variant.name}  ${fmt.int(perRequest)} instructions per request`,
+        );
       }
     }
   }
@@ -155,7 +186,9 @@ export async function instructionsMode() {
     for (const variant of VARIANTS) {
       if (ONLY !== undefined && !ONLY.includes(variant.name)) continue;
       const runs = counts[load.name][variant.name];
-      rows.push(`| ${load.label} | ${variant.label} | ${fmt.int(median(runs))} (${fmt.int(Math.min(...runs))}–${fmt.int(Math.max(...runs))}) | ${fmt.ratio(base / median(runs))} |`);
+      rows.push(
+        `| ${load.label} | ${variant.label} | ${fmt.int(median(runs))} (${fmt.int(Math.min(...runs))}–${fmt.int(Math.max(...runs))}) | ${fmt.ratio(base / median(runs))} |`,
+      );
     }
   }
   const markdown = `## Instructions per request: what a quota and metrics cost

@@ -9,7 +9,20 @@
 import { readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { envNumber, fmt, machine, median, memory, removeDir, ROOT, sleep, start, stop, tempDir, writeSection } from './harness.js';
+import {
+  envNumber,
+  fmt,
+  machine,
+  median,
+  memory,
+  removeDir,
+  ROOT,
+  sleep,
+  start,
+  stop,
+  tempDir,
+  writeSection,
+} from './harness.js';
 
 const PETS = envNumber('BENCH_KEY_PETS', 100_000, 1);
 const SPAWNS = envNumber('BENCH_SPAWNS', 3, 1);
@@ -26,12 +39,18 @@ async function makeStore(length) {
   for (let i = 0; i < PETS; i++) {
     const pet = { name: `pet ${i}`, categoryId: BigInt(i) };
     // The scope as the server derives it from an API key: 22 characters of base64url.
-    waiting.push(length === 0 ? store.create(pet) : store.createOnce(pet, { scope: 'bench-scope-0123456789', key: `k${i}-`.padEnd(length, 'x') }));
+    waiting.push(
+      length === 0
+        ? store.create(pet)
+        : store.createOnce(pet, { scope: 'bench-scope-0123456789', key: `k${i}-`.padEnd(length, 'x') }),
+    );
     if (waiting.length === 1000) await Promise.all(waiting.splice(0));
   }
   await Promise.all(waiting);
   await store.close();
-  const bytes = readdirSync(dir).filter((name) => name !== 'petstore.lock').reduce((sum, name) => sum + statSync(join(dir, name)).size, 0);
+  const bytes = readdirSync(dir)
+    .filter((name) => name !== 'petstore.lock')
+    .reduce((sum, name) => sum + statSync(join(dir, name)).size, 0);
   return { dir, bytes };
 }
 

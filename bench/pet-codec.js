@@ -54,7 +54,7 @@ const measures = {
   'read: record lines, vouched for by the file': (b) => scan(b, false),
   'read: PostgreSQL page (eachPet)': (b) => {
     let statuses = 0;
-    b.eachPet(page, (id, status) => (statuses += status === undefined ? 0 : 1));
+    b.eachPet(page, (_id, status) => (statuses += status === undefined ? 0 : 1));
     return statuses;
   },
 };
@@ -83,5 +83,7 @@ for (const [what, run] of Object.entries(measures)) {
   }
   if (new Set(checks).size !== 1) throw new Error(`${what}: the builds disagree (${checks.join(', ')})`);
   const figures = best.map((ns) => `${(ns / count).toFixed(1).padStart(7)} ns`).join('  ');
-  console.log(`${what.padEnd(44)} ${figures} a pet${builds.length > 1 ? `  (${(best[1] / best[0]).toFixed(2)}×)` : ''}`);
+  console.log(
+    `${what.padEnd(44)} ${figures} a pet${builds.length > 1 ? `  (${(best[1] / best[0]).toFixed(2)}×)` : ''}`,
+  );
 }

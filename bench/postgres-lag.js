@@ -19,8 +19,23 @@ const PROBE_EVERY_MS = 10;
 
 /** autocannon creating through `origin` in a child process; resolves to its creates/s and non-2xx count. */
 function createLoad(origin) {
-  const args = [join(ROOT, 'node_modules/autocannon/autocannon.js'), '-c', String(CONNECTIONS), '-d', String(SECONDS), '-m', 'POST', '-j',
-    '-H', `authorization=Bearer ${KEY}`, '-H', 'content-type=application/json', '-b', '{"name":"lag-load","categoryId":7}', `${origin}/v1/pets`];
+  const args = [
+    join(ROOT, 'node_modules/autocannon/autocannon.js'),
+    '-c',
+    String(CONNECTIONS),
+    '-d',
+    String(SECONDS),
+    '-m',
+    'POST',
+    '-j',
+    '-H',
+    `authorization=Bearer ${KEY}`,
+    '-H',
+    'content-type=application/json',
+    '-b',
+    '{"name":"lag-load","categoryId":7}',
+    `${origin}/v1/pets`,
+  ];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
     let out = '';
@@ -34,7 +49,8 @@ function createLoad(origin) {
   });
 }
 
-const pct = (values, p) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil(p * values.length) - 1)];
+const pct = (values, p) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil(p * values.length) - 1)];
 
 /** The table's lines, for bench/results.md. */
 export async function lagAcrossInstances(cluster) {
@@ -51,7 +67,9 @@ export async function lagAcrossInstances(cluster) {
     const until = performance.now() + SECONDS * 1000;
     for (let i = 0; performance.now() < until; i++) {
       const from = i % 2;
-      const created = await call(servers[from].origin, 'POST', '/v1/pets', { body: `{"name":"lag-${i}","categoryId":7}` });
+      const created = await call(servers[from].origin, 'POST', '/v1/pets', {
+        body: `{"name":"lag-${i}","categoryId":7}`,
+      });
       if (created.status !== 201) throw new Error(`a probe create answered ${created.status}`);
       probes.push({ id: JSON.parse(created.body).id, at: created.at, to: 1 - from });
       await sleep(PROBE_EVERY_MS);

@@ -16,7 +16,22 @@
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { envNumber, fmt, get, machine, measure, median, memory, removeDir, sleep, start, stop, tempDir, writeSection, ROOT } from './harness.js';
+import {
+  envNumber,
+  fmt,
+  get,
+  machine,
+  measure,
+  median,
+  memory,
+  removeDir,
+  sleep,
+  start,
+  stop,
+  tempDir,
+  writeSection,
+  ROOT,
+} from './harness.js';
 import { postgresBin, startCluster } from './cluster.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
 
@@ -26,11 +41,17 @@ const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
 const SEED_PETS = 1000;
 const SCALE_PETS = envNumber('BENCH_PG_SCALE', 1_000_000, 1);
 const ONLY = process.env.BENCH_PG_ONLY;
-if (ONLY !== undefined && ONLY !== 'startup' && ONLY !== 'lag') throw new Error(`BENCH_PG_ONLY is startup or lag, not ${ONLY}`);
+if (ONLY !== undefined && ONLY !== 'startup' && ONLY !== 'lag')
+  throw new Error(`BENCH_PG_ONLY is startup or lag, not ${ONLY}`);
 const progress = (text) => process.stderr.write(`${text}\n`);
 
 let created = 0;
-const create = { method: 'POST', path: '/v1/pets', body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`, expect: 201 };
+const create = {
+  method: 'POST',
+  path: '/v1/pets',
+  body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`,
+  expect: 201,
+};
 // Each create with a key of its own: what a client that always sends Idempotency-Key costs.
 let keys = 0;
 const createKeyed = { ...create, headers: () => ({ 'idempotency-key': `"bench-key-${++keys}"` }) };
@@ -55,7 +76,11 @@ async function untilReady(server, since) {
 
 /** `node dist/server.js migrate`: the seed's pets into the database, as an operator would. */
 function migrate(dataDir, url) {
-  const result = spawnSync(process.execPath, [join(ROOT, 'dist/server.js'), 'migrate', '--data-dir', dataDir, '--database-url', url], { encoding: 'utf8' });
+  const result = spawnSync(
+    process.execPath,
+    [join(ROOT, 'dist/server.js'), 'migrate', '--data-dir', dataDir, '--database-url', url],
+    { encoding: 'utf8' },
+  );
   if (result.status !== 0) throw new Error(`migrate failed: ${result.stderr}`);
 }
 
@@ -72,8 +97,12 @@ function migrateSeed(snapshot, url) {
 
 /** `workload` over `connections` split between `targets` at the same time; req/s summed, latencies of the busiest. */
 async function measureAll(targets, workload, connections) {
-  const shares = targets.map((_, i) => Math.floor(connections / targets.length) + (i < connections % targets.length ? 1 : 0));
-  const results = await Promise.all(targets.map((t, i) => measure(t, workload, { seconds: SECONDS, connections: shares[i] })));
+  const shares = targets.map(
+    (_, i) => Math.floor(connections / targets.length) + (i < connections % targets.length ? 1 : 0),
+  );
+  const results = await Promise.all(
+    targets.map((t, i) => measure(t, workload, { seconds: SECONDS, connections: shares[i] })),
+  );
   return {
     rps: results.reduce((sum, r) => sum + r.rps, 0),
     p50: Math.max(...results.map((r) => r.p50)),
@@ -90,8 +119,16 @@ export async function postgresMode() {
   writeSnapshot(seed, SEED_PETS);
   const cluster = await startCluster(bin);
   const setups = ['file', 'pg1', 'pgdb', 'pg3'];
-  const loads = { post1: [create, 1], post16: [create, 16], post16key: [createKeyed, 16], list: [list, 10], get: [getPet, 10] };
-  const results = Object.fromEntries(setups.map((s) => [s, Object.fromEntries(Object.keys(loads).map((k) => [k, []]))]));
+  const loads = {
+    post1: [create, 1],
+    post16: [create, 16],
+    post16key: [createKeyed, 16],
+    list: [list, 10],
+    get: [getPet, 10],
+  };
+  const results = Object.fromEntries(
+    setups.map((s) => [s, Object.fromEntries(Object.keys(loads).map((k) => [k, []]))]),
+  );
   let scale = [];
   let lag = [];
   try {
@@ -121,7 +158,9 @@ export async function postgresMode() {
             if (WARMUP > 0) await measureAll(servers, workload, connections).catch(() => undefined);
             const m = await measureAll(servers, workload, connections);
             results[setup][key].push(m);
-            progress(`  ${setup.padEnd(4)} ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`);
+            progress(
+              `  ${setup.padEnd(4)} ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`,
+            );
           }
         } finally {
           for (const s of servers) await stop(s);
@@ -146,16 +185,30 @@ export async function postgresMode() {
     const rounds = results[setup][key];
     if (rounds.length === 0) return ['', '', ''];
     const rps = rounds.map((m) => m.rps);
-    return [`${fmt.int(median(rps))} (${fmt.int(Math.min(...rps))}–${fmt.int(Math.max(...rps))})`, fmt.ms(median(rounds.map((m) => m.p50))), fmt.ms(median(rounds.map((m) => m.p99)))];
+    return [
+      `${fmt.int(median(rps))} (${fmt.int(Math.min(...rps))}–${fmt.int(Math.max(...rps))})`,
+      fmt.ms(median(rounds.map((m) => m.p50))),
+      fmt.ms(median(rounds.map((m) => m.p99))),
+    ];
   };
   const errors = (key) => setups.reduce((sum, s) => sum + results[s][key].reduce((n, m) => n + m.errors, 0), 0);
   const row = (label, key) => `| ${label} | ${setups.flatMap((s) => cell(s, key)).join(' | ')} | ${errors(key)} |`;
-  const ratio = (key, setup) => `${(median(results[setup][key].map((m) => m.rps)) / median(results.file[key].map((m) => m.rps))).toFixed(2)}×`;
+  const ratio = (key, setup) =>
+    `${(median(results[setup][key].map((m) => m.rps)) / median(results.file[key].map((m) => m.rps))).toFixed(2)}×`;
   const m = machine();
   const stamp = `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data and cluster on ${m.dataFs} · load average ${m.load} at the end`;
-  for (const [name, title, lines] of [['postgres-startup', 'start-up and memory', scale], ['postgres-lag', 'lag across instances', lag]]) {
+  for (const [name, title, lines] of [
+    ['postgres-startup', 'start-up and memory', scale],
+    ['postgres-lag', 'lag across instances', lag],
+  ]) {
     if (lines.length === 0) continue;
-    const markdown = [`## PostgreSQL instances: ${title} (\`BENCH_PG_ONLY=${name.slice('postgres-'.length)}\` or the whole run)`, '', stamp, '', ...lines].join('\n');
+    const markdown = [
+      `## PostgreSQL instances: ${title} (\`BENCH_PG_ONLY=${name.slice('postgres-'.length)}\` or the whole run)`,
+      '',
+      stamp,
+      '',
+      ...lines,
+    ].join('\n');
     writeSection(join(ROOT, 'bench/results.md'), name, markdown);
     console.log(markdown);
   }
@@ -165,7 +218,7 @@ export async function postgresMode() {
     '',
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data and cluster on ${m.dataFs} · load average ${m.load} at the end`,
     `${ROUNDS} rounds × ${SECONDS} s per measurement after ${WARMUP} s warm-up; every round starts from ${fmt.int(SEED_PETS)} pets (the database filled by \`migrate\`). ` +
-      'PostgreSQL: a throwaway cluster of Debian\'s package with its defaults (fsync and synchronous_commit on), on the same machine as the servers and autocannon. ' +
+      "PostgreSQL: a throwaway cluster of Debian's package with its defaults (fsync and synchronous_commit on), on the same machine as the servers and autocannon. " +
       'Three instances: the connections split between them, one autocannon each, req/s summed, latency of the slowest. Medians over rounds, (min–max) beside req/s.',
     '',
     '| Measure | File store | p50 ms | p99 ms | PostgreSQL, 1 instance (copy in memory) | p50 ms | p99 ms | PostgreSQL, 1 instance, `--database-reads on` | p50 ms | p99 ms | PostgreSQL, 3 instances | p50 ms | p99 ms | Errors |',
@@ -203,7 +256,14 @@ async function startupAtScale(cluster) {
   // new rows falls among the spawns does not vary (bench/results.md, "The copy's fill and memory").
   cluster.vacuum(name);
   const setups = {
-    file: () => ({ dir: (() => { const d = tempDir(); seedDirectory(d, snapshot); return d; })(), serverArgs: [] }),
+    file: () => ({
+      dir: (() => {
+        const d = tempDir();
+        seedDirectory(d, snapshot);
+        return d;
+      })(),
+      serverArgs: [],
+    }),
     copy: () => ({ dir: tempDir(), serverArgs: ['--database-url', cluster.url(name)] }),
     reads: () => ({ dir: tempDir(), serverArgs: ['--database-url', cluster.url(name), '--database-reads', 'on'] }),
   };
@@ -220,7 +280,9 @@ async function startupAtScale(cluster) {
         await stop(server);
         removeDir(dir);
         got[setup].push({ ms, rss, longest });
-        progress(`  ${setup.padEnd(5)} start-up ${fmt.int(ms)} ms  RSS ${fmt.int(rss / 1024)} MB  longest /readyz ${fmt.ms(longest)} ms`);
+        progress(
+          `  ${setup.padEnd(5)} start-up ${fmt.int(ms)} ms  RSS ${fmt.int(rss / 1024)} MB  longest /readyz ${fmt.ms(longest)} ms`,
+        );
       }
     }
   } finally {
@@ -233,7 +295,7 @@ async function startupAtScale(cluster) {
     `### Start-up and memory at ${fmt.int(SCALE_PETS)} pets`,
     '',
     `${ROUNDS} spawns each, taking turns; start-up is spawn → \`/readyz\` 200 (the copy filled), RSS is VmRSS 1 s after. ` +
-      'The copy\'s memory per pet is its RSS minus that of an instance on the same database with `--database-reads on`; the file store\'s, its RSS minus that same instance\'s (which holds no pet). Medians.',
+      "The copy's memory per pet is its RSS minus that of an instance on the same database with `--database-reads on`; the file store's, its RSS minus that same instance's (which holds no pet). Medians.",
     '',
     '| Measure | File store | PostgreSQL, copy in memory | PostgreSQL, `--database-reads on` | copy ÷ file store |',
     '|---|--:|--:|--:|--:|',

@@ -39,11 +39,16 @@ try {
   const server = await start('server', { dataDir, nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${PROF_DIR}`] });
   let m;
   try {
-    m = await measure(server, { method: 'GET', path: '/v1/pets?limit=20', expect: 200 }, { seconds: SECONDS, connections: 10 });
+    m = await measure(
+      server,
+      { method: 'GET', path: '/v1/pets?limit=20', expect: 200 },
+      { seconds: SECONDS, connections: 10 },
+    );
   } finally {
     await stop(server);
   }
-  const written = readdirSync(PROF_DIR).filter((f) => f.endsWith('.cpuprofile') && !before.has(f))
+  const written = readdirSync(PROF_DIR)
+    .filter((f) => f.endsWith('.cpuprofile') && !before.has(f))
     .sort((a, b) => statSync(join(PROF_DIR, b)).mtimeMs - statSync(join(PROF_DIR, a)).mtimeMs);
   if (written.length === 0) throw new Error(`no .cpuprofile appeared in ${PROF_DIR}`);
   const file = join(PROF_DIR, written[0]);

@@ -16,7 +16,22 @@ import { spawnSync } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { KEY, ROOT, envNumber, fmt, machine, measureInterleaved, median, removeDir, sleep, start, stop, tempDir, turnSeconds, writeSection } from './harness.js';
+import {
+  KEY,
+  ROOT,
+  envNumber,
+  fmt,
+  machine,
+  measureInterleaved,
+  median,
+  removeDir,
+  sleep,
+  start,
+  stop,
+  tempDir,
+  turnSeconds,
+  writeSection,
+} from './harness.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
 
 const ROUNDS = envNumber('BENCH_ROUNDS', 5, 1);
@@ -33,18 +48,38 @@ const progress = (text) => process.stderr.write(`${text}\n`);
 turnSeconds(SECONDS, SLICES);
 
 let created = 0;
-const create = { method: 'POST', path: '/v1/pets', body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`, expect: 201 };
+const create = {
+  method: 'POST',
+  path: '/v1/pets',
+  body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`,
+  expect: 201,
+};
 const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 
 /** POST one pet over `agent`; the id, or undefined once the server is gone. */
 function post(origin, agent, name) {
   return new Promise((resolve) => {
     const body = JSON.stringify({ name, categoryId: 7 });
-    const req = request(`${origin}/v1/pets`, { method: 'POST', agent, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve(res.statusCode === 201 ? JSON.parse(text).id : undefined));
-      res.on('error', () => resolve(undefined));
-    });
+    const req = request(
+      `${origin}/v1/pets`,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        let text = '';
+        res
+          .setEncoding('utf8')
+          .on('data', (c) => (text += c))
+          .on('end', () => resolve(res.statusCode === 201 ? JSON.parse(text).id : undefined));
+        res.on('error', () => resolve(undefined));
+      },
+    );
     req.on('error', () => resolve(undefined));
     req.end(body);
   });
@@ -76,13 +111,20 @@ async function lossRun(run) {
   agent.destroy();
   removeDir(dir);
   const target = join(tempDir(), 'restored');
-  const restored = spawnSync(process.execPath, [join(ROOT, 'dist/server.js'), 'restore', target, '--from', replica], { encoding: 'utf8' });
+  const restored = spawnSync(process.execPath, [join(ROOT, 'dist/server.js'), 'restore', target, '--from', replica], {
+    encoding: 'utf8',
+  });
   if (restored.status !== 0) throw new Error(`restore failed: ${restored.stderr}`);
   const { index } = await readLiveDirectory(nodeFileSystem, target);
   const missing = [...acked].filter(([id]) => index.getText(id) === undefined);
   removeDir(join(target, '..'));
   removeDir(join(replica, '..'));
-  return { rate: acked.size / seconds, acked: acked.size, lost: missing.length, window: missing.length === 0 ? 0 : lostAt - Math.min(...missing.map(([, at]) => at)) };
+  return {
+    rate: acked.size / seconds,
+    acked: acked.size,
+    lost: missing.length,
+    window: missing.length === 0 ? 0 : lostAt - Math.min(...missing.map(([, at]) => at)),
+  };
 }
 
 export async function replicationMode() {
@@ -100,15 +142,25 @@ export async function replicationMode() {
     const off = await start('server', { dataDir: offDir, as: 'off' });
     const on = await start('server', { dataDir: onDir, serverArgs: ['--replicate-to', replica], as: 'on' });
     try {
-      const [createOff, createOn] = await measureInterleaved([off, on], create, { seconds: SECONDS, connections: CREATE_CONNECTIONS, slices: SLICES });
-      const [readOff, readOn] = await measureInterleaved([off, on], list, { seconds: SECONDS, connections: READ_CONNECTIONS, slices: SLICES });
+      const [createOff, createOn] = await measureInterleaved([off, on], create, {
+        seconds: SECONDS,
+        connections: CREATE_CONNECTIONS,
+        slices: SLICES,
+      });
+      const [readOff, readOn] = await measureInterleaved([off, on], list, {
+        seconds: SECONDS,
+        connections: READ_CONNECTIONS,
+        slices: SLICES,
+      });
       rows.push({ createOff, createOn, readOff, readOn });
     } finally {
       await stop(off);
       await stop(on);
     }
     if (round === ROUNDS) {
-      const check = spawnSync(process.execPath, [join(ROOT, 'dist/server.js'), 'verify', '--from', replica], { encoding: 'utf8' });
+      const check = spawnSync(process.execPath, [join(ROOT, 'dist/server.js'), 'verify', '--from', replica], {
+        encoding: 'utf8',
+      });
       verified = `${check.stdout.trim().split('\n').join('; ')} (exit ${check.status})`;
     }
     for (const dir of [offDir, onDir, join(replica, '..')]) removeDir(dir);
@@ -120,7 +172,10 @@ export async function replicationMode() {
   }
   const med = (pick) => median(rows.map(pick));
   const m = machine();
-  const errors = rows.reduce((n, r) => n + r.createOff.errors + r.createOn.errors + r.readOff.errors + r.readOn.errors, 0);
+  const errors = rows.reduce(
+    (n, r) => n + r.createOff.errors + r.createOn.errors + r.readOff.errors + r.readOn.errors,
+    0,
+  );
   const markdown = [
     '## Replication: creates and reads with --replicate-to on and off',
     '',
@@ -140,7 +195,9 @@ export async function replicationMode() {
     '',
     '| run | creates/s | acknowledged | lost | oldest lost pet acknowledged before the kill, ms |',
     '|--:|--:|--:|--:|--:|',
-    ...losses.map((l, i) => `| ${i + 1} | ${fmt.int(l.rate)} | ${fmt.int(l.acked)} | ${fmt.int(l.lost)} | ${fmt.int(l.window)} |`),
+    ...losses.map(
+      (l, i) => `| ${i + 1} | ${fmt.int(l.rate)} | ${fmt.int(l.acked)} | ${fmt.int(l.lost)} | ${fmt.int(l.window)} |`,
+    ),
   ].join('\n');
   writeSection(RESULTS, 'replication', markdown);
   console.log(markdown);

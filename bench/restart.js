@@ -46,8 +46,10 @@ export async function restartMode() {
   writeSnapshot(join(dir, 'seed.json'), PETS);
   seedDirectory(data, join(dir, 'seed.json'));
   const server = [process.execPath, join(ROOT, 'dist/server.js'), '--data-dir', data, '--log-level', 'error'];
-  const launcher = spawn('python3', [join(ROOT, 'bench/socket-launcher.py'), ...server],
-    { env: { PATH: process.env.PATH, PETSTORE_API_KEYS: KEY }, stdio: ['pipe', 'pipe', 'inherit'] });
+  const launcher = spawn('python3', [join(ROOT, 'bench/socket-launcher.py'), ...server], {
+    env: { PATH: process.env.PATH, PETSTORE_API_KEYS: KEY },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const lines = createInterface({ input: launcher.stdout })[Symbol.asyncIterator]();
   const answer = async () => (await lines.next()).value;
   const port = Number(await answer());
@@ -105,14 +107,16 @@ export async function restartMode() {
   const failures = [...stats.failures].map(([why, count]) => `${count} × ${why}`).join(', ') || 'none';
   const markdown = [
     KEEPALIVE
-      ? '## Restarts under load with socket activation, clients keeping connections open '
-        + '(`BENCH_RESTART_KEEPALIVE=1 node bench/run.js --restart`)'
+      ? '## Restarts under load with socket activation, clients keeping connections open ' +
+        '(`BENCH_RESTART_KEEPALIVE=1 node bench/run.js --restart`)'
       : '## Restarts under load with socket activation (`node bench/run.js --restart`)',
     '',
     `${m.date}, Node ${m.node}, ${m.cpu}, data on ${m.dataFs}, load ${m.load} at the end. A store of`,
-    `${PETS.toLocaleString('en-US')} pets; ${CLIENTS} clients creating and listing (limit=20), ${KEEPALIVE
-      ? 'each on a connection it keeps open (a new one once the server closes it)'
-      : 'each request on a connection of its own'},`,
+    `${PETS.toLocaleString('en-US')} pets; ${CLIENTS} clients creating and listing (limit=20), ${
+      KEEPALIVE
+        ? 'each on a connection it keeps open (a new one once the server closes it)'
+        : 'each request on a connection of its own'
+    },`,
     `through ${RESTARTS} restarts on the socket bench/socket-launcher.py holds as systemd would`,
     '(SIGTERM, wait for the exit, start the next process on the same socket).',
     '',
@@ -122,7 +126,7 @@ export async function restartMode() {
     '',
     `Requests answered: ${fmt.int(stats.ok)}; failed: ${stats.failed} (${failures}). The longest wait of any request:`,
     `${fmt.ms(stats.longest)} ms (a ${stats.longestAt}), a connection made while one process stopped and the next`,
-    'loaded, held in the socket\'s backlog.',
+    "loaded, held in the socket's backlog.",
     ...(startLog === '' ? [] : ['', `The last server's stderr: \`${startLog.split('\n')[0]}\``]),
   ].join('\n');
   writeSection(RESULTS, KEEPALIVE ? 'restart-keepalive' : 'restart', markdown);

@@ -31,10 +31,26 @@
  * (1000,100000,1000000), BENCH_TMPDIR (os.tmpdir(); fsync figures depend on its filesystem).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  ROOT, envNumber, fdatasyncProbe, fmt, get, machine, measure, measureInterleaved, median, memory, turnSeconds, removeDir, sleep, start, stop, tempDir, writeSection,
+  ROOT,
+  envNumber,
+  fdatasyncProbe,
+  fmt,
+  get,
+  machine,
+  measure,
+  measureInterleaved,
+  median,
+  memory,
+  turnSeconds,
+  removeDir,
+  sleep,
+  start,
+  stop,
+  tempDir,
+  writeSection,
 } from './harness.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
 
@@ -67,9 +83,18 @@ const RATE_LIMIT_FIELD = /^"per-key";r=[0-9]+;t=[0-9]+$/;
 
 const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 const sold = (limit) => ({ method: 'GET', path: `/v1/pets?status=sold&limit=${limit}`, expect: 200 });
-const one = (count) => ({ method: 'GET', path: () => `/v1/pets/${1 + Math.floor(Math.random() * count)}`, expect: 200 });
+const one = (count) => ({
+  method: 'GET',
+  path: () => `/v1/pets/${1 + Math.floor(Math.random() * count)}`,
+  expect: 200,
+});
 let created = 0;
-const create = { method: 'POST', path: '/v1/pets', body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`, expect: 201 };
+const create = {
+  method: 'POST',
+  path: '/v1/pets',
+  body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`,
+  expect: 201,
+};
 
 const progress = (text) => process.stderr.write(`${text}\n`);
 const opts = (connections = CONNECTIONS, seconds = SECONDS) => ({ seconds, connections });
@@ -83,24 +108,43 @@ function seededDir(snapshot) {
 /** The floors must answer what the server answers, or the comparison means nothing. */
 async function sanity(server, floor, headers, quota, metered) {
   const problems = [];
-  const [plain, measured] = await Promise.all([get(server.origin, '/v1/pets?limit=20'), get(metered.origin, '/v1/pets?limit=20')]);
-  if (measured.status !== 200 || measured.body !== plain.body) problems.push(`the server with metrics answers ${measured.status}, not what the server answers`);
+  const [plain, measured] = await Promise.all([
+    get(server.origin, '/v1/pets?limit=20'),
+    get(metered.origin, '/v1/pets?limit=20'),
+  ]);
+  if (measured.status !== 200 || measured.body !== plain.body)
+    problems.push(`the server with metrics answers ${measured.status}, not what the server answers`);
   const scraped = await get(new URL(metered.metricsUrl).origin, '/metrics', {});
-  if (scraped.status !== 200 || !/^http_server_request_duration_seconds_count\{http_request_method="GET",http_route="\/v1\/pets",http_response_status_code="200"\} [1-9]/m.test(scraped.body)) {
+  if (
+    scraped.status !== 200 ||
+    !/^http_server_request_duration_seconds_count\{http_request_method="GET",http_route="\/v1\/pets",http_response_status_code="200"\} [1-9]/m.test(
+      scraped.body,
+    )
+  ) {
     problems.push(`the server with metrics does not count its lists: ${scraped.status}`);
   }
   for (const path of ['/v1/pets?limit=20', '/v1/pets/7']) {
     const [s, q] = await Promise.all([get(server.origin, path), get(quota.origin, path)]);
-    if (q.status !== 200 || q.body !== s.body) problems.push(`${path}: the server under a quota answers ${q.status}, not what the server answers`);
-    if (!RATE_LIMIT_FIELD.test(q.headers['ratelimit'] ?? '') || s.headers['ratelimit'] !== undefined) problems.push(`${path}: RateLimit is "${q.headers['ratelimit']}" under a quota, "${s.headers['ratelimit']}" without`);
+    if (q.status !== 200 || q.body !== s.body)
+      problems.push(`${path}: the server under a quota answers ${q.status}, not what the server answers`);
+    if (!RATE_LIMIT_FIELD.test(q.headers.ratelimit ?? '') || s.headers.ratelimit !== undefined)
+      problems.push(`${path}: RateLimit is "${q.headers.ratelimit}" under a quota, "${s.headers.ratelimit}" without`);
   }
   for (const path of ['/v1/pets?limit=20', '/v1/pets/7']) {
     const [s, f, h] = await Promise.all([get(server.origin, path), get(floor.origin, path), get(headers.origin, path)]);
-    if (s.status !== 200 || f.status !== 200 || s.body !== f.body) problems.push(`${path}: server ${s.status} and floor ${f.status} bodies differ`);
-    if (s.headers['content-type'] !== 'application/json') problems.push(`${path}: server content-type ${s.headers['content-type']}`);
+    if (s.status !== 200 || f.status !== 200 || s.body !== f.body)
+      problems.push(`${path}: server ${s.status} and floor ${f.status} bodies differ`);
+    if (s.headers['content-type'] !== 'application/json')
+      problems.push(`${path}: server content-type ${s.headers['content-type']}`);
     // The same header names, and the same values but for the ones that change with every answer.
-    const shown = (r) => Object.entries(r.headers).filter(([n]) => n !== 'date').map(([n, v]) => (n === 'x-request-id' ? n : `${n}: ${v}`)).sort().join('; ');
-    if (h.body !== s.body || shown(h) !== shown(s)) problems.push(`${path}: the floor with headers sends ${shown(h)}; the server ${shown(s)}`);
+    const shown = (r) =>
+      Object.entries(r.headers)
+        .filter(([n]) => n !== 'date')
+        .map(([n, v]) => (n === 'x-request-id' ? n : `${n}: ${v}`))
+        .sort()
+        .join('; ');
+    if (h.body !== s.body || shown(h) !== shown(s))
+      problems.push(`${path}: the floor with headers sends ${shown(h)}; the server ${shown(s)}`);
   }
   for (const t of [server, floor, headers]) {
     for (const headers of [{}, { authorization: 'Bearer wrong-key' }]) {
@@ -109,7 +153,8 @@ async function sanity(server, floor, headers, quota, metered) {
     }
   }
   const page = JSON.parse((await get(server.origin, '/v1/pets?status=sold&limit=100')).body);
-  if (page.length !== 100 || page.some((p) => p.status !== 'sold')) problems.push('status=sold&limit=100 is not 100 sold pets');
+  if (page.length !== 100 || page.some((p) => p.status !== 'sold'))
+    problems.push('status=sold&limit=100 is not 100 sold pets');
   for (const p of problems) progress(`WARNING: ${p}`);
   return problems;
 }
@@ -125,7 +170,9 @@ async function fsyncsPerCreate(seed) {
   try {
     const counts = {};
     for (const connections of [1, 16]) {
-      const tracer = spawn('strace', ['-f', '-c', '-e', 'trace=fdatasync,fsync', '-p', String(server.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const tracer = spawn('strace', ['-f', '-c', '-e', 'trace=fdatasync,fsync', '-p', String(server.pid)], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let report = '';
       tracer.stderr.setEncoding('utf8');
       tracer.stderr.on('data', (text) => (report += text));
@@ -136,7 +183,10 @@ async function fsyncsPerCreate(seed) {
       tracer.kill('SIGINT');
       await done;
       let syncs = 0;
-      for (const [, calls] of report.matchAll(/^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(?:fdatasync|fsync)\s*$/gm)) syncs += Number(calls);
+      for (const [, calls] of report.matchAll(
+        /^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(?:fdatasync|fsync)\s*$/gm,
+      ))
+        syncs += Number(calls);
       counts[connections] = { syncs, creates: m.count };
       progress(`  strace: ${connections} connection(s): ${syncs} fdatasync/fsync for ${m.count} creates`);
     }
@@ -153,7 +203,9 @@ async function mainMode() {
   writeSnapshot(seed, SEED_PETS);
   const kinds = ['server', 'floor'];
   const keys = ['list', 'one', 'sold', 'post1', 'post16'];
-  const rounds = Object.fromEntries(keys.map((k) => [k, { server: [], floor: [], headers: [], quota: [], metrics: [] }]));
+  const rounds = Object.fromEntries(
+    keys.map((k) => [k, { server: [], floor: [], headers: [], quota: [], metrics: [] }]),
+  );
   const idle = { server: [], floor: [] };
   const peak = { server: [], floor: [] };
   const cold = { server: [], floor: [] };
@@ -184,16 +236,31 @@ async function mainMode() {
       const record = (key, target, m) => {
         rounds[key][target.kind].push(m);
         top[target.kind] = Math.max(top[target.kind], m.peakRss);
-        progress(`  ${key.padEnd(6)} ${target.kind.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}  rss ${fmt.mb(m.peakRss)} MB  cpu ${fmt.ms(m.cpuPerAnswer)} µs`);
+        progress(
+          `  ${key.padEnd(6)} ${target.kind.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}  rss ${fmt.mb(m.peakRss)} MB  cpu ${fmt.ms(m.cpuPerAnswer)} µs`,
+        );
       };
-      const run = async (key, target, workload, connections) => record(key, target, await measure(target, workload, opts(connections)));
+      const run = async (key, target, workload, connections) =>
+        record(key, target, await measure(target, workload, opts(connections)));
       // Server and floors take turns of SECONDS / SLICES each, so that the machine's slower spells fall on all three.
       const interleaved = async (key, targets, workload) => {
         const results = await measureInterleaved(targets, workload, { ...opts(), slices: SLICES });
         targets.forEach((t, i) => record(key, t, results[i]));
       };
       if (WARMUP > 0) {
-        for (const [t, w] of [[server, list], [floor, list], [headers, list], [quota, list], [metered, list], [server, one(SEED_PETS)], [floor, one(SEED_PETS)], [headers, one(SEED_PETS)], [quota, one(SEED_PETS)], [server, sold(100)], [server, create]]) {
+        for (const [t, w] of [
+          [server, list],
+          [floor, list],
+          [headers, list],
+          [quota, list],
+          [metered, list],
+          [server, one(SEED_PETS)],
+          [floor, one(SEED_PETS)],
+          [headers, one(SEED_PETS)],
+          [quota, one(SEED_PETS)],
+          [server, sold(100)],
+          [server, create],
+        ]) {
           await measure(t, w, opts(CONNECTIONS, WARMUP));
         }
       }
@@ -240,28 +307,48 @@ async function mainMode() {
   // The median of the rounds' own ratios: each round measures both, so a machine that
   // is slower for a while slows both sides of that round's ratio, not just one side of the medians.
   const pairedRatio = (key, a, b) => median(rounds[key][a].map((m, i) => m.rps / rounds[key][b][i].rps));
-  const errors = (key) => Object.values(rounds[key]).flat().reduce((sum, m) => sum + m.errors, 0);
+  const errors = (key) =>
+    Object.values(rounds[key])
+      .flat()
+      .reduce((sum, m) => sum + m.errors, 0);
   const loadRow = (label, key, withFloor) => {
-    const s = [`${fmt.int(stat(key, 'server', 'rps'))}${range(key, 'server')}`, fmt.ms(stat(key, 'server', 'p50')), fmt.ms(stat(key, 'server', 'p99'))];
-    const f = withFloor ? [`${fmt.int(stat(key, 'floor', 'rps'))}${range(key, 'floor')}`, fmt.ms(stat(key, 'floor', 'p50')), fmt.ms(stat(key, 'floor', 'p99'))] : ['', '', ''];
+    const s = [
+      `${fmt.int(stat(key, 'server', 'rps'))}${range(key, 'server')}`,
+      fmt.ms(stat(key, 'server', 'p50')),
+      fmt.ms(stat(key, 'server', 'p99')),
+    ];
+    const f = withFloor
+      ? [
+          `${fmt.int(stat(key, 'floor', 'rps'))}${range(key, 'floor')}`,
+          fmt.ms(stat(key, 'floor', 'p50')),
+          fmt.ms(stat(key, 'floor', 'p99')),
+        ]
+      : ['', '', ''];
     const ratio = withFloor ? fmt.ratio(pairedRatio(key, 'server', 'floor')) : '';
     return `| ${label} | ${s.join(' | ')} | ${f.join(' | ')} | ${ratio} | ${errors(key)} |`;
   };
   const headersRow = (label, key) => {
     const h = stat(key, 'headers', 'rps');
-    return `| ${label} | ${fmt.int(h)}${range(key, 'headers')} | ${fmt.ms(stat(key, 'headers', 'p50'))} | ${fmt.ms(stat(key, 'headers', 'p99'))} | ` +
-      `${fmt.ratio(pairedRatio(key, 'headers', 'floor'))} | ${fmt.ratio(pairedRatio(key, 'server', 'headers'))} |`;
+    return (
+      `| ${label} | ${fmt.int(h)}${range(key, 'headers')} | ${fmt.ms(stat(key, 'headers', 'p50'))} | ${fmt.ms(stat(key, 'headers', 'p99'))} | ` +
+      `${fmt.ratio(pairedRatio(key, 'headers', 'floor'))} | ${fmt.ratio(pairedRatio(key, 'server', 'headers'))} |`
+    );
   };
-  const metricsRow = (label, key) => `| ${label} | ${fmt.int(stat(key, 'metrics', 'rps'))}${range(key, 'metrics')} | ${fmt.ms(stat(key, 'metrics', 'p50'))} | ` +
+  const metricsRow = (label, key) =>
+    `| ${label} | ${fmt.int(stat(key, 'metrics', 'rps'))}${range(key, 'metrics')} | ${fmt.ms(stat(key, 'metrics', 'p50'))} | ` +
     `${fmt.ms(stat(key, 'metrics', 'p99'))} | ${fmt.ratio(pairedRatio(key, 'metrics', 'server'))} | ${fmt.ms(stat(key, 'metrics', 'cpuPerAnswer'))} | ${fmt.ratio(median(rounds[key].server.map((m, i) => m.cpuPerAnswer / rounds[key].metrics[i].cpuPerAnswer)))} |`;
-  const quotaRow = (label, key) => `| ${label} | ${fmt.int(stat(key, 'quota', 'rps'))}${range(key, 'quota')} | ${fmt.ms(stat(key, 'quota', 'p50'))} | ` +
+  const quotaRow = (label, key) =>
+    `| ${label} | ${fmt.int(stat(key, 'quota', 'rps'))}${range(key, 'quota')} | ${fmt.ms(stat(key, 'quota', 'p50'))} | ` +
     `${fmt.ms(stat(key, 'quota', 'p99'))} | ${fmt.ratio(pairedRatio(key, 'quota', 'server'))} | ${fmt.ms(stat(key, 'quota', 'cpuPerAnswer'))} | ` +
     `${fmt.ratio(median(rounds[key].quota.map((m, i) => rounds[key].server[i].cpuPerAnswer / m.cpuPerAnswer)))} |`;
   // Floor ÷ server, so that it reads as throughput does: the server's answers per CPU second as a share of the floor's.
-  const pairedCpuRatio = (key, a) => median(rounds[key][a].map((m, i) => m.cpuPerAnswer / rounds[key].server[i].cpuPerAnswer));
-  const cpuRow = (label, key) => `| ${label} | ${['server', 'floor', 'headers'].map((k) => fmt.ms(stat(key, k, 'cpuPerAnswer'))).join(' | ')} | ` +
+  const pairedCpuRatio = (key, a) =>
+    median(rounds[key][a].map((m, i) => m.cpuPerAnswer / rounds[key].server[i].cpuPerAnswer));
+  const cpuRow = (label, key) =>
+    `| ${label} | ${['server', 'floor', 'headers'].map((k) => fmt.ms(stat(key, k, 'cpuPerAnswer'))).join(' | ')} | ` +
     `${fmt.ratio(pairedCpuRatio(key, 'floor'))} | ${fmt.ratio(pairedCpuRatio(key, 'headers'))} |`;
-  const plainRow = (label, server, floor, format) => `| ${label} | ${format(server)} | | | ${format(floor)} | | | ${fmt.ratio(server / floor)} | |`;
+  const plainRow = (label, server, floor, format) =>
+    `| ${label} | ${format(server)} | | | ${format(floor)} | | | ${fmt.ratio(server / floor)} | |`;
   const m = machine();
   const post1 = stat('post1', 'server', 'rps');
   const post16 = stat('post16', 'server', 'rps');
@@ -281,8 +368,18 @@ async function mainMode() {
     loadRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, req/s`, 'one', true),
     loadRow('POST /v1/pets (durable, 201), 1 connection, creates/s', 'post1', false),
     loadRow('POST /v1/pets (durable, 201), 16 connections, creates/s', 'post16', false),
-    plainRow(`Cold start, spawn → first answer, ms (median of ${SPAWNS}, empty store)`, median(cold.server), median(cold.floor), fmt.ms),
-    plainRow(`RSS idle 1 s after start, MB (${fmt.int(SEED_PETS)} pets)`, median(idle.server), median(idle.floor), fmt.mb),
+    plainRow(
+      `Cold start, spawn → first answer, ms (median of ${SPAWNS}, empty store)`,
+      median(cold.server),
+      median(cold.floor),
+      fmt.ms,
+    ),
+    plainRow(
+      `RSS idle 1 s after start, MB (${fmt.int(SEED_PETS)} pets)`,
+      median(idle.server),
+      median(idle.floor),
+      fmt.mb,
+    ),
     plainRow('RSS peak under load, MB (VmRSS sampled every 50 ms)', median(peak.server), median(peak.floor), fmt.mb),
     '',
     `fsync: this disk does ${fmt.int(fsyncRate)} fdatasync/s (80-byte append + fdatasync in a loop, 2 s, runner probe). ` +
@@ -308,9 +405,9 @@ async function mainMode() {
     '',
     '### What a per-key quota costs',
     '',
-    `The server once more, started with \`${QUOTA_ARGS.join(' ')}\`: a quota the measurements never reach, so every GET is counted `
-      + 'against the key\'s window and carries RateLimit-Policy and RateLimit (issue 24). Measured in the same rounds and turns as the server; '
-      + 'the ratios are the medians of the rounds\' own (CPU: the server\'s µs ÷ these, so that they read as throughput does). Target: at least 0.97× for the GETs.',
+    `The server once more, started with \`${QUOTA_ARGS.join(' ')}\`: a quota the measurements never reach, so every GET is counted ` +
+      "against the key's window and carries RateLimit-Policy and RateLimit (issue 24). Measured in the same rounds and turns as the server; " +
+      "the ratios are the medians of the rounds' own (CPU: the server's µs ÷ these, so that they read as throughput does). Target: at least 0.97× for the GETs.",
     '',
     '| Measure | Server under a quota | p50 ms | p99 ms | It ÷ server | CPU µs per answer | Server µs ÷ its µs |',
     '|---|--:|--:|--:|--:|--:|--:|',
@@ -321,7 +418,7 @@ async function mainMode() {
     '',
     'The server once more with its metrics on (`--metrics-port 0`: every answer observed into its histogram series; not scraped during the turns), ' +
       'a fresh one on its own copy of the same data each round, taking its turns among the others for the list. ' +
-      'Both ratios are medians of the rounds\' own: req/s with metrics on divided by the server\'s without, and the server\'s CPU µs per answer divided by its own with metrics on.',
+      "Both ratios are medians of the rounds' own: req/s with metrics on divided by the server's without, and the server's CPU µs per answer divided by its own with metrics on.",
     '',
     '| Measure | Metrics on | p50 ms | p99 ms | On ÷ off, req/s | CPU µs per answer, on | Off µs ÷ on µs |',
     '|---|--:|--:|--:|--:|--:|--:|',
@@ -331,7 +428,7 @@ async function mainMode() {
     '',
     'The CPU time each process used in the measurements above (user and system, all its threads, from /proc), divided by the answers it gave. ' +
       'Req/s also moves with how much of the two cores the load generator gets (autocannon, in the runner); this does not, ' +
-      'and it is what each would answer per second on a core of its own. The ratios divide the floor\'s µs by the server\'s, so that they read as throughput does (the server\'s answers per CPU second as a share of the floor\'s); medians of the rounds\' own.',
+      "and it is what each would answer per second on a core of its own. The ratios divide the floor's µs by the server's, so that they read as throughput does (the server's answers per CPU second as a share of the floor's); medians of the rounds' own.",
     '',
     '| Measure | Server µs | Floor µs | Floor + headers µs | Floor µs ÷ server µs | Floor + headers µs ÷ server µs |',
     '|---|--:|--:|--:|--:|--:|',
@@ -358,7 +455,16 @@ async function scaleMode() {
       const template = tempDir();
       const snapshot = join(template, 'pets.json');
       writeSnapshot(snapshot, size);
-      bySize.push({ size, template, snapshot, snapshotKb: statSync(snapshot).size / 1024, startup: [], idle: [], hwm: [], loads: {} });
+      bySize.push({
+        size,
+        template,
+        snapshot,
+        snapshotKb: statSync(snapshot).size / 1024,
+        startup: [],
+        idle: [],
+        hwm: [],
+        loads: {},
+      });
     }
     for (let i = 0; i < SPAWNS; i++) {
       progress(`scale: start-up and idle RSS, spawn ${i + 1}/${SPAWNS}`);
@@ -377,7 +483,10 @@ async function scaleMode() {
         }
       }
     }
-    for (const row of bySize) progress(`  ${fmt.int(row.size)} pets: start-up ${fmt.ms(median(row.startup))} ms, idle ${fmt.mb(median(row.idle))} MB`);
+    for (const row of bySize)
+      progress(
+        `  ${fmt.int(row.size)} pets: start-up ${fmt.ms(median(row.startup))} ms, idle ${fmt.mb(median(row.idle))} MB`,
+      );
 
     const sized = bySize.slice(1);
     for (const row of sized) {
@@ -387,17 +496,26 @@ async function scaleMode() {
     }
     const record = (row, key, m) => {
       (row.loads[key] ??= []).push(m);
-      progress(`  ${fmt.int(row.size).padStart(9)} ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`);
+      progress(
+        `  ${fmt.int(row.size).padStart(9)} ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`,
+      );
     };
-    const run = async (row, key, workload, connections) => record(row, key, await measure(row.server, workload, opts(connections)));
+    const run = async (row, key, workload, connections) =>
+      record(row, key, await measure(row.server, workload, opts(connections)));
     const gets = (row) => ({ sold: [sold(20)], one: [one(row.size)] });
-    if (WARMUP > 0) for (const row of sized) for (const [w, c] of Object.values(gets(row))) await measure(row.server, w, opts(c, WARMUP));
+    if (WARMUP > 0)
+      for (const row of sized)
+        for (const [w, c] of Object.values(gets(row))) await measure(row.server, w, opts(c, WARMUP));
     for (let r = 0; r < ROUNDS; r++) {
       progress(`scale: GET round ${r + 1}/${ROUNDS}`);
       const order = r % 2 === 0 ? sized : [...sized].reverse();
       // The sizes take turns of SECONDS / SLICES, so that the machine's slower spells fall on all of them.
       for (const key of ['sold', 'one']) {
-        const results = await measureInterleaved(order.map((row) => row.server), order.map((row) => gets(row)[key][0]), { ...opts(), slices: SLICES });
+        const results = await measureInterleaved(
+          order.map((row) => row.server),
+          order.map((row) => gets(row)[key][0]),
+          { ...opts(), slices: SLICES },
+        );
         order.forEach((row, i) => record(row, key, results[i]));
       }
     }
@@ -435,7 +553,10 @@ async function scaleMode() {
   const diskPerPet = (r) => (r.snapshotKb * 1024) / r.size;
   const rssPerPet = (r) => ((median(r.idle) - median(empty.idle)) * 1024) / r.size;
   const load = (key, field) => (row) => median(row.loads[key].map((x) => x[field]));
-  const errors = (row) => Object.values(row.loads).flat().reduce((sum, x) => sum + x.errors, 0);
+  const errors = (row) =>
+    Object.values(row.loads)
+      .flat()
+      .reduce((sum, x) => sum + x.errors, 0);
   const markdown = [
     '## Scale (store size)',
     '',
@@ -452,10 +573,10 @@ async function scaleMode() {
     `|---|${sized.map(() => '--:').join('|')}|--:|`,
     line('Snapshot file, MB', (r) => r.snapshotKb, fmt.mb),
     line('Bytes on disk per pet', diskPerPet, fmt.int),
-    line('RSS added per pet (idle RSS minus the empty store\'s), bytes', rssPerPet, fmt.int),
+    line("RSS added per pet (idle RSS minus the empty store's), bytes", rssPerPet, fmt.int),
     line('RSS added per pet ÷ bytes on disk per pet', (r) => rssPerPet(r) / diskPerPet(r), fmt.ratio),
     line('Start-up, spawn → first answer, ms', (r) => median(r.startup), fmt.ms),
-    line('Start-up ÷ the empty store\'s', (r) => median(r.startup) / median(empty.startup), fmt.ratio),
+    line("Start-up ÷ the empty store's", (r) => median(r.startup) / median(empty.startup), fmt.ratio),
     line('RSS idle 1 s after start, MB', (r) => median(r.idle), fmt.mb),
     line('RSS peak during start-up (VmHWM), MB', (r) => median(r.hwm), fmt.mb),
     line('RSS peak after the loads, compaction included (VmHWM), MB', (r) => r.loadHwm, fmt.mb),
@@ -471,7 +592,11 @@ async function scaleMode() {
     line('GET /v1/pets/{id} (random id), req/s', load('one', 'rps'), fmt.int),
     line('GET /v1/pets/{id}, p50 ms', load('one', 'p50'), fmt.ms),
     line('GET /v1/pets/{id}, p99 ms', load('one', 'p99'), fmt.ms),
-    line('GET ?status=sold&limit=20, p99 ÷ at 1,000 pets', (r) => load('sold', 'p99')(r) / load('sold', 'p99')(first), fmt.ratio),
+    line(
+      'GET ?status=sold&limit=20, p99 ÷ at 1,000 pets',
+      (r) => load('sold', 'p99')(r) / load('sold', 'p99')(first),
+      fmt.ratio,
+    ),
     line('GET /v1/pets/{id}, p99 ÷ at 1,000 pets', (r) => load('one', 'p99')(r) / load('one', 'p99')(first), fmt.ratio),
     line('Stop after the POSTs (SIGTERM → exit, rewrites the snapshot), ms', (r) => r.stopMs, fmt.ms),
     `| Errors (non-2xx/201, socket) | ${sized.map(errors).join(' | ')} | |`,

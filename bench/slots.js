@@ -15,7 +15,20 @@ import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { envNumber, fmt, get, KEY, machine, removeDir, ROOT, sleep, start, stop, tempDir, writeSection } from './harness.js';
+import {
+  envNumber,
+  fmt,
+  get,
+  KEY,
+  machine,
+  removeDir,
+  ROOT,
+  sleep,
+  start,
+  stop,
+  tempDir,
+  writeSection,
+} from './harness.js';
 
 const SECONDS = envNumber('BENCH_SLOTS_SECONDS', 15, 1);
 const EXTRA = envNumber('BENCH_SLOTS_EXTRA', 100, 1);
@@ -31,11 +44,21 @@ const progress = (text) => process.stderr.write(`${text}\n`);
 function ask(origin, path, agent, auth) {
   return new Promise((resolve) => {
     const url = new URL(path, origin);
-    const req = request({ host: url.hostname, port: url.port, path: url.pathname + url.search, agent, localAddress: '127.0.0.1', headers: auth ? { authorization: `Bearer ${KEY}` } : {} }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode === 200 ? 'ok' : String(res.statusCode)));
-      res.on('error', (error) => resolve(error.code ?? error.message));
-    });
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        agent,
+        localAddress: '127.0.0.1',
+        headers: auth ? { authorization: `Bearer ${KEY}` } : {},
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode === 200 ? 'ok' : String(res.statusCode)));
+        res.on('error', (error) => resolve(error.code ?? error.message));
+      },
+    );
     req.setTimeout(5000, () => req.destroy(Object.assign(new Error('no answer in 5 s'), { code: 'timeout' })));
     req.on('error', (error) => resolve(error.code ?? error.message));
     req.end();
@@ -57,12 +80,19 @@ function askLate(origin, delayMs) {
     };
     const timer = setTimeout(() => done('timeout'), 5000 + delayMs);
     socket.on('error', (error) => done(error.code ?? error.message));
-    socket.on('close', () => done(data === '' ? 'closed' : /^HTTP\/1\.1 (\d+)/.exec(data)?.[1] ?? 'closed'));
+    socket.on('close', () => done(data === '' ? 'closed' : (/^HTTP\/1\.1 (\d+)/.exec(data)?.[1] ?? 'closed')));
     socket.on('data', (chunk) => {
       data += chunk.toString('latin1');
-      if (/^HTTP\/1\.1 200 [^]*\r\n\r\n/.test(data)) done('ok');
+      if (/^HTTP\/1\.1 200 [\s\S]*\r\n\r\n/.test(data)) done('ok');
     });
-    socket.once('connect', () => setTimeout(() => socket.writable && socket.write(`GET /v1/pets?limit=1 HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${KEY}\r\n\r\n`), delayMs));
+    socket.once('connect', () =>
+      setTimeout(
+        () =>
+          socket.writable &&
+          socket.write(`GET /v1/pets?limit=1 HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${KEY}\r\n\r\n`),
+        delayMs,
+      ),
+    );
   });
 }
 
@@ -77,16 +107,18 @@ async function client(origin, seconds) {
   };
   const counts = Object.fromEntries(Object.keys(kinds).map((k) => [k, { asked: 0, answered: 0, failures: {} }]));
   const until = performance.now() + seconds * 1000;
-  await Promise.all(Object.entries(kinds).map(async ([name, once]) => {
-    while (performance.now() < until) {
-      const next = performance.now() + 20;
-      counts[name].asked++;
-      const outcome = await once();
-      if (outcome === 'ok') counts[name].answered++;
-      else counts[name].failures[outcome] = (counts[name].failures[outcome] ?? 0) + 1;
-      await sleep(Math.max(0, next - performance.now()));
-    }
-  }));
+  await Promise.all(
+    Object.entries(kinds).map(async ([name, once]) => {
+      while (performance.now() < until) {
+        const next = performance.now() + 20;
+        counts[name].asked++;
+        const outcome = await once();
+        if (outcome === 'ok') counts[name].answered++;
+        else counts[name].failures[outcome] = (counts[name].failures[outcome] ?? 0) + 1;
+        await sleep(Math.max(0, next - performance.now()));
+      }
+    }),
+  );
   keepAlive.destroy();
   return counts;
 }
@@ -127,7 +159,11 @@ async function oneCase(limit, kind) {
   const dataDir = tempDir();
   const server = await start('metrics', { dataDir, serverArgs: ['--max-connections', String(limit)] });
   const { port } = new URL(server.origin);
-  const flooder = spawn(process.execPath, [fileURLToPath(import.meta.url), '--flooder', port, String(limit + EXTRA), kind], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const flooder = spawn(
+    process.execPath,
+    [fileURLToPath(import.meta.url), '--flooder', port, String(limit + EXTRA), kind],
+    { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+  );
   try {
     await sleep(2000);
     const counts = await client(server.origin, SECONDS);
@@ -137,7 +173,14 @@ async function oneCase(limit, kind) {
     });
     const scraped = (await get(new URL(server.metricsUrl).origin, '/metrics', {})).body;
     const count = (name) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(scraped)?.[1] ?? NaN);
-    return { limit, kind, counts, opened, evicted: count('petstore_http_evicted_connections_total'), refused: count('petstore_http_refused_connections_total') };
+    return {
+      limit,
+      kind,
+      counts,
+      opened,
+      evicted: count('petstore_http_evicted_connections_total'),
+      refused: count('petstore_http_refused_connections_total'),
+    };
   } finally {
     flooder.kill();
     await stop(server, 15_000);
@@ -157,18 +200,29 @@ export async function slotsMode() {
   }
   const m = machine();
   const share = ({ asked, answered, failures }) => {
-    const why = Object.entries(failures).map(([what, n]) => `${n} ${what}`).join(', ');
-    return `${(100 * answered / Math.max(1, asked)).toFixed(1)} % (${answered} of ${asked}${why === '' ? '' : `; ${why}`})`;
+    const why = Object.entries(failures)
+      .map(([what, n]) => `${n} ${what}`)
+      .join(', ');
+    return `${((100 * answered) / Math.max(1, asked)).toFixed(1)} % (${answered} of ${asked}${why === '' ? '' : `; ${why}`})`;
   };
-  const table = rows.map((r) => `| ${r.limit} | ${FLOODS[r.kind]} | ${fmt.int(r.opened)} | ${fmt.int(r.evicted)} | ${fmt.int(r.refused)} | ${share(r.counts.fresh)} | ${share(r.counts.late)} | ${share(r.counts.keepAlive)} | ${share(r.counts.healthz)} |`).join('\n');
-  writeSection(RESULTS, 'slots', `## Connection slots under a flood of connections without requests
+  const table = rows
+    .map(
+      (r) =>
+        `| ${r.limit} | ${FLOODS[r.kind]} | ${fmt.int(r.opened)} | ${fmt.int(r.evicted)} | ${fmt.int(r.refused)} | ${share(r.counts.fresh)} | ${share(r.counts.late)} | ${share(r.counts.keepAlive)} | ${share(r.counts.healthz)} |`,
+    )
+    .join('\n');
+  writeSection(
+    RESULTS,
+    'slots',
+    `## Connection slots under a flood of connections without requests
 
 ${m.date} · node ${m.node} · ${m.cpu} · load average ${m.load} at the end
 \`node bench/run.js --slots\`: --max-connections M; a flooder holds M + ${EXTRA} connections from ${ADDRESSES} addresses (127.0.0.2–127.0.0.${1 + ADDRESSES}) and opens a new one as soon as one closes; meanwhile, for ${SECONDS} s (after 2 s of flood), a client on 127.0.0.1 asks every 20 ms for each column; answered means a 200 within 5 s (with 30 ms more for the late write).
 
 | M | flood connections | opened by the flood | closed for room | refused | keyed GET, fresh connection | the same, written 30 ms after the connect | keyed GET, keep-alive | /healthz, fresh connection |
 |--:|---|--:|--:|--:|--:|--:|--:|--:|
-${table}`);
+${table}`,
+  );
   process.stdout.write(`${table}\n`);
 }
 

@@ -70,14 +70,46 @@ print(opened, flush=True)
 /** Starts the server of DIST on free ports, logging only errors (the flood would fill the log), once it answers. */
 async function startServer(limit, tls, dataDir) {
   const [port, metricsPort] = [await freePort(), await freePort()];
-  const args = [join(DIST, 'server.js'), '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir,
-    '--metrics-port', String(metricsPort),
-    '--max-connections', String(limit), '--log-level', 'error'];
+  const args = [
+    join(DIST, 'server.js'),
+    '--port',
+    String(port),
+    '--host',
+    '127.0.0.1',
+    '--data-dir',
+    dataDir,
+    '--metrics-port',
+    String(metricsPort),
+    '--max-connections',
+    String(limit),
+    '--log-level',
+    'error',
+  ];
   if (tls) {
     const [cert, key] = [join(dataDir, '..', 'bench.crt'), join(dataDir, '..', 'bench.key')];
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert],
-      { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { stdio: 'ignore' },
+    );
     args.push('--tls-cert', cert, '--tls-key', key);
   }
   const env = { ...process.env, PETSTORE_API_KEYS: KEY };
@@ -96,14 +128,20 @@ function ask(origin, path, keyed) {
   return new Promise((resolve) => {
     const tls = origin.startsWith('https:');
     const url = new URL(path, origin);
-    const req = (tls ? httpsRequest : httpRequest)(url, {
-      agent: false, localAddress: '127.0.0.1', rejectUnauthorized: false,
-      headers: keyed ? { authorization: `Bearer ${KEY}` } : {},
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode === 200 ? 'ok' : String(res.statusCode)));
-      res.on('error', (error) => resolve(error.code ?? error.message));
-    });
+    const req = (tls ? httpsRequest : httpRequest)(
+      url,
+      {
+        agent: false,
+        localAddress: '127.0.0.1',
+        rejectUnauthorized: false,
+        headers: keyed ? { authorization: `Bearer ${KEY}` } : {},
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode === 200 ? 'ok' : String(res.statusCode)));
+        res.on('error', (error) => resolve(error.code ?? error.message));
+      },
+    );
     req.setTimeout(5000, () => req.destroy(Object.assign(new Error('no answer in 5 s'), { code: 'timeout' })));
     req.on('error', (error) => resolve(error.code ?? error.message));
     req.end();
@@ -115,18 +153,20 @@ async function client(origin, seconds) {
   const kinds = { keyed: () => ask(origin, '/v1/pets?limit=1', true), healthz: () => ask(origin, '/healthz', false) };
   const counts = Object.fromEntries(Object.keys(kinds).map((k) => [k, { asked: 0, answered: 0, failures: {} }]));
   const until = performance.now() + seconds * 1000;
-  await Promise.all(Object.entries(kinds).map(async ([name, once]) => {
-    while (performance.now() < until) {
-      const next = performance.now() + 100;
-      counts[name].asked++;
-      // Each asked on time, whatever the last one waits for.
-      void once().then((outcome) => {
-        if (outcome === 'ok') counts[name].answered++;
-        else counts[name].failures[outcome] = (counts[name].failures[outcome] ?? 0) + 1;
-      });
-      await sleep(Math.max(0, next - performance.now()));
-    }
-  }));
+  await Promise.all(
+    Object.entries(kinds).map(async ([name, once]) => {
+      while (performance.now() < until) {
+        const next = performance.now() + 100;
+        counts[name].asked++;
+        // Each asked on time, whatever the last one waits for.
+        void once().then((outcome) => {
+          if (outcome === 'ok') counts[name].answered++;
+          else counts[name].failures[outcome] = (counts[name].failures[outcome] ?? 0) + 1;
+        });
+        await sleep(Math.max(0, next - performance.now()));
+      }
+    }),
+  );
   await sleep(5500);
   return counts;
 }
@@ -150,18 +190,28 @@ async function oneCase(limit, mode) {
     const counts = await client(server.origin, SECONDS);
     await flooded;
     clearInterval(sampler);
-    const scraped = await new Promise((resolve) => httpRequest(server.metricsUrl, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve(text));
-    }).on('error', () => resolve('')).end());
+    const scraped = await new Promise((resolve) =>
+      httpRequest(server.metricsUrl, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve(text));
+      })
+        .on('error', () => resolve(''))
+        .end(),
+    );
     const count = (pattern) => Number(new RegExp(`^${pattern} (\\d+)$`, 'm').exec(scraped)?.[1] ?? NaN);
     return {
-      limit, mode, counts, opened: Number(opened.trim()), idleMb: idle / 1024, peakMb: peak / 1024,
+      limit,
+      mode,
+      counts,
+      opened: Number(opened.trim()),
+      idleMb: idle / 1024,
+      peakMb: peak / 1024,
       evicted: count('petstore_http_evicted_connections_total'),
       refused: count('petstore_http_refused_connections_total'),
-      ended: ['send_timeout', 'pipelining_limit', 'unsent_limit']
-        .map((why) => count(`petstore_http_ended_connections_total\\{reason="${why}"\\}`)),
+      ended: ['send_timeout', 'pipelining_limit', 'unsent_limit'].map((why) =>
+        count(`petstore_http_ended_connections_total\\{reason="${why}"\\}`),
+      ),
     };
   } finally {
     server.child.kill('SIGKILL');
@@ -181,15 +231,30 @@ export async function unreadMode() {
   }
   const m = machine();
   const share = ({ asked, answered, failures }) => {
-    const why = Object.entries(failures).map(([what, n]) => `${n} ${what}`).join(', ');
-    const percent = (100 * answered / Math.max(1, asked)).toFixed(1);
+    const why = Object.entries(failures)
+      .map(([what, n]) => `${n} ${what}`)
+      .join(', ');
+    const percent = ((100 * answered) / Math.max(1, asked)).toFixed(1);
     return `${percent} % (${answered} of ${asked}${why === '' ? '' : `; ${why}`})`;
   };
   const ended = (r) => (r.ended.some(Number.isNaN) ? '–' : r.ended.join(' / '));
-  const row = (r) => [LABEL, r.mode, r.limit, r.opened, r.evicted, r.refused, ended(r), share(r.counts.keyed),
-    share(r.counts.healthz), `${r.idleMb.toFixed(0)} → ${r.peakMb.toFixed(0)} MB`];
+  const row = (r) => [
+    LABEL,
+    r.mode,
+    r.limit,
+    r.opened,
+    r.evicted,
+    r.refused,
+    ended(r),
+    share(r.counts.keyed),
+    share(r.counts.healthz),
+    `${r.idleMb.toFixed(0)} → ${r.peakMb.toFixed(0)} MB`,
+  ];
   const table = rows.map((r) => `| ${row(r).join(' | ')} |`).join('\n');
-  writeSection(RESULTS, `unread-${LABEL.replace(/\W+/g, '-')}`, `## Answers nobody reads: ${LABEL}
+  writeSection(
+    RESULTS,
+    `unread-${LABEL.replace(/\W+/g, '-')}`,
+    `## Answers nobody reads: ${LABEL}
 
 ${m.date} · node ${m.node} · ${m.cpu} · load average ${m.load} at the end
 \`node bench/run.js --unread\`: --max-connections M; a flooder holds M + 10 connections from 127.0.0.2 (SO_RCVBUF \
@@ -201,6 +266,7 @@ Ended: send timeout / more than 64 unanswered / unsent bytes in all.
 | build | | M | opened by the flood | closed for room | refused | ended | keyed GET, fresh connection | /healthz, fresh \
 connection | RSS |
 |---|---|--:|--:|--:|--:|---|--:|--:|--:|
-${table}`);
+${table}`,
+  );
   process.stdout.write(`${table}\n`);
 }

@@ -19,7 +19,21 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { cpuTime, envNumber, fmt, get, KEY, machine, median, removeDir, ROOT, start, stop, tempDir, writeSection } from './harness.js';
+import {
+  cpuTime,
+  envNumber,
+  fmt,
+  get,
+  KEY,
+  machine,
+  median,
+  removeDir,
+  ROOT,
+  start,
+  stop,
+  tempDir,
+  writeSection,
+} from './harness.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
 
 const run = promisify(execFile);
@@ -47,8 +61,20 @@ async function turn(target, load, connections, scripts) {
   const { stdout } = await run('wrk', args, { timeout: (SECONDS + 30) * 1000 });
   const cpu1 = cpuTime(target.pid);
   const answers = Number(/(\d+) requests in/.exec(stdout)?.[1]);
-  const errors = Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0) + Number(/Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout)?.slice(1).reduce((a, b) => a + Number(b), 0) ?? 0);
-  return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]), answers, errors, cpuPerAnswer: (cpu1 - cpu0) / answers };
+  const errors =
+    Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0) +
+    Number(
+      /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/
+        .exec(stdout)
+        ?.slice(1)
+        .reduce((a, b) => a + Number(b), 0) ?? 0,
+    );
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]),
+    answers,
+    errors,
+    cpuPerAnswer: (cpu1 - cpu0) / answers,
+  };
 }
 
 /**
@@ -62,7 +88,11 @@ async function findFastify() {
   if (!existsSync(manifest) && dir === FASTIFY_CACHE) {
     progress(`installing fastify@5 into ${dir}`);
     try {
-      await run('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--prefix', dir, 'fastify@5'], { timeout: 300_000 });
+      await run(
+        'npm',
+        ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--prefix', dir, 'fastify@5'],
+        { timeout: 300_000 },
+      );
     } catch (error) {
       // Any failure of npm (missing, offline, refused, killed at the timeout) only leaves Fastify out.
       const said = /^npm error .*$/m.exec(error.stderr ?? '')?.[0] ?? error.message; // e.g. "npm error code ECONNREFUSED"
@@ -82,11 +112,18 @@ async function sameAnswers(fastify, headers) {
   const problems = [];
   // The same header names and values, but for those that change with every answer or with the server's
   // settings (Keep-Alive's timeout), and the media type alone of Content-Type: Fastify adds a charset.
-  const shown = (r) => Object.entries(r.headers).filter(([n]) => n !== 'date' && n !== 'keep-alive')
-    .map(([n, v]) => (n === 'x-request-id' ? n : `${n}: ${n === 'content-type' ? v.split(';')[0] : v}`)).sort().join('; ');
+  const shown = (r) =>
+    Object.entries(r.headers)
+      .filter(([n]) => n !== 'date' && n !== 'keep-alive')
+      .map(([n, v]) => (n === 'x-request-id' ? n : `${n}: ${n === 'content-type' ? v.split(';')[0] : v}`))
+      .sort()
+      .join('; ');
   for (const path of ['/v1/pets?limit=20', '/v1/pets/7']) {
     const [f, h] = await Promise.all([get(fastify.origin, path), get(headers.origin, path)]);
-    if (f.status !== h.status || f.body !== h.body || shown(f) !== shown(h)) problems.push(`${path}: Fastify ${f.status} [${shown(f)}], the floor with headers ${h.status} [${shown(h)}]${f.body === h.body ? '' : ', bodies differ'}`);
+    if (f.status !== h.status || f.body !== h.body || shown(f) !== shown(h))
+      problems.push(
+        `${path}: Fastify ${f.status} [${shown(f)}], the floor with headers ${h.status} [${shown(h)}]${f.body === h.body ? '' : ', bodies differ'}`,
+      );
   }
   const refused = await get(fastify.origin, '/v1/pets', { authorization: 'Bearer wrong-key' });
   if (refused.status !== 401) problems.push(`Fastify answered ${refused.status} to a wrong key`);
@@ -109,11 +146,13 @@ export async function wrkMode() {
   const targets = [];
   const dirs = [dir];
   const results = {};
-  let fastifyNote = 'Fastify not measured (see the run\'s output)';
+  let fastifyNote = "Fastify not measured (see the run's output)";
   let problems = [];
   const record = (key, kind, m) => {
     ((results[key] ??= {})[kind] ??= []).push(m);
-    progress(`  ${key.padEnd(10)} ${kind.padEnd(8)} ${fmt.int(m.rps).padStart(7)}/s  cpu ${fmt.ms(m.cpuPerAnswer)} µs/answer  errors ${m.errors}`);
+    progress(
+      `  ${key.padEnd(10)} ${kind.padEnd(8)} ${fmt.int(m.rps).padStart(7)}/s  cpu ${fmt.ms(m.cpuPerAnswer)} µs/answer  errors ${m.errors}`,
+    );
   };
   try {
     const server = await start('server', { dataDir: dir });
@@ -127,8 +166,11 @@ export async function wrkMode() {
     targets.push(server, floor, headers, quiet);
     const found = await findFastify();
     // A Fastify that cannot be loaded or does not answer (start's error holds its stderr) is left out.
-    const fastify = found && (await start('fastify', { serverArgs: ['--fastify-dir', found.dir] })
-      .catch((error) => progress(`Fastify not measured: ${error.message.replace(/\s+/g, ' ').slice(0, 300)}`)));
+    const fastify =
+      found &&
+      (await start('fastify', { serverArgs: ['--fastify-dir', found.dir] }).catch((error) =>
+        progress(`Fastify not measured: ${error.message.replace(/\s+/g, ' ').slice(0, 300)}`),
+      ));
     if (fastify) {
       targets.push(fastify);
       problems = await sameAnswers(fastify, headers);
@@ -145,7 +187,8 @@ export async function wrkMode() {
           }
         }
       }
-      for (const t of r % 2 === 0 ? [server, floor] : [floor, server]) record(`post@${POST_CONNECTIONS}`, t.kind, await turn(t, 'post', POST_CONNECTIONS, scripts));
+      for (const t of r % 2 === 0 ? [server, floor] : [floor, server])
+        record(`post@${POST_CONNECTIONS}`, t.kind, await turn(t, 'post', POST_CONNECTIONS, scripts));
     }
   } finally {
     for (const t of targets) await stop(t);
@@ -154,25 +197,33 @@ export async function wrkMode() {
   }
   const m = machine();
   // A kind not measured (Fastify when it could not be had) shows as '–'.
-  const ratio = (key, a, b, field) => median((results[key][a] ?? []).map((x, i) => x[field] / results[key][b]?.[i][field]));
+  const ratio = (key, a, b, field) =>
+    median((results[key][a] ?? []).map((x, i) => x[field] / results[key][b]?.[i][field]));
   const stat = (key, kind, field) => median((results[key][kind] ?? []).map((x) => x[field]));
-  const errors = (key) => Object.values(results[key]).flat().reduce((sum, x) => sum + x.errors, 0);
+  const errors = (key) =>
+    Object.values(results[key])
+      .flat()
+      .reduce((sum, x) => sum + x.errors, 0);
   const rows = [];
   const label = { list: 'GET /v1/pets?limit=20', one: 'GET /v1/pets/{id}' };
   for (const load of ['list', 'one']) {
     for (const c of CONNECTIONS) {
       const key = `${load}@${c}`;
-      rows.push(`| ${label[load]}, ${c} conn. | ${fmt.int(stat(key, 'server', 'rps'))} | ${fmt.int(stat(key, 'floor', 'rps'))} | ${fmt.int(stat(key, 'headers', 'rps'))} | ` +
-        `${fmt.int(stat(key, 'fastify', 'rps'))} | ${fmt.ratio(ratio(key, 'server', 'floor', 'rps'))} | ${fmt.ratio(ratio(key, 'server', 'fastify', 'rps'))} | ` +
-        `${fmt.ms(stat(key, 'server', 'cpuPerAnswer'))} | ${fmt.ms(stat(key, 'floor', 'cpuPerAnswer'))} | ${fmt.ms(stat(key, 'headers', 'cpuPerAnswer'))} | ` +
-        `${fmt.ms(stat(key, 'fastify', 'cpuPerAnswer'))} | ${fmt.ratio(ratio(key, 'server', 'floor', 'cpuPerAnswer'))} | ${fmt.ratio(ratio(key, 'server', 'fastify', 'cpuPerAnswer'))} | ` +
-        `${fmt.ratio(ratio(key, 'server', 'quiet', 'rps'))} | ${fmt.ratio(ratio(key, 'server', 'quiet', 'cpuPerAnswer'))} | ${errors(key)} |`);
+      rows.push(
+        `| ${label[load]}, ${c} conn. | ${fmt.int(stat(key, 'server', 'rps'))} | ${fmt.int(stat(key, 'floor', 'rps'))} | ${fmt.int(stat(key, 'headers', 'rps'))} | ` +
+          `${fmt.int(stat(key, 'fastify', 'rps'))} | ${fmt.ratio(ratio(key, 'server', 'floor', 'rps'))} | ${fmt.ratio(ratio(key, 'server', 'fastify', 'rps'))} | ` +
+          `${fmt.ms(stat(key, 'server', 'cpuPerAnswer'))} | ${fmt.ms(stat(key, 'floor', 'cpuPerAnswer'))} | ${fmt.ms(stat(key, 'headers', 'cpuPerAnswer'))} | ` +
+          `${fmt.ms(stat(key, 'fastify', 'cpuPerAnswer'))} | ${fmt.ratio(ratio(key, 'server', 'floor', 'cpuPerAnswer'))} | ${fmt.ratio(ratio(key, 'server', 'fastify', 'cpuPerAnswer'))} | ` +
+          `${fmt.ratio(ratio(key, 'server', 'quiet', 'rps'))} | ${fmt.ratio(ratio(key, 'server', 'quiet', 'cpuPerAnswer'))} | ${errors(key)} |`,
+      );
     }
   }
   const post = `post@${POST_CONNECTIONS}`;
-  rows.push(`| POST /v1/pets (durable; the floor in memory), ${POST_CONNECTIONS} conn. | ${fmt.int(stat(post, 'server', 'rps'))} | ${fmt.int(stat(post, 'floor', 'rps'))} | | | ` +
-    `${fmt.ratio(ratio(post, 'server', 'floor', 'rps'))} | | ${fmt.ms(stat(post, 'server', 'cpuPerAnswer'))} | ${fmt.ms(stat(post, 'floor', 'cpuPerAnswer'))} | | | ` +
-    `${fmt.ratio(ratio(post, 'server', 'floor', 'cpuPerAnswer'))} | | | | ${errors(post)} |`);
+  rows.push(
+    `| POST /v1/pets (durable; the floor in memory), ${POST_CONNECTIONS} conn. | ${fmt.int(stat(post, 'server', 'rps'))} | ${fmt.int(stat(post, 'floor', 'rps'))} | | | ` +
+      `${fmt.ratio(ratio(post, 'server', 'floor', 'rps'))} | | ${fmt.ms(stat(post, 'server', 'cpuPerAnswer'))} | ${fmt.ms(stat(post, 'floor', 'cpuPerAnswer'))} | | | ` +
+      `${fmt.ratio(ratio(post, 'server', 'floor', 'cpuPerAnswer'))} | | | | ${errors(post)} |`,
+  );
   const markdown = `## wrk against the lean floor
 
 ${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end

@@ -31,6 +31,8 @@ if (hasTypeScript()) {
 } else if (existsSync(join(root, 'dist', 'server.js'))) {
   console.error('prepare: TypeScript is not installed; keeping the dist/ already built');
 } else {
-  console.error('prepare: TypeScript is not installed, so dist/ cannot be built. For a production install run: npm ci && npm prune --omit=dev');
+  console.error(
+    'prepare: TypeScript is not installed, so dist/ cannot be built. For a production install run: npm ci && npm prune --omit=dev',
+  );
   process.exitCode = 1;
 }

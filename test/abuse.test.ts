@@ -33,7 +33,13 @@ interface ErrorBody {
   status: number;
 }
 
-function assertError(status: number, headers: IncomingHttpHeaders | Record<string, string | undefined>, text: string, expectedStatus: number, code?: string): ErrorBody {
+function assertError(
+  status: number,
+  headers: IncomingHttpHeaders | Record<string, string | undefined>,
+  text: string,
+  expectedStatus: number,
+  code?: string,
+): ErrorBody {
   assert.equal(status, expectedStatus, text);
   assert.equal(headers['content-type'], 'application/json');
   assert.equal(headers['x-content-type-options'], 'nosniff');
@@ -64,10 +70,12 @@ class Wire {
       this.socket.once('connect', () => resolve());
       this.socket.once('error', reject);
     });
-    this.ended = new Promise((resolve) => this.socket.once('close', () => {
-      this.closed = true;
-      resolve();
-    }));
+    this.ended = new Promise((resolve) =>
+      this.socket.once('close', () => {
+        this.closed = true;
+        resolve();
+      }),
+    );
   }
 
   write(text: string | Buffer): void {
@@ -90,17 +98,28 @@ class Wire {
 }
 
 /** The final answer in raw response text (interim 1xx skipped), parsed. */
-function finalAnswer(data: string): { status: number; headers: Record<string, string>; body: string; interim: number[] } | undefined {
+function finalAnswer(
+  data: string,
+): { status: number; headers: Record<string, string>; body: string; interim: number[] } | undefined {
   const parsed = parseResponse(Buffer.from(data, 'latin1'), true, false);
   if (parsed === undefined) return undefined;
   const headers: Record<string, string> = {};
   for (const [name, values] of Object.entries(parsed.answer.headers)) headers[name] = values.join(', ');
-  return { status: parsed.answer.status, headers, body: parsed.answer.body.toString('utf8'), interim: parsed.answer.interim };
+  return {
+    status: parsed.answer.status,
+    headers,
+    body: parsed.answer.body.toString('utf8'),
+    interim: parsed.answer.interim,
+  };
 }
 
 const hasFinal = (data: string): boolean => {
   const answer = finalAnswer(data);
-  return answer !== undefined && (answer.headers['content-length'] === undefined || Buffer.byteLength(answer.body) >= Number(answer.headers['content-length']));
+  return (
+    answer !== undefined &&
+    (answer.headers['content-length'] === undefined ||
+      Buffer.byteLength(answer.body) >= Number(answer.headers['content-length']))
+  );
 };
 
 interface Reply {
@@ -111,19 +130,47 @@ interface Reply {
 }
 
 /** One HTTP request with a chosen local address and agent. */
-function call(url: string, options: { method?: string; path?: string; headers?: Record<string, string>; body?: string; localAddress?: string; agent?: Agent | false } = {}): Promise<Reply> {
+function call(
+  url: string,
+  options: {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    localAddress?: string;
+    agent?: Agent | false;
+  } = {},
+): Promise<Reply> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
-    const headers = { ...options.headers, ...(options.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(options.body)) }) };
-    const req = httpRequest({
-      host: hostname, port, method: options.method ?? 'GET', path: options.path ?? '/v1/pets', headers,
-      agent: options.agent ?? false, ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, text: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const headers = {
+      ...options.headers,
+      ...(options.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(options.body)) }),
+    };
+    const req = httpRequest(
+      {
+        host: hostname,
+        port,
+        method: options.method ?? 'GET',
+        path: options.path ?? '/v1/pets',
+        headers,
+        agent: options.agent ?? false,
+        ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            rawHeaders: res.rawHeaders,
+            text: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+      },
+    );
     req.setTimeout(10_000, () => req.destroy(new Error('no answer in 10 s')));
     req.on('error', reject);
     if (options.body !== undefined) req.write(options.body);
@@ -148,13 +195,26 @@ test('two Authorization headers are a 400 Error, whatever their values and spell
     const res = await server.request('GET', '/v1/pets', { headers });
     assertError(res.status, res.headers, res.text, 400, 'invalid_request');
     // A create with two keys is refused the same way, and stores nothing.
-    const created = await server.request('POST', '/v1/pets', { headers: [...headers, JSON_TYPE], body: '{"name":"Rex","categoryId":1}' });
+    const created = await server.request('POST', '/v1/pets', {
+      headers: [...headers, JSON_TYPE],
+      body: '{"name":"Rex","categoryId":1}',
+    });
     assertError(created.status, created.headers, created.text, 400, 'invalid_request');
   }
   // Both before the valid one, and no valid one at all.
-  const invalidFirst = await server.request('GET', '/v1/pets', { auth: false, headers: [['authorization', 'Bearer wrong'], ['authorization', `Bearer ${TEST_KEY}`]] });
+  const invalidFirst = await server.request('GET', '/v1/pets', {
+    auth: false,
+    headers: [
+      ['authorization', 'Bearer wrong'],
+      ['authorization', `Bearer ${TEST_KEY}`],
+    ],
+  });
   assertError(invalidFirst.status, invalidFirst.headers, invalidFirst.text, 400, 'invalid_request');
-  const raw = await new RawClient(server.url).exchange(Buffer.from(`GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nauthorization: Bearer ${TEST_KEY}\r\nConnection: close\r\n\r\n`));
+  const raw = await new RawClient(server.url).exchange(
+    Buffer.from(
+      `GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nauthorization: Bearer ${TEST_KEY}\r\nConnection: close\r\n\r\n`,
+    ),
+  );
   assert.equal(raw.kind, 'answer');
   if (raw.kind === 'answer') assert.equal(raw.answer.status, 400);
   const list = await server.request('GET', '/v1/pets');
@@ -163,8 +223,19 @@ test('two Authorization headers are a 400 Error, whatever their values and spell
 
 test('two Content-Type headers on a create are a 400 Error (not 415, not 201), and nothing is stored', async () => {
   const server = await serve();
-  for (const [first, second] of [['application/json', 'application/json'], ['application/json', 'text/plain'], ['text/plain', 'application/json'], ['application/json', 'application/json; charset=utf-8']]) {
-    const res = await server.request('POST', '/v1/pets', { headers: [['content-type', first as string], ['Content-Type', second as string]], body: '{"name":"Rex","categoryId":1}' });
+  for (const [first, second] of [
+    ['application/json', 'application/json'],
+    ['application/json', 'text/plain'],
+    ['text/plain', 'application/json'],
+    ['application/json', 'application/json; charset=utf-8'],
+  ]) {
+    const res = await server.request('POST', '/v1/pets', {
+      headers: [
+        ['content-type', first as string],
+        ['Content-Type', second as string],
+      ],
+      body: '{"name":"Rex","categoryId":1}',
+    });
     const error = assertError(res.status, res.headers, res.text, 400, 'invalid_request');
     assert.match(error.message, /Content-Type/);
   }
@@ -180,16 +251,26 @@ function paddedHead(method: string, lead: string, padding: number, tail: string)
   return head;
 }
 
-async function rawAnswer(url: string, bytes: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+async function rawAnswer(
+  url: string,
+  bytes: string,
+): Promise<{ status: number; headers: Record<string, string>; body: string }> {
   const outcome = await new RawClient(url).exchange(Buffer.from(bytes), { timeoutMs: 5000 });
   assert.equal(outcome.kind, 'answer');
   if (outcome.kind !== 'answer') throw new Error('no answer');
-  return { status: outcome.answer.status, headers: Object.fromEntries(Object.entries(outcome.answer.headers).map(([k, v]) => [k, v.join(', ')])), body: outcome.answer.body.toString('utf8') };
+  return {
+    status: outcome.answer.status,
+    headers: Object.fromEntries(Object.entries(outcome.answer.headers).map(([k, v]) => [k, v.join(', ')])),
+    body: outcome.answer.body.toString('utf8'),
+  };
 }
 
 /** The pet store's handler on an embedder's own node:http server, with Node's header defaults. */
 async function embedded(t: TestContext): Promise<string> {
-  return embedServer(t, await createPetstore({ dataDir: await tempDirFor(t), keys: [TEST_KEY], logger: silentLoggerForTests }));
+  return embedServer(
+    t,
+    await createPetstore({ dataDir: await tempDirFor(t), keys: [TEST_KEY], logger: silentLoggerForTests }),
+  );
 }
 
 test('a second Authorization, Host, Content-Type or Idempotency-Key behind 1,995 headers is refused, not dropped unseen; nothing is stored', async (t) => {
@@ -197,7 +278,12 @@ test('a second Authorization, Host, Content-Type or Idempotency-Key behind 1,995
   for (const url of [server.url, await embedded(t)]) {
     const body = '{"name":"Hidden","categoryId":1}';
     // The first of each is valid and comes before the padding; a proxy that takes the last one sees another request.
-    const seconds = ['Authorization: Bearer another-key-0123456789\r\n', 'Host: elsewhere.example\r\n', 'Content-Type: text/plain\r\n', 'Idempotency-Key: "b"\r\n'];
+    const seconds = [
+      'Authorization: Bearer another-key-0123456789\r\n',
+      'Host: elsewhere.example\r\n',
+      'Content-Type: text/plain\r\n',
+      'Idempotency-Key: "b"\r\n',
+    ];
     for (const second of seconds) {
       const lead = `Content-Type: application/json\r\nIdempotency-Key: "a"\r\nContent-Length: ${body.length}\r\n`;
       const head = paddedHead('POST', lead, 1995, second);
@@ -232,7 +318,13 @@ function continueHead(headers: string, length: number): string {
   return `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}Content-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`;
 }
 
-async function refusedBeforeBody(server: TestServer, headers: string, length: number, status: number, code: string): Promise<void> {
+async function refusedBeforeBody(
+  server: TestServer,
+  headers: string,
+  length: number,
+  status: number,
+  code: string,
+): Promise<void> {
   const wire = new Wire(server.url);
   try {
     await wire.opened;
@@ -250,18 +342,42 @@ async function refusedBeforeBody(server: TestServer, headers: string, length: nu
 test('Expect: 100-continue without a valid key: the 401 arrives before any body is sent', async () => {
   const server = await serve({ bodyLimit: 1024 });
   await refusedBeforeBody(server, 'Content-Type: application/json\r\n', 30, 401, 'unauthorized');
-  await refusedBeforeBody(server, 'Authorization: Bearer wrong\r\nContent-Type: application/json\r\n', 30, 401, 'unauthorized');
+  await refusedBeforeBody(
+    server,
+    'Authorization: Bearer wrong\r\nContent-Type: application/json\r\n',
+    30,
+    401,
+    'unauthorized',
+  );
 });
 
 test('Expect: 100-continue with a Content-Length over the limit: the 413 arrives before any body is sent', async () => {
   const server = await serve({ bodyLimit: 1024 });
-  await refusedBeforeBody(server, `Authorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\n`, 1025, 413, 'payload_too_large');
-  await refusedBeforeBody(server, `Authorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\n`, 10 * 1024 * 1024, 413, 'payload_too_large');
+  await refusedBeforeBody(
+    server,
+    `Authorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\n`,
+    1025,
+    413,
+    'payload_too_large',
+  );
+  await refusedBeforeBody(
+    server,
+    `Authorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\n`,
+    10 * 1024 * 1024,
+    413,
+    'payload_too_large',
+  );
 });
 
 test('Expect: 100-continue with Content-Type text/plain: the 415 arrives before any body is sent', async () => {
   const server = await serve({ bodyLimit: 1024 });
-  await refusedBeforeBody(server, `Authorization: Bearer ${TEST_KEY}\r\nContent-Type: text/plain\r\n`, 30, 415, 'unsupported_media_type');
+  await refusedBeforeBody(
+    server,
+    `Authorization: Bearer ${TEST_KEY}\r\nContent-Type: text/plain\r\n`,
+    30,
+    415,
+    'unsupported_media_type',
+  );
   await refusedBeforeBody(server, `Authorization: Bearer ${TEST_KEY}\r\n`, 30, 415, 'unsupported_media_type');
 });
 
@@ -295,7 +411,9 @@ test('an Expect other than 100-continue is a 417 Error, and the body is never wa
   const wire = new Wire(server.url);
   try {
     await wire.opened;
-    wire.write(`POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: 30\r\nExpect: 200-ok\r\n\r\n`);
+    wire.write(
+      `POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: 30\r\nExpect: 200-ok\r\n\r\n`,
+    );
     assert.ok(await wire.until(hasFinal, 3000), `no answer: ${JSON.stringify(wire.data)}`);
     const answer = finalAnswer(wire.data);
     assert.ok(answer !== undefined);
@@ -315,13 +433,22 @@ test('a broken chunked body after an early refusal gets that one answer, not a s
     [`Authorization: Bearer ${TEST_KEY}\r\nContent-Type: text/plain\r\n`, 415],
   ] as const) {
     const client = new RawClient(server.url);
-    const outcome = await client.exchange(Buffer.from(`POST /v1/pets HTTP/1.1\r\nHost: a\r\n${head}Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n`), { drainMs: 1000 });
+    const outcome = await client.exchange(
+      Buffer.from(
+        `POST /v1/pets HTTP/1.1\r\nHost: a\r\n${head}Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n`,
+      ),
+      { drainMs: 1000 },
+    );
     client.close();
     assert.equal(outcome.kind, 'answer');
     if (outcome.kind !== 'answer') continue;
     // Either the early refusal alone, or Node's 400 for the broken chunk alone — never both.
     assert.ok([status, 400].includes(outcome.answer.status), `status ${outcome.answer.status}`);
-    assert.equal(outcome.extra, 0, `after the ${outcome.answer.status} the server sent ${outcome.extra} more bytes for the same request`);
+    assert.equal(
+      outcome.extra,
+      0,
+      `after the ${outcome.answer.status} the server sent ${outcome.extra} more bytes for the same request`,
+    );
   }
 });
 
@@ -329,11 +456,21 @@ test('CONNECT is answered with an Error, not a silently dropped connection', asy
   const server = await serve();
   for (const target of ['/v1/pets', '127.0.0.1:80']) {
     const client = new RawClient(server.url);
-    const outcome = await client.exchange(Buffer.from(`CONNECT ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`), { timeoutMs: 3000 });
+    const outcome = await client.exchange(
+      Buffer.from(`CONNECT ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`),
+      { timeoutMs: 3000 },
+    );
     client.close();
-    assert.equal(outcome.kind, 'answer', `CONNECT ${target}: ${outcome.kind === 'answer' ? '' : `${outcome.kind} ${JSON.stringify(outcome.partial)}`}`);
+    assert.equal(
+      outcome.kind,
+      'answer',
+      `CONNECT ${target}: ${outcome.kind === 'answer' ? '' : `${outcome.kind} ${JSON.stringify(outcome.partial)}`}`,
+    );
     if (outcome.kind !== 'answer') continue;
-    assert.ok(outcome.answer.status >= 400 && outcome.answer.status < 500, `CONNECT ${target}: ${outcome.answer.status}`);
+    assert.ok(
+      outcome.answer.status >= 400 && outcome.answer.status < 500,
+      `CONNECT ${target}: ${outcome.answer.status}`,
+    );
     const headers = Object.fromEntries(Object.entries(outcome.answer.headers).map(([k, v]) => [k, v.join(', ')]));
     assertError(outcome.answer.status, headers, outcome.answer.body.toString('utf8'), outcome.answer.status);
   }
@@ -347,7 +484,11 @@ test('CONNECT is answered with an Error, not a silently dropped connection', asy
 test("headers over maxHeaderSize get Node's 431, not another status", async () => {
   const server = await serve({ maxHeaderSize: 8192 });
   const client = new RawClient(server.url);
-  const outcome = await client.exchange(Buffer.from(`GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nX-Pad: ${'a'.repeat(9000)}\r\n\r\n`));
+  const outcome = await client.exchange(
+    Buffer.from(
+      `GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nX-Pad: ${'a'.repeat(9000)}\r\n\r\n`,
+    ),
+  );
   client.close();
   assert.equal(outcome.kind, 'answer');
   if (outcome.kind === 'answer') assert.equal(outcome.answer.status, 431);
@@ -385,7 +526,9 @@ test("a body that stalls past requestTimeout gets Node's 408 within a few second
   try {
     await wire.opened;
     const started = Date.now();
-    wire.write(`POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"name":"Slow",`);
+    wire.write(
+      `POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"name":"Slow",`,
+    );
     const answered = await wire.until((d) => d.startsWith('HTTP/1.1 ') && d.includes('\r\n\r\n'), 5000);
     const ms = Date.now() - started;
     t.diagnostic(`answer after ${ms} ms: ${JSON.stringify(wire.data.slice(0, 40))}`);
@@ -409,7 +552,8 @@ async function slowClients(url: string, count: number): Promise<{ wires: Wire[];
   for (let i = 0; i < count; i++) wires.push(new Wire(url));
   await Promise.all(wires.map((w) => w.opened));
   const trickling = wires.filter((_, i) => i % 2 === 1);
-  for (const w of trickling) w.write(`GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nX-Slow: `);
+  for (const w of trickling)
+    w.write(`GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nX-Slow: `);
   const timer = setInterval(() => {
     for (const w of trickling) if (!w.closed) w.write('a');
   }, 200);
@@ -430,7 +574,11 @@ test(`a normal GET is answered promptly while ${SLOW_CLIENTS} slow and idle conn
     assert.equal(open, SLOW_CLIENTS, 'the slow connections were all still held while the GET was served');
     assert.ok(ms < 2000, `GET took ${ms} ms`);
     // A create is served too, and what it stores is there.
-    const created = await call(server.url, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: '{"name":"Quick","categoryId":1}' });
+    const created = await call(server.url, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      body: '{"name":"Quick","categoryId":1}',
+    });
     assert.equal(created.status, 201, created.text);
   } finally {
     stop();
@@ -449,8 +597,14 @@ test(`${SLOW_CLIENTS} slow and idle connections are closed by the headers timeou
     const ms = Date.now() - started;
     const closed = wires.filter((w) => w.closed);
     const with408 = closed.filter((w) => w.data.startsWith('HTTP/1.1 408 ')).length;
-    t.diagnostic(`after ${ms} ms: ${closed.length}/${SLOW_CLIENTS} closed by the server, ${with408} of them with a 408`);
-    assert.equal(closed.length, SLOW_CLIENTS, `${SLOW_CLIENTS - closed.length} connections still open ${deadline} ms after connecting (headersTimeout ${headersTimeout} ms)`);
+    t.diagnostic(
+      `after ${ms} ms: ${closed.length}/${SLOW_CLIENTS} closed by the server, ${with408} of them with a 408`,
+    );
+    assert.equal(
+      closed.length,
+      SLOW_CLIENTS,
+      `${SLOW_CLIENTS - closed.length} connections still open ${deadline} ms after connecting (headersTimeout ${headersTimeout} ms)`,
+    );
     assert.equal(with408, SLOW_CLIENTS);
   } finally {
     stop();
@@ -473,12 +627,20 @@ test('with maxConnections 50, the oldest 10 of 60 silent sockets are closed by t
     while (wires.filter((w) => w.closed).length < 10 && Date.now() < deadline) await sleep(20);
     await sleep(200); // no more than 10 are closed
     const closed = wires.filter((w) => w.closed).length;
-    const count = await new Promise<number>((resolve, reject) => server.running.server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+    const count = await new Promise<number>((resolve, reject) =>
+      server.running.server.getConnections((e, n) => (e ? reject(e) : resolve(n))),
+    );
     t.diagnostic(`${closed} of 60 sockets closed by the server; it holds ${count}`);
     assert.equal(closed, 10);
     assert.equal(count, 50);
-    assert.ok(wires.filter((w) => w.closed).every((w) => w.data === ''), 'refused sockets get no bytes');
-    assert.ok(wires.slice(0, 10).every((w) => w.closed), 'the oldest 10, which sent nothing, made room for the newer');
+    assert.ok(
+      wires.filter((w) => w.closed).every((w) => w.data === ''),
+      'refused sockets get no bytes',
+    );
+    assert.ok(
+      wires.slice(0, 10).every((w) => w.closed),
+      'the oldest 10, which sent nothing, made room for the newer',
+    );
     // At the cap, a new client with a request is served: the oldest silent socket makes room.
     assert.equal((await call(server.url, { headers: AUTH })).status, 200);
     await waitFor(() => wires[10]?.closed === true, 2000, 'the oldest silent socket closed for it');
@@ -488,7 +650,9 @@ test('with maxConnections 50, the oldest 10 of 60 silent sockets are closed by t
   const deadline = Date.now() + 3000;
   let count = -1;
   while (count !== 0 && Date.now() < deadline) {
-    count = await new Promise<number>((resolve, reject) => server.running.server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+    count = await new Promise<number>((resolve, reject) =>
+      server.running.server.getConnections((e, n) => (e ? reject(e) : resolve(n))),
+    );
     if (count !== 0) await sleep(20);
   }
   assert.equal(count, 0, 'the released sockets are gone');
@@ -509,16 +673,26 @@ test('after 5 wrong keys the 6th request, even with a valid key, is a 429 with R
   }
   assert.equal((await call(server.url, { headers: AUTH, localAddress: '127.0.0.1' })).status, 200);
   const failures: Array<Record<string, string>> = [
-    { authorization: 'Bearer wrong' }, { authorization: 'bearer wrong2' }, { authorization: 'Bearer x' }, { authorization: 'Bearer y' }, { authorization: `Bearer ${TEST_KEY}x` },
+    { authorization: 'Bearer wrong' },
+    { authorization: 'bearer wrong2' },
+    { authorization: 'Bearer x' },
+    { authorization: 'Bearer y' },
+    { authorization: `Bearer ${TEST_KEY}x` },
   ];
   for (const headers of failures) {
     const res = await call(server.url, { headers, localAddress: '127.0.0.1' });
     assertError(res.status, res.headers, res.text, 401, 'unauthorized');
   }
   for (const attempt of [{ method: 'GET' }, { method: 'POST', body: '{"name":"Blocked","categoryId":1}' }]) {
-    const blocked = await call(server.url, { ...attempt, headers: { ...AUTH, 'content-type': 'application/json' }, localAddress: '127.0.0.1' });
+    const blocked = await call(server.url, {
+      ...attempt,
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      localAddress: '127.0.0.1',
+    });
     assertError(blocked.status, blocked.headers, blocked.text, 429, 'too_many_requests');
-    const retryAfter = blocked.rawHeaders.filter((_, i) => i % 2 === 0 && blocked.rawHeaders[i]?.toLowerCase() === 'retry-after').length;
+    const retryAfter = blocked.rawHeaders.filter(
+      (_, i) => i % 2 === 0 && blocked.rawHeaders[i]?.toLowerCase() === 'retry-after',
+    ).length;
     assert.equal(retryAfter, 1, 'one Retry-After header');
     assert.match(String(blocked.headers['retry-after']), /^[1-9][0-9]*$/);
     const seconds = Number(blocked.headers['retry-after']);
@@ -528,9 +702,17 @@ test('after 5 wrong keys the 6th request, even with a valid key, is a 429 with R
   // 127.0.0.2 is another client on the loopback: its valid key works, its failures are its own.
   const other = await call(server.url, { headers: AUTH, localAddress: '127.0.0.2' });
   assert.equal(other.status, 200, other.text);
-  const created = await call(server.url, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: '{"name":"Other","categoryId":2}', localAddress: '127.0.0.2' });
+  const created = await call(server.url, {
+    method: 'POST',
+    headers: { ...AUTH, 'content-type': 'application/json' },
+    body: '{"name":"Other","categoryId":2}',
+    localAddress: '127.0.0.2',
+  });
   assert.equal(created.status, 201, created.text);
-  const otherFailure = await call(server.url, { headers: { authorization: 'Bearer wrong' }, localAddress: '127.0.0.2' });
+  const otherFailure = await call(server.url, {
+    headers: { authorization: 'Bearer wrong' },
+    localAddress: '127.0.0.2',
+  });
   assertError(otherFailure.status, otherFailure.headers, otherFailure.text, 401, 'unauthorized');
   const list = await call(server.url, { headers: AUTH, localAddress: '127.0.0.2' });
   assert.equal(list.text, '[{"id":1,"name":"Other","categoryId":2}]', 'the blocked create stored nothing');
@@ -581,7 +763,12 @@ test('a sustained mixed load over keep-alive clients: no errors, every 201 store
       try {
         if (roll < 0.3) {
           const body = `{"name":"load-${n}-${requests}","categoryId":${BigInt(Math.floor(random() * 2 ** 31)) * 4294967296n + BigInt(requests)},"status":"available"}`;
-          res = await call(server.url, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body, agent });
+          res = await call(server.url, {
+            method: 'POST',
+            headers: { ...AUTH, 'content-type': 'application/json' },
+            body,
+            agent,
+          });
           if (res.status === 201) {
             const pet = parseExact(res.text) as { id: number };
             created.set(pet.id, res.text);
@@ -611,15 +798,21 @@ test('a sustained mixed load over keep-alive clients: no errors, every 201 store
   agent.destroy();
   samples.push({ ...measure(), requests, pets: created.size });
 
-  const [, second, last] = samples as [typeof samples[0], typeof samples[0], typeof samples[0]];
+  const [, second, last] = samples as [(typeof samples)[0], (typeof samples)[0], (typeof samples)[0]];
   const MiB = 1024 * 1024;
   const heapGrowth = last.heap - second.heap;
   const rssGrowth = last.rss - second.rss;
   const petsBetween = last.pets - second.pets;
   const requestsBetween = last.requests - second.requests;
-  t.diagnostic(`${requests} requests in ${Date.now() - started} ms by ${CLIENTS} keep-alive clients, ${created.size} pets created, ${errors.length} errors, gc ${gc === undefined ? 'unavailable' : 'forced'}`);
-  t.diagnostic(`heapUsed ${samples.map((s) => (s.heap / MiB).toFixed(1)).join(' → ')} MiB; rss ${samples.map((s) => (s.rss / MiB).toFixed(1)).join(' → ')} MiB`);
-  t.diagnostic(`last third: ${requestsBetween} requests, ${petsBetween} pets, heap ${(heapGrowth / MiB).toFixed(2)} MiB, rss ${(rssGrowth / MiB).toFixed(2)} MiB`);
+  t.diagnostic(
+    `${requests} requests in ${Date.now() - started} ms by ${CLIENTS} keep-alive clients, ${created.size} pets created, ${errors.length} errors, gc ${gc === undefined ? 'unavailable' : 'forced'}`,
+  );
+  t.diagnostic(
+    `heapUsed ${samples.map((s) => (s.heap / MiB).toFixed(1)).join(' → ')} MiB; rss ${samples.map((s) => (s.rss / MiB).toFixed(1)).join(' → ')} MiB`,
+  );
+  t.diagnostic(
+    `last third: ${requestsBetween} requests, ${petsBetween} pets, heap ${(heapGrowth / MiB).toFixed(2)} MiB, rss ${(rssGrowth / MiB).toFixed(2)} MiB`,
+  );
 
   assert.deepEqual(errors.slice(0, 10), []);
   assert.ok(requests > 500, `only ${requests} requests in ${DURATION_MS} ms`);
@@ -627,8 +820,15 @@ test('a sustained mixed load over keep-alive clients: no errors, every 201 store
 
   // Stored pets legitimately take memory; anything per request beyond that is a leak.
   const allowance = 2 * MiB + petsBetween * 512;
-  if (gc !== undefined) assert.ok(heapGrowth < allowance, `heap grew ${(heapGrowth / MiB).toFixed(1)} MiB over ${requestsBetween} requests (allowed ${(allowance / MiB).toFixed(1)})`);
-  assert.ok(rssGrowth < 64 * MiB + petsBetween * 4096, `rss grew ${(rssGrowth / MiB).toFixed(1)} MiB over ${requestsBetween} requests`);
+  if (gc !== undefined)
+    assert.ok(
+      heapGrowth < allowance,
+      `heap grew ${(heapGrowth / MiB).toFixed(1)} MiB over ${requestsBetween} requests (allowed ${(allowance / MiB).toFixed(1)})`,
+    );
+  assert.ok(
+    rssGrowth < 64 * MiB + petsBetween * 4096,
+    `rss grew ${(rssGrowth / MiB).toFixed(1)} MiB over ${requestsBetween} requests`,
+  );
 
   // Every acknowledged pet is there, exactly as acknowledged.
   const listed = new Map<number, string>();
@@ -638,7 +838,7 @@ test('a sustained mixed load over keep-alive clients: no errors, every 201 store
     assert.equal(page.status, 200);
     const pets = parseExact(page.text) as Array<{ id: number }>;
     for (const pet of pets) listed.set(pet.id, JSON.stringify(pet));
-    if (page.headers['link'] === undefined) break;
+    if (page.headers.link === undefined) break;
     after = (pets.at(-1) as { id: number }).id;
   }
   assert.equal(listed.size, created.size);

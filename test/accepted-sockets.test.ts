@@ -13,7 +13,10 @@ import { SlotLimiter } from '#dist/http/connections/slot-limiter.js';
 class StandIn extends EventEmitter {
   destroyed = false;
   bytesRead = 0;
-  constructor(readonly remoteAddress: string, readonly remotePort: number) {
+  constructor(
+    readonly remoteAddress: string,
+    readonly remotePort: number,
+  ) {
     super();
   }
 
@@ -52,12 +55,20 @@ test('after a quiet spell the connections of one burst can all be closed for roo
   for (let i = 0; i < 5; i++) await nextTurn();
   const fromTwo = socket('10.0.0.2');
   sockets.add(fromTwo);
-  assert.deepEqual([a.destroyed, b.destroyed, c.destroyed, fromTwo.destroyed], [false, true, false, false], 'the oldest of the address holding two');
+  assert.deepEqual(
+    [a.destroyed, b.destroyed, c.destroyed, fromTwo.destroyed],
+    [false, true, false, false],
+    'the oldest of the address holding two',
+  );
   for (let i = 0; i < 3; i++) await nextTurn();
   sockets.busy(c); // c brings a request: not closed for room while it is in progress
   const fromThree = socket('10.0.0.3');
   sockets.add(fromThree);
-  assert.deepEqual([a.destroyed, c.destroyed, fromThree.destroyed], [true, false, false], 'between addresses holding one each, the oldest of all');
+  assert.deepEqual(
+    [a.destroyed, c.destroyed, fromThree.destroyed],
+    [true, false, false],
+    'between addresses holding one each, the oldest of all',
+  );
   c.emit('close');
   assert.equal(sockets.size, 2, 'a closed socket leaves its slot');
 });
@@ -73,14 +84,18 @@ test('a connection is closable again once its answers have ended, as the newest 
   for (let i = 0; i < 3; i++) await nextTurn();
   const c = socket();
   sockets.add(c);
-  assert.deepEqual([a.destroyed, b.destroyed, c.destroyed], [false, true, false], 'b, silent longer than a has been idle');
+  assert.deepEqual(
+    [a.destroyed, b.destroyed, c.destroyed],
+    [false, true, false],
+    'b, silent longer than a has been idle',
+  );
   for (let i = 0; i < 3; i++) await nextTurn();
   const d = socket();
   sockets.add(d);
   assert.deepEqual([a.destroyed, d.destroyed], [true, false], 'then a');
 });
 
-test('the address holding the most loses one, whatever the new one\'s address', async () => {
+test("the address holding the most loses one, whatever the new one's address", async () => {
   const sockets = new SlotLimiter(4);
   const mine = socket('10.0.0.1');
   const theirs = [socket('10.0.0.2'), socket('10.0.0.2'), socket('10.0.0.2')];
@@ -100,9 +115,17 @@ test('a connection closable for less than 50 ms is spared while an older one can
   for (const s of young) sockets.add(s);
   for (let i = 0; i < 3; i++) await nextTurn();
   sockets.add(socket('10.0.0.3'));
-  assert.deepEqual([old.destroyed, ...young.map((s) => s.destroyed)], [true, false, false], 'the older one, though its address holds fewer');
+  assert.deepEqual(
+    [old.destroyed, ...young.map((s) => s.destroyed)],
+    [true, false, false],
+    'the older one, though its address holds fewer',
+  );
   sockets.add(socket('10.0.0.3'));
-  assert.deepEqual(young.map((s) => s.destroyed), [true, false], 'none that old: the young ones can be closed all the same');
+  assert.deepEqual(
+    young.map((s) => s.destroyed),
+    [true, false],
+    'none that old: the young ones can be closed all the same',
+  );
 });
 
 test('only addresses with a closable connection are looked through, and an address leaves that set once it has none, busy or closed', () => {

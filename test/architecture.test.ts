@@ -22,8 +22,12 @@ function sourceFiles(dir: string): string[] {
 /** Every relative module a file imports or re-exports, as a path under src/ ending in .ts. */
 function importsOf(file: string): string[] {
   const text = readFileSync(join(SRC, file), 'utf8');
-  const specifiers = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'";]*?from\s+'(\.[^']+)'|import\('(\.[^']+)'\)/g)];
-  return specifiers.map((m) => relative(SRC, resolve(dirname(join(SRC, file)), (m[1] ?? m[2]) as string)).replace(/\.js$/, '.ts'));
+  const specifiers = [
+    ...text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'";]*?from\s+'(\.[^']+)'|import\('(\.[^']+)'\)/g),
+  ];
+  return specifiers.map((m) =>
+    relative(SRC, resolve(dirname(join(SRC, file)), (m[1] ?? m[2]) as string)).replace(/\.js$/, '.ts'),
+  );
 }
 
 function rank(file: string): number {
@@ -36,8 +40,20 @@ const graph = new Map(files.map((file) => [file, importsOf(file)]));
 
 test('src holds only the two entry files and one folder per layer', () => {
   const top = readdirSync(SRC, { withFileTypes: true });
-  assert.deepEqual(top.filter((e) => e.isFile()).map((e) => e.name).sort(), ENTRY_FILES);
-  assert.deepEqual(top.filter((e) => e.isDirectory()).map((e) => e.name).sort(), LAYERS.flat().slice().sort());
+  assert.deepEqual(
+    top
+      .filter((e) => e.isFile())
+      .map((e) => e.name)
+      .sort(),
+    ENTRY_FILES,
+  );
+  assert.deepEqual(
+    top
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .sort(),
+    LAYERS.flat().slice().sort(),
+  );
 });
 
 test('the import scanner sees plain, type-only and re-exporting imports', () => {
@@ -58,7 +74,10 @@ test('imports point one way: from a layer only to the layers after it, or within
     if (ENTRY_FILES.includes(file)) continue;
     for (const target of imports) {
       const sameFolder = file.split('/')[0] === target.split('/')[0];
-      assert.ok(sameFolder || rank(target) > rank(file), `${file} (layer ${rank(file)}) imports ${target} (layer ${rank(target)})`);
+      assert.ok(
+        sameFolder || rank(target) > rank(file),
+        `${file} (layer ${rank(file)}) imports ${target} (layer ${rank(target)})`,
+      );
     }
   }
 });
@@ -69,13 +88,19 @@ test('interchangeable parts of a layer (store/file, store/postgres) never import
     const segments = file.split('/');
     return segments[0] === 'store' && segments.length > 2 ? segments.slice(0, 2).join('/') : undefined;
   };
-  assert.ok(files.some((f) => part(f) === 'store/file') && files.some((f) => part(f) === 'store/postgres'), 'both stores are found');
+  assert.ok(
+    files.some((f) => part(f) === 'store/file') && files.some((f) => part(f) === 'store/postgres'),
+    'both stores are found',
+  );
   for (const [file, imports] of graph) {
     const mine = part(file);
     if (mine === undefined) continue;
     for (const target of imports) {
       const theirs = part(target);
-      assert.ok(theirs === undefined || theirs === mine || theirs.split('/')[0] !== mine.split('/')[0], `${file} imports ${target}`);
+      assert.ok(
+        theirs === undefined || theirs === mine || theirs.split('/')[0] !== mine.split('/')[0],
+        `${file} imports ${target}`,
+      );
     }
   }
 });
@@ -90,4 +115,11 @@ test('there is no import cycle, type-only imports included', () => {
     state.set(file, 'done');
   };
   for (const file of files) visit(file, []);
+});
+
+test('no line of src/ is wider than 120 columns (Biome formats to that width; strings and comments are wrapped by hand)', () => {
+  for (const file of files) {
+    const lines = readFileSync(join(SRC, file), 'utf8').split('\n');
+    lines.forEach((line, i) => assert.ok(line.length <= 120, `${file}:${i + 1} is ${line.length} columns wide`));
+  }
 });

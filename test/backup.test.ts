@@ -13,12 +13,15 @@ import { TEST_KEY, request, runCli, spawnServerFor, startServer, stopProcess, ty
 import { TestFileSystem, assertStopped, dataDir, defer, isJournalPath, plain, snapshotText } from './store-support.js';
 
 const post = (url: string, name: string, categoryId: number): Promise<Response> =>
-  request(url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: JSON.stringify({ name, categoryId, ...(categoryId % 2 === 0 ? { status: 'sold' } : {}) }) });
+  request(url, 'POST', '/v1/pets', {
+    headers: [['content-type', 'application/json']],
+    body: JSON.stringify({ name, categoryId, ...(categoryId % 2 === 0 ? { status: 'sold' } : {}) }),
+  });
 
 /** Every page of GET /v1/pets?limit=7 as served (raw bodies, with the `after` each was asked with). */
 async function pages(url: string): Promise<Array<{ after: number; text: string }>> {
   const result: Array<{ after: number; text: string }> = [];
-  for (let after = 0; ;) {
+  for (let after = 0; ; ) {
     const page = await request(url, 'GET', `/v1/pets?limit=7&after=${after}`);
     assert.equal(page.status, 200, page.text);
     result.push({ after, text: page.text });
@@ -29,7 +32,8 @@ async function pages(url: string): Promise<Array<{ after: number; text: string }
 }
 
 /** Names of the temp directories a backup to `dest` may leave beside it. */
-const tempsBeside = async (parent: string): Promise<string[]> => (await readdir(parent)).filter((name) => name.endsWith('.tmp'));
+const tempsBeside = async (parent: string): Promise<string[]> =>
+  (await readdir(parent)).filter((name) => name.endsWith('.tmp'));
 
 async function backup(dataDir: string, dest: string): Promise<string> {
   const result = await runCli(['backup', dest, '--data-dir', dataDir]);
@@ -44,13 +48,18 @@ test('backup of a stopped data directory: the copy holds the same pets and key h
   const keyed = await runCli(['keys', 'create', '--label', 'ops', '--data-dir', dir]);
   assert.equal(keyed.code, 0, keyed.stderr);
   const original = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });
-  for (let i = 1; i <= 20; i++) assert.equal((await post(original.url, `pet ${i} «${'x'.repeat(i)}»`, i * 1_000_000_007)).status, 201);
+  for (let i = 1; i <= 20; i++)
+    assert.equal((await post(original.url, `pet ${i} «${'x'.repeat(i)}»`, i * 1_000_000_007)).status, 201);
   assert.equal(await stopProcess(original), 0);
 
   const dest = join(root, 'backups', 'monday');
   assert.equal(await backup(dir, dest), `backed up 20 pets (last id 20) and 1 API key hash from ${dir} to ${dest}\n`);
   assert.equal((await stat(dest)).mode & 0o777, 0o700);
-  assert.equal(await assertStopped(dest, ['keys.json', 'pets-ids.json']), 1, 'compacted: one snapshot and its empty journal');
+  assert.equal(
+    await assertStopped(dest, ['keys.json', 'pets-ids.json']),
+    1,
+    'compacted: one snapshot and its empty journal',
+  );
   assert.equal(await readFile(join(dest, 'keys.json'), 'utf8'), await readFile(join(dir, 'keys.json'), 'utf8'));
   assert.deepEqual(await tempsBeside(join(root, 'backups')), []);
   for (const name of await readdir(dest)) assert.equal((await stat(join(dest, name))).mode & 0o777, 0o600, name);
@@ -58,12 +67,18 @@ test('backup of a stopped data directory: the copy holds the same pets and key h
   const restored = await spawnServerFor(t, ['--data-dir', dest], { PETSTORE_API_KEYS: TEST_KEY });
   const again = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });
   assert.deepEqual(await pages(restored.url), await pages(again.url));
-  assert.equal((await post(restored.url, 'next', 1)).text, '{"id":21,"name":"next","categoryId":1}', 'ids continue after the last');
+  assert.equal(
+    (await post(restored.url, 'next', 1)).text,
+    '{"id":21,"name":"next","categoryId":1}',
+    'ids continue after the last',
+  );
   assert.equal(await stopProcess(restored), 0);
   assert.equal(await stopProcess(again), 0);
 });
 
-test('backup while the server takes a stream of creates and compacts: every pet acknowledged before it began is in the copy, served byte for byte', { timeout: 60_000 }, async (t) => {
+test('backup while the server takes a stream of creates and compacts: every pet acknowledged before it began is in the copy, served byte for byte', {
+  timeout: 60_000,
+}, async (t) => {
   const root = await dataDir(t);
   const dir = join(root, 'data');
   // In this process, so that the journal can be compacted every few dozen creates; the backup runs
@@ -98,9 +113,13 @@ test('backup while the server takes a stream of creates and compacts: every pet 
     const pets = copy.list({ after: 0, limit: Number.MAX_SAFE_INTEGER }).pets;
     const lastId = pets.at(-1)?.id ?? 0;
     await copy.close();
-    for (const id of before.keys()) assert.ok(id <= lastId, `pet ${id}, acknowledged before the backup began, is in ${dest}`);
+    for (const id of before.keys())
+      assert.ok(id <= lastId, `pet ${id}, acknowledged before the backup began, is in ${dest}`);
     // No gap and nothing else: every id up to the last is the pet the server acknowledged.
-    assert.deepEqual(pets.map((p) => p.id), Array.from({ length: lastId }, (_, i) => i + 1));
+    assert.deepEqual(
+      pets.map((p) => p.id),
+      Array.from({ length: lastId }, (_, i) => i + 1),
+    );
     const restored = await spawnServerFor(t, ['--data-dir', dest], { PETSTORE_API_KEYS: TEST_KEY });
     for (const page of await pages(restored.url)) {
       const count = (JSON.parse(page.text) as unknown[]).length;
@@ -108,7 +127,9 @@ test('backup while the server takes a stream of creates and compacts: every pet 
       assert.equal(page.text, count === 0 ? '[]' : same.text, `the page after ${page.after} of ${dest}`);
     }
     // Past the ids the running server had reserved when the copy was read: none it may have handed out is given again.
-    const reserved = Number(/"reserved":(\d+),"stopped":true/.exec(await readFile(join(dest, 'pets-ids.json'), 'utf8'))?.[1]);
+    const reserved = Number(
+      /"reserved":(\d+),"stopped":true/.exec(await readFile(join(dest, 'pets-ids.json'), 'utf8'))?.[1],
+    );
     assert.ok(reserved >= lastId, `reserved ${reserved}, last id ${lastId}`);
     assert.equal((await post(restored.url, 'next', 1)).text, `{"id":${reserved + 1},"name":"next","categoryId":1}`);
     assert.equal(await stopProcess(restored), 0);
@@ -157,7 +178,10 @@ test('backup refuses a destination inside the data directory, or a symbolic link
   for (const dest of [join(dir, 'pets-journal.99.jsonl'), join(dir, 'backups', 'monday'), dir, join(dir, '.')]) {
     const refused = await runCli(['backup', dest, '--data-dir', dir]);
     assert.equal(refused.code, 1, dest);
-    assert.equal(refused.stderr, `backup failed: ${dest} is inside the data directory ${dir}; a backup goes outside it\n`);
+    assert.equal(
+      refused.stderr,
+      `backup failed: ${dest} is inside the data directory ${dir}; a backup goes outside it\n`,
+    );
     assert.deepEqual(await readdir(dir), before, 'nothing is made in the data directory');
   }
   // Also when the data directory is named through a symbolic link, or the destination through one.
@@ -175,9 +199,16 @@ test('backup refuses a destination inside the data directory, or a symbolic link
   await symlink(join(root, 'target'), join(root, 'link'));
   const link = await runCli(['backup', join(root, 'link'), '--data-dir', dir]);
   assert.equal(link.code, 1);
-  assert.equal(link.stderr, `backup failed: ${join(root, 'link')} is a symbolic link; give the directory it points to, or a new path\n`);
+  assert.equal(
+    link.stderr,
+    `backup failed: ${join(root, 'link')} is a symbolic link; give the directory it points to, or a new path\n`,
+  );
   assert.deepEqual(await readdir(join(root, 'target')), []);
-  assert.deepEqual((await readdir(root)).filter((name) => name.endsWith('.tmp')), [], 'no temp directory was made');
+  assert.deepEqual(
+    (await readdir(root)).filter((name) => name.endsWith('.tmp')),
+    [],
+    'no temp directory was made',
+  );
 
   // A sibling whose name starts like the data directory's is outside it.
   assert.match(await backup(dir, join(root, 'data-copy')), /^backed up 1 pet /);
@@ -205,18 +236,27 @@ test('a backup that fails before it is complete leaves no destination, only a te
   // A failure at the last step: the temp directory is removed and no destination appears.
   const failing = new TestFileSystem();
   failing.hook = (call) => (call.op === 'rename' && call.to === dest ? { code: 'EIO' } : undefined);
-  await assert.rejects(runBackupCommand(dir, [dest], () => assert.fail('nothing is reported as written'), failing), { code: 'EIO' });
+  await assert.rejects(
+    runBackupCommand(dir, [dest], () => assert.fail('nothing is reported as written'), failing),
+    { code: 'EIO' },
+  );
   assert.deepEqual(await readdir(root), ['data']);
 
   // The process dies while pets.json is being written: the temp directory stays, half written.
   const dying = new TestFileSystem();
-  dying.hook = (call) => (call.op === 'datasync' && call.path.includes('.pets.json.') ? new Promise(() => {}) : undefined);
+  dying.hook = (call) =>
+    call.op === 'datasync' && call.path.includes('.pets.json.') ? new Promise(() => {}) : undefined;
   void runBackupCommand(dir, [dest], () => assert.fail('nothing is reported as written'), dying);
-  for (let i = 0; i < 100 && !dying.log.some((entry) => entry.startsWith('write .pets.json')); i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 100 && !dying.log.some((entry) => entry.startsWith('write .pets.json')); i++)
+    await new Promise((r) => setTimeout(r, 10));
   const [temp, ...others] = await tempsBeside(root);
   assert.ok(temp !== undefined && others.length === 0, 'one temp directory beside the destination');
   assert.match(temp, /^\.dest\.[0-9a-f]{12}\.tmp$/);
-  assert.deepEqual((await readdir(join(root, temp))).filter((name) => !name.startsWith('.pets.json.')), [], 'nothing but the temp snapshot in it');
+  assert.deepEqual(
+    (await readdir(join(root, temp))).filter((name) => !name.startsWith('.pets.json.')),
+    [],
+    'nothing but the temp snapshot in it',
+  );
   await assert.rejects(stat(dest), { code: 'ENOENT' }, 'the destination does not exist');
 
   // The next backup to the same destination is whole.
@@ -246,7 +286,10 @@ test('a compaction that runs while the backup reads (its journal removed under i
   const { index } = await readLiveDirectory(fs, dir);
   assert.ok(held, 'the compaction ran under the read');
   assert.ok(fs.count('readdir') >= 4, 'the directory was read again');
-  assert.deepEqual(index.list({ after: 0, limit: 1000 }).pets.map(plain), store.list({ after: 0, limit: 1000 }).pets.map(plain));
+  assert.deepEqual(
+    index.list({ after: 0, limit: 1000 }).pets.map(plain),
+    store.list({ after: 0, limit: 1000 }).pets.map(plain),
+  );
   await store.close();
 });
 

@@ -15,9 +15,19 @@ export const withoutChromium = CHROMIUM === undefined ? 'Chromium not installed:
 /** Opens `url` in headless Chromium, in a temporary profile; the browser is killed after `t`. */
 export async function openInChromium(t: TestContext, url: string): Promise<void> {
   const profile = await tempDirFor(t, 'petstore-chromium-');
-  const browser = spawn(CHROMIUM as string, [
-    '--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', `--user-data-dir=${profile}`, url,
-  ], { stdio: 'ignore' });
+  const browser = spawn(
+    CHROMIUM as string,
+    [
+      '--headless=new',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--no-first-run',
+      `--user-data-dir=${profile}`,
+      url,
+    ],
+    { stdio: 'ignore' },
+  );
   const exited = new Promise((resolve) => browser.once('exit', resolve));
   t.after(async () => {
     browser.kill('SIGKILL');

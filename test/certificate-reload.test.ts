@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
 import { TEST_KEY, request, spawnServerFor, startServer, tempDirFor, waitFor, within } from './helpers.js';
 import { scrape } from './metrics-support.js';
-import { valueOf } from './exposition-parser.js';
+import { metricValue } from './exposition-parser.js';
 import type { Logger } from './support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
@@ -83,28 +83,38 @@ test(renewed, needsOpenssl, async (t) => {
   t.after(() => before.destroy());
   assert.equal(before.getPeerCertificate().fingerprint256, fingerprintOf(first.cert));
 
-  for (const [name, target] of [['fullchain.pem', second.cert], ['privkey.pem', second.key]] as const) {
+  for (const [name, target] of [
+    ['fullchain.pem', second.cert],
+    ['privkey.pem', second.key],
+  ] as const) {
     symlinkSync(target, join(live, `${name}.new`));
     renameSync(join(live, `${name}.new`), join(live, name));
   }
-  await within((async () => {
-    while (await servedFingerprint(server.url) !== fingerprintOf(second.cert)) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })(), 5000, 'new connections get the renewed certificate');
+  await within(
+    (async () => {
+      while ((await servedFingerprint(server.url)) !== fingerprintOf(second.cert)) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })(),
+    5000,
+    'new connections get the renewed certificate',
+  );
   assert.equal(await healthOn(before), 'HTTP/1.1 200 OK', 'the connection opened before is still served');
   assert.equal(before.getPeerCertificate().fingerprint256, fingerprintOf(first.cert), 'with its own certificate');
   const reloaded = logger.lines.filter((l) => l.level === 'info' && l.message.startsWith('TLS certificate reloaded'));
   assert.equal(reloaded.length, 1, JSON.stringify(logger.lines));
-  assert.deepEqual(logger.lines.filter((l) => l.level === 'error'), []);
+  assert.deepEqual(
+    logger.lines.filter((l) => l.level === 'error'),
+    [],
+  );
 
   const { families } = await scrape(server.running.metricsUrl as string);
   const expiry = Math.floor(Date.parse(new X509Certificate(readFileSync(second.cert)).validTo) / 1000);
-  assert.equal(valueOf(families, 'petstore_tls_certificate_expiry_timestamp_seconds'), expiry);
-  assert.equal(valueOf(families, 'petstore_tls_certificate_reloads_total', { result: 'loaded' }), 1);
+  assert.equal(metricValue(families, 'petstore_tls_certificate_expiry_timestamp_seconds'), expiry);
+  assert.equal(metricValue(families, 'petstore_tls_certificate_reloads_total', { result: 'loaded' }), 1);
 });
 
-const mismatched = 'a key that is not the certificate\'s is refused with one line naming it; the old pair still serves';
+const mismatched = "a key that is not the certificate's is refused with one line naming it; the old pair still serves";
 test(mismatched, needsOpenssl, async (t) => {
   const certs = await tempDirFor(t, 'petstore-reload-');
   const first = certificate(certs, 'first');
@@ -120,17 +130,20 @@ test(mismatched, needsOpenssl, async (t) => {
   renameSync(`${first.key}.new`, first.key);
   await waitFor(() => logger.lines.some((l) => l.level === 'error'), 5000, 'the refusal is logged');
   const [refusal] = logger.lines.filter((l) => l.level === 'error');
-  assert.equal(refusal?.message, `the TLS pair was not reloaded: ${first.key} does not belong to the certificate `
-    + `${first.cert}; new connections still get the previous certificate`);
-  assert.equal(refusal?.fields?.['file'], first.key);
+  assert.equal(
+    refusal?.message,
+    `the TLS pair was not reloaded: ${first.key} does not belong to the certificate ` +
+      `${first.cert}; new connections still get the previous certificate`,
+  );
+  assert.equal(refusal?.fields?.file, first.key);
   assert.equal(await servedFingerprint(server.url), fingerprintOf(first.cert));
   const { families } = await scrape(server.running.metricsUrl as string);
-  assert.equal(valueOf(families, 'petstore_tls_certificate_reloads_total', { result: 'refused' }), 1);
+  assert.equal(metricValue(families, 'petstore_tls_certificate_reloads_total', { result: 'refused' }), 1);
 
   // Time is what is under test here: the bad pair stays on disk for two more polls (1 s each) and is not said again.
   await new Promise((r) => setTimeout(r, 2500));
   const again = await scrape(server.running.metricsUrl as string);
-  assert.equal(valueOf(again.families, 'petstore_tls_certificate_reloads_total', { result: 'refused' }), 1);
+  assert.equal(metricValue(again.families, 'petstore_tls_certificate_reloads_total', { result: 'refused' }), 1);
 
   // The matching pair written afterwards loads; the bad one was said once, not at every poll in between.
   copyFileSync(other.cert, `${first.cert}.new`);
@@ -151,8 +164,7 @@ test('SIGHUP reads the pair at once; a certificate that is not PEM is refused, n
   copyFileSync(first.cert, cert);
   copyFileSync(first.key, key);
   const args = ['--data-dir', data, '--tls-cert', cert, '--tls-key', key, '--metrics-port', '0'];
-  const server = await spawnServerFor(t, args,
-    { PETSTORE_API_KEYS: TEST_KEY });
+  const server = await spawnServerFor(t, args, { PETSTORE_API_KEYS: TEST_KEY });
   assert.equal(await servedFingerprint(server.url), fingerprintOf(first.cert));
 
   // Written in place, the key first: a poll may see the half-done pair, SIGHUP reads both at once.
@@ -165,7 +177,10 @@ test('SIGHUP reads the pair at once; a certificate that is not PEM is refused, n
   copyFileSync(second.key, cert);
   server.child.kill('SIGHUP');
   await waitFor(() => server.stderr().includes('not reloaded'), 5000, 'the refusal is logged');
-  const line = server.stderr().split('\n').find((l) => l.includes('not reloaded')) as string;
+  const line = server
+    .stderr()
+    .split('\n')
+    .find((l) => l.includes('not reloaded')) as string;
   assert.equal(JSON.parse(line).file, cert, line);
   assert.match(JSON.parse(line).msg, /server\.crt is not a PEM certificate/);
   assert.equal(await servedFingerprint(server.url), fingerprintOf(second.cert), 'the previous pair still serves');

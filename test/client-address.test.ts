@@ -29,13 +29,20 @@ async function serve(t: TestContext, trustProxy: string | undefined, authFailure
 function get(server: TestServer, from: string, headers: Record<string, string>, key = TEST_KEY): Promise<number> {
   const url = new URL(server.url);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({
-      host: url.hostname, port: url.port, path: '/v1/pets', localAddress: from, agent: false,
-      headers: { ...headers, authorization: `Bearer ${key}` },
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: '/v1/pets',
+        localAddress: from,
+        agent: false,
+        headers: { ...headers, authorization: `Bearer ${key}` },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -52,7 +59,10 @@ async function clientOf(served: Served, from: string, headers: Record<string, st
 test('without --trust-proxy every request line names the peer, and forwarding headers are ignored', async (t) => {
   const served = await serve(t, undefined);
   assert.equal(await clientOf(served, PROXY, {}), PROXY);
-  assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': '203.0.113.9', forwarded: 'for=198.51.100.1' }), PROXY);
+  assert.equal(
+    await clientOf(served, PROXY, { 'x-forwarded-for': '203.0.113.9', forwarded: 'for=198.51.100.1' }),
+    PROXY,
+  );
 });
 
 test('headers from a peer that is not a trusted proxy are ignored: a client cannot name another address', async (t) => {
@@ -60,7 +70,8 @@ test('headers from a peer that is not a trusted proxy are ignored: a client cann
   assert.equal(await clientOf(served, STRANGER, { 'x-forwarded-for': '203.0.113.9' }), STRANGER);
   assert.equal(await clientOf(served, STRANGER, { forwarded: 'for=203.0.113.9' }), STRANGER);
   // Nor can it escape the failed-key limit by naming a new address with each guess.
-  for (let i = 0; i < 3; i++) assert.equal(await get(served.server, STRANGER, { 'x-forwarded-for': `203.0.113.${i}` }, 'wrong-key'), 401);
+  for (let i = 0; i < 3; i++)
+    assert.equal(await get(served.server, STRANGER, { 'x-forwarded-for': `203.0.113.${i}` }, 'wrong-key'), 401);
   assert.equal(await get(served.server, STRANGER, { 'x-forwarded-for': '203.0.113.77' }), 429);
 });
 
@@ -68,35 +79,79 @@ test('from a trusted proxy the client is the right-most hop that is not itself t
   const served = await serve(t, `${PROXY}, 10.0.0.0/8`);
   assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': '203.0.113.9' }), '203.0.113.9');
   // 198.51.100.1 is what the client itself claimed; 203.0.113.9 is what the outer proxy (10.1.2.3) saw.
-  assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': '198.51.100.1, 203.0.113.9, 10.1.2.3' }), '203.0.113.9');
-  assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': '10.9.9.9, 10.1.2.3' }), '10.9.9.9', 'every hop trusted: the farthest');
-  assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': 'garbage, 10.1.2.3' }), '10.1.2.3', 'a hop that is no address: the proxy that named it');
+  assert.equal(
+    await clientOf(served, PROXY, { 'x-forwarded-for': '198.51.100.1, 203.0.113.9, 10.1.2.3' }),
+    '203.0.113.9',
+  );
+  assert.equal(
+    await clientOf(served, PROXY, { 'x-forwarded-for': '10.9.9.9, 10.1.2.3' }),
+    '10.9.9.9',
+    'every hop trusted: the farthest',
+  );
+  assert.equal(
+    await clientOf(served, PROXY, { 'x-forwarded-for': 'garbage, 10.1.2.3' }),
+    '10.1.2.3',
+    'a hop that is no address: the proxy that named it',
+  );
   assert.equal(await clientOf(served, PROXY, {}), PROXY, 'no header: the proxy itself');
 });
 
 test('Forwarded (RFC 7239): quoted, IPv6 in brackets with a port, other parameters, several elements; X-Forwarded-For wins', async (t) => {
   const served = await serve(t, `${PROXY},10.0.0.0/8`);
   assert.equal(await clientOf(served, PROXY, { forwarded: 'for="[::1]:1234"' }), '::1');
-  assert.equal(await clientOf(served, PROXY, { forwarded: 'For="[2001:DB8:cafe::17]:4711";proto=https;by=10.0.0.1' }), '2001:db8:cafe::17');
-  assert.equal(await clientOf(served, PROXY, { forwarded: 'for=192.0.2.60;proto=http, for="198.51.100.17:8080", for=10.1.2.3' }), '198.51.100.17');
-  assert.equal(await clientOf(served, PROXY, { forwarded: 'for="a,b;c", for=192.0.2.43' }), '192.0.2.43', 'separators inside quotes');
+  assert.equal(
+    await clientOf(served, PROXY, { forwarded: 'For="[2001:DB8:cafe::17]:4711";proto=https;by=10.0.0.1' }),
+    '2001:db8:cafe::17',
+  );
+  assert.equal(
+    await clientOf(served, PROXY, { forwarded: 'for=192.0.2.60;proto=http, for="198.51.100.17:8080", for=10.1.2.3' }),
+    '198.51.100.17',
+  );
+  assert.equal(
+    await clientOf(served, PROXY, { forwarded: 'for="a,b;c", for=192.0.2.43' }),
+    '192.0.2.43',
+    'separators inside quotes',
+  );
   assert.equal(await clientOf(served, PROXY, { forwarded: 'for=unknown' }), PROXY);
-  assert.equal(await clientOf(served, PROXY, { forwarded: 'for=192.0.2.60', 'x-forwarded-for': '203.0.113.9' }), '203.0.113.9');
-  assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': '2001:db8::1, ::ffff:10.1.2.3' }), '2001:db8::1', 'IPv6 and IPv4-mapped hops');
+  assert.equal(
+    await clientOf(served, PROXY, { forwarded: 'for=192.0.2.60', 'x-forwarded-for': '203.0.113.9' }),
+    '203.0.113.9',
+  );
+  assert.equal(
+    await clientOf(served, PROXY, { 'x-forwarded-for': '2001:db8::1, ::ffff:10.1.2.3' }),
+    '2001:db8::1',
+    'IPv6 and IPv4-mapped hops',
+  );
 });
 
-test('behind one trusted proxy, one client\'s wrong keys no longer lock out another client', async (t) => {
+test("behind one trusted proxy, one client's wrong keys no longer lock out another client", async (t) => {
   const served = await serve(t, PROXY, 3);
-  for (let i = 0; i < 3; i++) assert.equal(await get(served.server, PROXY, { 'x-forwarded-for': '203.0.113.9' }, 'wrong-key'), 401);
-  assert.equal(await get(served.server, PROXY, { 'x-forwarded-for': '203.0.113.9' }), 429, 'the guessing client is blocked');
-  assert.equal(await get(served.server, PROXY, { 'x-forwarded-for': '198.51.100.1' }), 200, 'another client behind the same proxy is not');
+  for (let i = 0; i < 3; i++)
+    assert.equal(await get(served.server, PROXY, { 'x-forwarded-for': '203.0.113.9' }, 'wrong-key'), 401);
+  assert.equal(
+    await get(served.server, PROXY, { 'x-forwarded-for': '203.0.113.9' }),
+    429,
+    'the guessing client is blocked',
+  );
+  assert.equal(
+    await get(served.server, PROXY, { 'x-forwarded-for': '198.51.100.1' }),
+    200,
+    'another client behind the same proxy is not',
+  );
   const blocked = served.lines.filter((line) => line.status === 429);
-  assert.deepEqual(blocked.map((line) => [line.client, line.code]), [['203.0.113.9', 'too_many_requests']]);
+  assert.deepEqual(
+    blocked.map((line) => [line.client, line.code]),
+    [['203.0.113.9', 'too_many_requests']],
+  );
 });
 
 test('a --trust-proxy entry that is no address or network is refused at start, naming it', async () => {
   for (const bad of ['10.0.0.0/33', 'example.com', '10.0.0.1/8/2', '', '::1/129']) {
     const started = async (): Promise<void> => (await startServer({ trustProxy: bad })).close();
-    await assert.rejects(started, (error: Error) => error instanceof TypeError && /trusted prox/.test(error.message), bad);
+    await assert.rejects(
+      started,
+      (error: Error) => error instanceof TypeError && /trusted prox/.test(error.message),
+      bad,
+    );
   }
 });

@@ -44,7 +44,8 @@ test('Accept-Encoding: gzip for 1 KiB and more when it is acceptable and not les
     [' gzip ; q=0.8 , identity ; q=0.7 ', BIG, true],
     [',,gzip,,', BIG, true],
   ];
-  for (const [header, length, expected] of cases) assert.equal(acceptsGzip(header, length), expected, `${JSON.stringify(header)} at ${length} bytes`);
+  for (const [header, length, expected] of cases)
+    assert.equal(acceptsGzip(header, length), expected, `${JSON.stringify(header)} at ${length} bytes`);
 });
 
 interface Raw {
@@ -56,11 +57,17 @@ interface Raw {
 /** A GET with these headers, its body as received (not decoded). */
 function raw(server: TestServer, path: string, headers: Record<string, string>, method = 'GET'): Promise<Raw> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${server.url}${path}`, { method, agent: false, headers: { authorization: `Bearer ${TEST_KEY}`, ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
+    const req = httpRequest(
+      `${server.url}${path}`,
+      { method, agent: false, headers: { authorization: `Bearer ${TEST_KEY}`, ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -70,7 +77,10 @@ test('a list of 1 KiB and more goes out gzip-coded to a client that accepts it, 
   const server = await startServer();
   t.after(() => server.close());
   for (let i = 1; i <= 25; i++) {
-    const res = await server.request('POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: `{"name":"A pet with a name of some length ${i}","categoryId":${i}}` });
+    const res = await server.request('POST', '/v1/pets', {
+      headers: [['content-type', 'application/json']],
+      body: `{"name":"A pet with a name of some length ${i}","categoryId":${i}}`,
+    });
     assert.equal(res.status, 201);
   }
   const plain = await raw(server, '/v1/pets', {});
@@ -96,7 +106,10 @@ test('a list of 1 KiB and more goes out gzip-coded to a client that accepts it, 
   assert.deepEqual(refused.body, plain.body);
   assert.equal(refused.headers['content-encoding'], undefined);
 
-  const notModified = await raw(server, '/v1/pets', { 'accept-encoding': 'gzip', 'if-none-match': String(plain.headers.etag) });
+  const notModified = await raw(server, '/v1/pets', {
+    'accept-encoding': 'gzip',
+    'if-none-match': String(plain.headers.etag),
+  });
   assert.equal(notModified.status, 304);
   assert.equal(notModified.headers['content-encoding'], undefined);
   assert.equal(notModified.headers.vary, 'Accept-Encoding');
@@ -130,7 +143,15 @@ test('the interface description is gzip-coded once, not for every request: the s
 test('an answer under 1 KiB goes out as it is, without Vary, unless the client refuses identity', async (t) => {
   const server = await startServer();
   t.after(() => server.close());
-  assert.equal((await server.request('POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' })).status, 201);
+  assert.equal(
+    (
+      await server.request('POST', '/v1/pets', {
+        headers: [['content-type', 'application/json']],
+        body: '{"name":"Rex","categoryId":1}',
+      })
+    ).status,
+    201,
+  );
   for (const path of ['/v1/pets', '/v1/pets/1', '/v1/pets?limit=0', '/healthz']) {
     const res = await raw(server, path, { 'accept-encoding': 'gzip' });
     assert.equal(res.headers['content-encoding'], undefined, path);
@@ -148,7 +169,10 @@ test('an answer under 1 KiB goes out as it is, without Vary, unless the client r
 test('the event stream is never compressed', async (t) => {
   const server = await startServer();
   t.after(() => server.close());
-  const stream = await openStream(server.url, '/v1/pets', [['accept-encoding', 'gzip'], ['accept-encoding', 'gzip, identity;q=0']]);
+  const stream = await openStream(server.url, '/v1/pets', [
+    ['accept-encoding', 'gzip'],
+    ['accept-encoding', 'gzip, identity;q=0'],
+  ]);
   t.after(() => stream.close());
   assert.equal(stream.headers['content-encoding'], undefined);
   await stream.until((text) => text === 'retry: 1000\n\n', 5000, 'the plain retry line');

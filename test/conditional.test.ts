@@ -21,7 +21,13 @@ test('every 200 of listPets and getPet has a weak ETag; If-None-Match with it is
   const server = await startServer();
   t.after(() => server.close());
   for (let i = 1; i <= 30; i++) await create(server, `Pet number ${i}`, i % 2 === 0 ? 'sold' : undefined);
-  for (const path of ['/v1/pets', '/v1/pets?limit=3', '/v1/pets?status=sold&after=4', '/v1/pets?after=100', '/v1/pets/7']) {
+  for (const path of [
+    '/v1/pets',
+    '/v1/pets?limit=3',
+    '/v1/pets?status=sold&after=4',
+    '/v1/pets?after=100',
+    '/v1/pets/7',
+  ]) {
     const full = await get(server, path);
     assert.equal(full.status, 200);
     const etag = full.headers.etag as string;
@@ -37,18 +43,21 @@ test('every 200 of listPets and getPet has a weak ETag; If-None-Match with it is
       assert.equal(again.headers['content-length'], undefined);
       assert.equal(again.headers['content-encoding'], undefined);
       // A list's Link changes only with its tag; getPet's successor Link is on every answer of it.
-      assert.equal(again.headers.link, path.startsWith('/v1/pets/') ? '</v1/pets>; rel="successor-version"' : undefined);
+      assert.equal(
+        again.headers.link,
+        path.startsWith('/v1/pets/') ? '</v1/pets>; rel="successor-version"' : undefined,
+      );
       assert.match(String(again.headers['x-request-id']), /./);
     }
   }
   assert.equal((await get(server, '/v1/pets')).headers.vary, 'Accept-Encoding', 'a page of 20 is over 1 KiB');
   const one = await get(server, '/v1/pets/7', 'W/"pet.7"');
   assert.equal(one.status, 304);
-  assert.equal(one.headers.deprecation, '@1795564800', 'getPet\'s 304 is deprecated too');
+  assert.equal(one.headers.deprecation, '@1795564800', "getPet's 304 is deprecated too");
   assert.equal(one.headers.sunset, 'Thu, 05 Dec 2030 00:00:00 GMT');
 });
 
-test('a full page\'s tag never changes; a last page\'s changes when a pet joins it, and when one arrives after it (its Link)', async (t) => {
+test("a full page's tag never changes; a last page's changes when a pet joins it, and when one arrives after it (its Link)", async (t) => {
   const server = await startServer();
   t.after(() => server.close());
   for (let i = 1; i <= 3; i++) await create(server, `P${i}`);
@@ -75,18 +84,27 @@ test('a full page\'s tag never changes; a last page\'s changes when a pet joins 
   assert.equal((await get(server, '/v1/pets?limit=2&after=2', after.headers.etag)).status, 304);
 });
 
-test('a filtered page\'s tag changes for a pet of its status only; another query has another tag', async (t) => {
+test("a filtered page's tag changes for a pet of its status only; another query has another tag", async (t) => {
   const server = await startServer();
   t.after(() => server.close());
   await create(server, 'S1', 'sold');
   const sold = await get(server, '/v1/pets?status=sold');
   await create(server, 'P1', 'pending');
-  assert.equal((await get(server, '/v1/pets?status=sold', sold.headers.etag)).status, 304, 'a pending pet leaves the sold page as it was');
+  assert.equal(
+    (await get(server, '/v1/pets?status=sold', sold.headers.etag)).status,
+    304,
+    'a pending pet leaves the sold page as it was',
+  );
   await create(server, 'S2', 'sold');
   assert.equal((await get(server, '/v1/pets?status=sold', sold.headers.etag)).status, 200);
   // The same pets by another query: another page, another tag.
   const tags = new Set<string>();
-  for (const path of ['/v1/pets?limit=1', '/v1/pets?status=sold&limit=1', '/v1/pets?limit=2&after=0', '/v1/pets?limit=1&after=-5']) {
+  for (const path of [
+    '/v1/pets?limit=1',
+    '/v1/pets?status=sold&limit=1',
+    '/v1/pets?limit=2&after=0',
+    '/v1/pets?limit=1&after=-5',
+  ]) {
     tags.add((await get(server, path)).headers.etag as string);
   }
   assert.equal(tags.size, 3, 'after=-5 starts at the beginning as after=0 does; the others differ');
@@ -112,7 +130,8 @@ test('If-None-Match: weak comparison, lists, * ; a tag of another page, or a mal
     [`x ${etag}`, 200], // malformed before it: the list is ignored
     [`*, ${etag}`, 200],
   ];
-  for (const [header, status] of cases) assert.equal((await get(server, '/v1/pets', header)).status, status, `If-None-Match: ${header}`);
+  for (const [header, status] of cases)
+    assert.equal((await get(server, '/v1/pets', header)).status, status, `If-None-Match: ${header}`);
   assert.equal((await get(server, '/v1/pets/2', '*')).status, 404, 'no pet, no representation: * matches nothing');
   assert.equal((await get(server, '/v1/pets/1', 'W/"pet.2"')).status, 200);
 });

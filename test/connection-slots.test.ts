@@ -12,7 +12,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { request, startServer, tempDirFor, TEST_KEY, waitFor, type TestServer } from './helpers.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 import { metricsServer, scrape } from './metrics-support.js';
-import { valueOf } from './exposition-parser.js';
+import { metricValue } from './exposition-parser.js';
 
 const PET = '{"name":"Rex","categoryId":1,"status":"available"}';
 /** A keyed create's head: the request is in progress until its body comes (POST_BODY). */
@@ -48,7 +48,12 @@ class Peer {
 }
 
 /** Opens `count` connections and waits until the server holds `total` in all. */
-async function open(server: { url: string; running: TestServer['running'] } | string, count: number, holds?: () => Promise<number>, total?: number): Promise<Peer[]> {
+async function open(
+  server: { url: string; running: TestServer['running'] } | string,
+  count: number,
+  holds?: () => Promise<number>,
+  total?: number,
+): Promise<Peer[]> {
   const url = typeof server === 'string' ? server : server.url;
   const peers: Peer[] = [];
   for (let i = 0; i < count; i++) {
@@ -65,7 +70,10 @@ async function open(server: { url: string; running: TestServer['running'] } | st
 }
 
 function held(server: TestServer): () => Promise<number> {
-  return () => new Promise((resolve, reject) => server.running.server.getConnections((error, n) => (error ? reject(error) : resolve(n))));
+  return () =>
+    new Promise((resolve, reject) =>
+      server.running.server.getConnections((error, n) => (error ? reject(error) : resolve(n))),
+    );
 }
 
 test('every slot held by silent connections: a keyed request on a new connection is answered, and the oldest silent one is closed for it', async (t) => {
@@ -75,7 +83,7 @@ test('every slot held by silent connections: a keyed request on a new connection
     for (const p of peers) p.socket.destroy();
     await server.close();
   });
-  peers.push(...await open(server, 10, held(server), 10));
+  peers.push(...(await open(server, 10, held(server), 10)));
   const health = new Peer(server.url);
   peers.push(health);
   await health.opened;
@@ -83,8 +91,15 @@ test('every slot held by silent connections: a keyed request on a new connection
   assert.equal((await request(server.url, 'GET', '/v1/pets')).status, 200, 'a keyed request on a new connection');
   assert.equal(await health.get('/healthz'), 200, 'the connection of /healthz is kept: it brought a request');
   await waitFor(() => peers.filter((p) => p.closed).length === 2, 5000, 'two silent connections closed');
-  assert.deepEqual(peers.slice(0, 10).map((p) => p.closed), [true, true, false, false, false, false, false, false, false, false], 'the two oldest');
-  assert.ok(peers.slice(0, 10).every((p) => p.data === ''), 'closed without a byte');
+  assert.deepEqual(
+    peers.slice(0, 10).map((p) => p.closed),
+    [true, true, false, false, false, false, false, false, false, false],
+    'the two oldest',
+  );
+  assert.ok(
+    peers.slice(0, 10).every((p) => p.data === ''),
+    'closed without a byte',
+  );
 });
 
 test('a new connection closes the oldest silent one of the address holding the most, not one of its own address; connections opened at once and left silent can be closed later', async (t) => {
@@ -109,8 +124,12 @@ test('a new connection closes the oldest silent one of the address holding the m
   await next.opened;
   assert.equal(await next.get('/healthz'), 200);
   await waitFor(() => flood[0]?.closed === true, 5000, 'the oldest silent connection of 127.0.0.2 closed');
-  assert.deepEqual(flood.map((p) => p.closed), [true, false, false, false, false], 'only that one');
-  assert.equal(slow.closed, false, 'the client of the newcomer\'s own address is kept');
+  assert.deepEqual(
+    flood.map((p) => p.closed),
+    [true, false, false, false, false],
+    'only that one',
+  );
+  assert.equal(slow.closed, false, "the client of the newcomer's own address is kept");
   assert.equal(await slow.get('/healthz'), 200, 'and served when it writes');
 });
 
@@ -135,7 +154,10 @@ test('a connection with a request in progress is never closed for room; one idle
     // The new one brings a request in progress too.
     peer.socket.write(POST_HEAD);
   }
-  assert.ok(busy.every((p) => !p.closed), 'the connections with a request in progress are still open');
+  assert.ok(
+    busy.every((p) => !p.closed),
+    'the connections with a request in progress are still open',
+  );
   await sleep(50);
   const refused = new Peer(server.url);
   peers.push(refused);
@@ -152,41 +174,51 @@ test('a connection with a request in progress is never closed for room; one idle
   await waitFor(() => busy[0]?.closed === true, 5000, 'the connection idle after its answer closed for the new one');
   assert.ok(!last.closed && !busy[1]?.closed);
   const { families } = await scrape(server.metricsUrl);
-  assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 3);
-  assert.equal(valueOf(families, 'petstore_http_refused_connections_total'), 1);
-  assert.equal(valueOf(families, 'petstore_http_max_connections'), 4);
+  assert.equal(metricValue(families, 'petstore_http_evicted_connections_total'), 3);
+  assert.equal(metricValue(families, 'petstore_http_refused_connections_total'), 1);
+  assert.equal(metricValue(families, 'petstore_http_max_connections'), 4);
 });
 
-test('over TLS too, a connection with a request in progress is not closed for room; silent ones are', needsOpenssl, async (t) => {
-  const { cert, key } = certificate(await tempDirFor(t), 'server');
-  const ca = await readFile(cert);
-  const server = await startServer({ maxConnections: 3, tls: { cert: ca, key: await readFile(key) } });
-  const sockets: Socket[] = [];
-  t.after(async () => {
-    for (const s of sockets) s.destroy();
-    await server.close();
-  });
-  const { port } = new URL(server.url);
-  const served = tlsConnect({ port: Number(port), host: '127.0.0.1', ca });
-  sockets.push(served);
-  let data = '';
-  served.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
-  const answers = (): number => data.split('HTTP/1.1 200').length - 1;
-  await new Promise((resolve) => served.once('secureConnect', resolve));
-  served.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
-  await waitFor(() => answers() === 1, 5000, 'the first answer over TLS');
-  served.write(POST_HEAD);
-  // Two silent TCP connections fill the slots; three more come, each closing the oldest silent one.
-  const silent = await open(server.url, 2, held(server), 3);
-  const later = await open(server.url, 3);
-  sockets.push(...[...silent, ...later].map((p) => p.socket));
-  await waitFor(() => [...silent, ...later].filter((p) => p.closed).length === 3, 5000, 'three silent connections closed for room');
-  assert.ok(!served.destroyed, 'the TLS connection with a request in progress is still open');
-  served.write(POST_BODY);
-  await waitFor(() => data.includes('HTTP/1.1 201'), 5000, 'and its request is answered');
-});
+test(
+  'over TLS too, a connection with a request in progress is not closed for room; silent ones are',
+  needsOpenssl,
+  async (t) => {
+    const { cert, key } = certificate(await tempDirFor(t), 'server');
+    const ca = await readFile(cert);
+    const server = await startServer({ maxConnections: 3, tls: { cert: ca, key: await readFile(key) } });
+    const sockets: Socket[] = [];
+    t.after(async () => {
+      for (const s of sockets) s.destroy();
+      await server.close();
+    });
+    const { port } = new URL(server.url);
+    const served = tlsConnect({ port: Number(port), host: '127.0.0.1', ca });
+    sockets.push(served);
+    let data = '';
+    served.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
+    const answers = (): number => data.split('HTTP/1.1 200').length - 1;
+    await new Promise((resolve) => served.once('secureConnect', resolve));
+    served.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
+    await waitFor(() => answers() === 1, 5000, 'the first answer over TLS');
+    served.write(POST_HEAD);
+    // Two silent TCP connections fill the slots; three more come, each closing the oldest silent one.
+    const silent = await open(server.url, 2, held(server), 3);
+    const later = await open(server.url, 3);
+    sockets.push(...[...silent, ...later].map((p) => p.socket));
+    await waitFor(
+      () => [...silent, ...later].filter((p) => p.closed).length === 3,
+      5000,
+      'three silent connections closed for room',
+    );
+    assert.ok(!served.destroyed, 'the TLS connection with a request in progress is still open');
+    served.write(POST_BODY);
+    await waitFor(() => data.includes('HTTP/1.1 201'), 5000, 'and its request is answered');
+  },
+);
 
-test('the metrics listener: 32 silent connections do not block a scrape, and it closes a silent connection after its 10 s headers timeout, not 30 s later', { timeout: 30_000 }, async (t) => {
+test('the metrics listener: 32 silent connections do not block a scrape, and it closes a silent connection after its 10 s headers timeout, not 30 s later', {
+  timeout: 30_000,
+}, async (t) => {
   const server = await metricsServer(t);
   const peers: Peer[] = [];
   t.after(() => peers.forEach((p) => p.socket.destroy()));
@@ -194,7 +226,7 @@ test('the metrics listener: 32 silent connections do not block a scrape, and it 
   peers.push(first);
   await first.opened;
   const since = performance.now();
-  peers.push(...await open(server.metricsUrl, 31));
+  peers.push(...(await open(server.metricsUrl, 31)));
   const { text } = await scrape(server.metricsUrl);
   assert.match(text, /petstore_http_open_connections/);
   assert.ok(first.closed, 'the oldest silent connection made room for the scrape');
@@ -205,46 +237,52 @@ test('the metrics listener: 32 silent connections do not block a scrape, and it 
   // Node's default check every 30 s would keep it up to 40 s; every 2.5 s keeps it under 13 s.
   await waitFor(() => silent.closed, 20_000, 'the silent connection is closed');
   const after = performance.now() - opened;
-  t.diagnostic(`closed ${Math.round(after)} ms after it opened (the first scrape ${Math.round(opened - since)} ms after the first silent connection)`);
+  t.diagnostic(
+    `closed ${Math.round(after)} ms after it opened (the first scrape ${Math.round(opened - since)} ms after the first silent connection)`,
+  );
   assert.ok(after >= 9_000 && after < 14_000, `${Math.round(after)} ms`);
 });
 
-test('over TLS, handshakes that never finish and connections that finish theirs and send nothing are closed for room: '
-  + 'keyed requests on fresh connections are answered', needsOpenssl, async (t) => {
-  const { cert, key } = certificate(await tempDirFor(t), 'server');
-  const ca = await readFile(cert);
-  const server = await metricsServer(t, { maxConnections: 4, tls: { cert: ca, key: await readFile(key) } });
-  const sockets: Socket[] = [];
-  t.after(() => sockets.forEach((s) => s.destroy()));
-  const { port } = new URL(server.url);
-  // Two that start a handshake record and never finish it; two that finish it and send nothing.
-  const stuck = await open(server.url, 2, held(server), 2);
-  for (const peer of stuck) peer.socket.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
-  sockets.push(...stuck.map((p) => p.socket));
-  const silent: Socket[] = [];
-  for (let i = 0; i < 2; i++) {
-    const socket = tlsConnect({ port: Number(port), host: '127.0.0.1', ca });
-    socket.on('error', () => {});
-    silent.push(socket);
-    await new Promise((resolve) => socket.once('secureConnect', resolve));
-  }
-  sockets.push(...silent);
-  await sleep(100);
-  for (let i = 0; i < 4; i++) {
-    const client = tlsConnect({ port: Number(port), host: '127.0.0.1', ca });
-    sockets.push(client);
-    client.on('error', () => {});
-    let data = '';
-    client.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
-    await new Promise((resolve) => client.once('secureConnect', resolve));
-    client.write(`GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`);
-    const answered = (): boolean => /^HTTP\/1\.1 \d{3} /.test(data) || client.destroyed;
-    await waitFor(answered, 5000, `an answer to keyed request ${i + 1}`);
-    assert.match(data, /^HTTP\/1\.1 200 /, `keyed request ${i + 1} (kept open after its answer)`);
-  }
-  const allClosed = (): boolean => stuck.every((p) => p.closed) && silent.every((s) => s.destroyed);
-  await waitFor(allClosed, 5000, 'the four closed for room');
-  const { families } = await scrape(server.metricsUrl);
-  assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 4);
-  assert.equal(valueOf(families, 'petstore_http_refused_connections_total'), 0);
-});
+test(
+  'over TLS, handshakes that never finish and connections that finish theirs and send nothing are closed for room: ' +
+    'keyed requests on fresh connections are answered',
+  needsOpenssl,
+  async (t) => {
+    const { cert, key } = certificate(await tempDirFor(t), 'server');
+    const ca = await readFile(cert);
+    const server = await metricsServer(t, { maxConnections: 4, tls: { cert: ca, key: await readFile(key) } });
+    const sockets: Socket[] = [];
+    t.after(() => sockets.forEach((s) => s.destroy()));
+    const { port } = new URL(server.url);
+    // Two that start a handshake record and never finish it; two that finish it and send nothing.
+    const stuck = await open(server.url, 2, held(server), 2);
+    for (const peer of stuck) peer.socket.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+    sockets.push(...stuck.map((p) => p.socket));
+    const silent: Socket[] = [];
+    for (let i = 0; i < 2; i++) {
+      const socket = tlsConnect({ port: Number(port), host: '127.0.0.1', ca });
+      socket.on('error', () => {});
+      silent.push(socket);
+      await new Promise((resolve) => socket.once('secureConnect', resolve));
+    }
+    sockets.push(...silent);
+    await sleep(100);
+    for (let i = 0; i < 4; i++) {
+      const client = tlsConnect({ port: Number(port), host: '127.0.0.1', ca });
+      sockets.push(client);
+      client.on('error', () => {});
+      let data = '';
+      client.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
+      await new Promise((resolve) => client.once('secureConnect', resolve));
+      client.write(`GET /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`);
+      const answered = (): boolean => /^HTTP\/1\.1 \d{3} /.test(data) || client.destroyed;
+      await waitFor(answered, 5000, `an answer to keyed request ${i + 1}`);
+      assert.match(data, /^HTTP\/1\.1 200 /, `keyed request ${i + 1} (kept open after its answer)`);
+    }
+    const allClosed = (): boolean => stuck.every((p) => p.closed) && silent.every((s) => s.destroyed);
+    await waitFor(allClosed, 5000, 'the four closed for room');
+    const { families } = await scrape(server.metricsUrl);
+    assert.equal(metricValue(families, 'petstore_http_evicted_connections_total'), 4);
+    assert.equal(metricValue(families, 'petstore_http_refused_connections_total'), 0);
+  },
+);

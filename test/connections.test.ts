@@ -49,14 +49,21 @@ class Client {
     this.raw.once('close', () => (this.closed = true));
     this.socket = this.raw;
     if (tls) {
-      const options: ConnectionOptions & { allowHalfOpen: boolean } = { socket: this.raw, host: hostname, ca, allowHalfOpen: true };
+      const options: ConnectionOptions & { allowHalfOpen: boolean } = {
+        socket: this.raw,
+        host: hostname,
+        ca,
+        allowHalfOpen: true,
+      };
       this.socket = tlsConnect(options);
       this.socket.on('error', () => {});
     }
     this.socket.on('data', (chunk: Buffer) => (this.data += chunk.toString('latin1')));
     this.ready = new Promise((resolve, reject) => {
       this.socket.once(tls ? 'secureConnect' : 'connect', () => resolve());
-      this.raw.once('close', () => reject(new Error(`closed before it was open; received ${JSON.stringify(this.data)}`)));
+      this.raw.once('close', () =>
+        reject(new Error(`closed before it was open; received ${JSON.stringify(this.data)}`)),
+      );
     });
   }
 
@@ -114,7 +121,7 @@ interface ResetCase {
   name: string;
   send: string | Buffer;
   until: 'answer' | 'bytes' | 'nothing';
-  then?: string;
+  followUp?: string;
   raw?: true;
 }
 
@@ -124,17 +131,39 @@ const CONNECT = 'CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\n';
 const RESETS: ResetCase[] = [
   { name: 'CONNECT, after its 405', send: CONNECT, until: 'answer' },
   { name: 'CONNECT, before its answer arrives', send: CONNECT, until: 'nothing' },
-  { name: 'CONNECT followed by bytes for the tunnel', send: `${CONNECT}hello`, until: 'answer', then: 'more bytes for the tunnel' },
+  {
+    name: 'CONNECT followed by bytes for the tunnel',
+    send: `${CONNECT}hello`,
+    until: 'answer',
+    followUp: 'more bytes for the tunnel',
+  },
   { name: 'CONNECT behind a request whose answer is owed', send: OWED_GET + CONNECT, until: 'nothing' },
-  { name: 'an Upgrade request', send: 'GET /v1/pets HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n', until: 'answer' },
+  {
+    name: 'an Upgrade request',
+    send: 'GET /v1/pets HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+    until: 'answer',
+  },
   { name: 'a request the parser refuses, after its 400', send: 'GET / HTTP/1.1\r\nHost a\r\n\r\n', until: 'answer' },
-  { name: 'a parse error behind a request whose answer is owed', send: `${OWED_GET}GET / HTTP/1.1\r\nHost a\r\n\r\n`, until: 'nothing' },
-  { name: 'an Expect other than 100-continue, after its 417', send: 'POST /v1/pets HTTP/1.1\r\nHost: a\r\nExpect: foo\r\nContent-Length: 5\r\n\r\n', until: 'answer' },
+  {
+    name: 'a parse error behind a request whose answer is owed',
+    send: `${OWED_GET}GET / HTTP/1.1\r\nHost a\r\n\r\n`,
+    until: 'nothing',
+  },
+  {
+    name: 'an Expect other than 100-continue, after its 417',
+    send: 'POST /v1/pets HTTP/1.1\r\nHost: a\r\nExpect: foo\r\nContent-Length: 5\r\n\r\n',
+    until: 'answer',
+  },
   { name: 'a create with half its body', send: `${CREATE_HEAD}{"name":"Ha`, until: 'nothing' },
   { name: 'a response being received', send: 'GET /v1/openapi.json HTTP/1.1\r\nHost: a\r\n\r\n', until: 'bytes' },
   { name: 'an idle keep-alive connection', send: 'GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n', until: 'answer' },
   { name: 'a connection that sent nothing', send: '', until: 'nothing' },
-  { name: 'half a TLS hello', send: Buffer.from([0x16, 0x03, 0x01, 0x00, 0x50, 0x01, 0x00]), until: 'nothing', raw: true },
+  {
+    name: 'half a TLS hello',
+    send: Buffer.from([0x16, 0x03, 0x01, 0x00, 0x50, 0x01, 0x00]),
+    until: 'nothing',
+    raw: true,
+  },
 ];
 
 async function resetAfter(url: string, ca: Buffer | undefined, kind: ResetCase): Promise<void> {
@@ -142,13 +171,16 @@ async function resetAfter(url: string, ca: Buffer | undefined, kind: ResetCase):
   await c.ready;
   if (kind.send.length > 0) c.write(kind.send);
   if (kind.until === 'answer') assert.ok(await c.answered(), `${kind.name}: an answer, not ${JSON.stringify(c.data)}`);
-  if (kind.until === 'bytes') await waitFor(() => c.data.length > 0, 5000, `${kind.name}: the first bytes of the answer`);
-  if (kind.then !== undefined) c.write(kind.then);
+  if (kind.until === 'bytes')
+    await waitFor(() => c.data.length > 0, 5000, `${kind.name}: the first bytes of the answer`);
+  if (kind.followUp !== undefined) c.write(kind.followUp);
   await sleep(20);
   c.reset();
 }
 
-test('a client\'s reset at any point of any kind of connection does not end the server, over HTTP or TLS', { timeout: 60_000 }, async (t) => {
+test("a client's reset at any point of any kind of connection does not end the server, over HTTP or TLS", {
+  timeout: 60_000,
+}, async (t) => {
   for (const transport of await transports(t)) {
     const server = await spawnServerFor(t, ['--data-dir', await tempDirFor(t), ...transport.args], ENV);
     for (const kind of RESETS) {
@@ -211,7 +243,16 @@ function descriptors(pid: number | undefined): number | undefined {
 }
 
 const SLOTS = 20;
-const LIMITS = ['--max-connections', String(SLOTS), '--headers-timeout', '500', '--request-timeout', '1000', '--shutdown-timeout', '1000'];
+const LIMITS = [
+  '--max-connections',
+  String(SLOTS),
+  '--headers-timeout',
+  '500',
+  '--request-timeout',
+  '1000',
+  '--shutdown-timeout',
+  '1000',
+];
 
 /** Connections the server answers with a close, each with what it sends and the answer it gets. */
 const CLOSING: Array<{ name: string; status: number; send: string }> = [
@@ -235,7 +276,9 @@ async function fillSlots(server: ServerProcess, transport: Transport, send: stri
   return clients;
 }
 
-test(`connections answered with a close are closed by the server within seconds, whatever their clients do: at --max-connections ${SLOTS}, slots and descriptors come back`, { timeout: 120_000 }, async (t) => {
+test(`connections answered with a close are closed by the server within seconds, whatever their clients do: at --max-connections ${SLOTS}, slots and descriptors come back`, {
+  timeout: 120_000,
+}, async (t) => {
   for (const transport of await transports(t)) {
     const server = await spawnServerFor(t, ['--data-dir', await tempDirFor(t), ...LIMITS, ...transport.args], ENV);
     const before = descriptors(server.child.pid);
@@ -247,8 +290,14 @@ test(`connections answered with a close are closed by the server within seconds,
         // The clients keep their side open (and a client that never writes again cannot tell a closed
         // connection from a half-closed one): the server's descriptors say whether it let go.
         if (before !== undefined) {
-          await waitFor(() => (descriptors(server.child.pid) ?? 0) <= before, 10_000, `${what}: the server closes all ${SLOTS} connections (descriptors back to ${before})`);
-          t.diagnostic(`${what}: all ${SLOTS} closed by the server ${Math.round(performance.now() - answered)} ms after their answers`);
+          await waitFor(
+            () => (descriptors(server.child.pid) ?? 0) <= before,
+            10_000,
+            `${what}: the server closes all ${SLOTS} connections (descriptors back to ${before})`,
+          );
+          t.diagnostic(
+            `${what}: all ${SLOTS} closed by the server ${Math.round(performance.now() - answered)} ms after their answers`,
+          );
         } else {
           await sleep(5000); // no /proc: the slots are checked below, after the linger
         }
@@ -260,7 +309,9 @@ test(`connections answered with a close are closed by the server within seconds,
   }
 });
 
-test('the stop finishes within --shutdown-timeout while every slot is held by clients that never close, over HTTP or TLS', { timeout: 120_000 }, async (t) => {
+test('the stop finishes within --shutdown-timeout while every slot is held by clients that never close, over HTTP or TLS', {
+  timeout: 120_000,
+}, async (t) => {
   for (const transport of await transports(t)) {
     for (const kind of CLOSING) {
       const what = `${transport.name}, ${kind.name}`;
@@ -279,7 +330,20 @@ test('the stop finishes within --shutdown-timeout while every slot is held by cl
   }
   // Clients that never read the answers they asked for, and TLS handshakes begun and never finished.
   for (const transport of await transports(t)) {
-    const server = await spawnServerFor(t, ['--data-dir', await tempDirFor(t), ...LIMITS, '--headers-timeout', '60000', '--request-timeout', '60000', ...transport.args], ENV);
+    const server = await spawnServerFor(
+      t,
+      [
+        '--data-dir',
+        await tempDirFor(t),
+        ...LIMITS,
+        '--headers-timeout',
+        '60000',
+        '--request-timeout',
+        '60000',
+        ...transport.args,
+      ],
+      ENV,
+    );
     const clients: Client[] = [];
     for (let i = 0; i < SLOTS / 2; i++) {
       const client = await open(server.url, transport.ca);
@@ -295,7 +359,9 @@ test('the stop finishes within --shutdown-timeout while every slot is held by cl
       const started = performance.now();
       server.child.kill('SIGTERM');
       assert.equal(await within(server.exited, 10_000, `${transport.name}: exit after SIGTERM`), 0, server.stderr());
-      t.diagnostic(`${transport.name}, unread answers and unfinished hellos: exited ${Math.round(performance.now() - started)} ms after SIGTERM`);
+      t.diagnostic(
+        `${transport.name}, unread answers and unfinished hellos: exited ${Math.round(performance.now() - started)} ms after SIGTERM`,
+      );
     } finally {
       for (const c of clients) c.reset();
     }

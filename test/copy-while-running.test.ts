@@ -41,7 +41,11 @@ import type { Pet } from '#dist/pet/pet.js';
 import { startServer, request } from './helpers.js';
 import { DEAD_PID, dataDir, defer, fileBytes, idsText, journalText, plain, snapshotText } from './store-support.js';
 
-const pets: Pet[] = Array.from({ length: 6 }, (_, i) => ({ id: i + 1, name: `pet ${i + 1}`, categoryId: BigInt(i) * 11n }));
+const pets: Pet[] = Array.from({ length: 6 }, (_, i) => ({
+  id: i + 1,
+  name: `pet ${i + 1}`,
+  categoryId: BigInt(i) * 11n,
+}));
 const journal = (from: number, to: number): string => journalText(pets.slice(from - 1, to));
 
 // Before the compaction: pets.json (g = 2) holds 1–3, journal 2 holds 4–5 (all acknowledged before
@@ -53,20 +57,64 @@ const J3 = journal(6, 6);
 
 // `next`: the id of the next create when not 7, past every id reserved and any a torn append may have held.
 const STARTS: ReadonlyArray<{ what: string; files: Record<string, string>; holds: number; next?: number }> = [
-  { what: 'old pets.json and journal g (copied before the compaction)', files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.2.jsonl': J2 }, holds: 5 },
-  { what: 'old pets.json, journal g and journal g+1', files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.2.jsonl': J2, 'pets-journal.3.jsonl': J3 }, holds: 6 },
-  { what: 'new pets.json, the covered journal g and journal g+1', files: { 'pets.json': NEW_SNAPSHOT, 'pets-journal.2.jsonl': J2, 'pets-journal.3.jsonl': J3 }, holds: 6 },
-  { what: 'new pets.json and journal g+1 (listed after the compaction)', files: { 'pets.json': NEW_SNAPSHOT, 'pets-journal.3.jsonl': J3 }, holds: 6 },
-  { what: 'a journal copied in the middle of an append', files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.2.jsonl': J2 + '[{"id":6,"name":"pe' }, holds: 5 },
-  { what: 'a half-written temp snapshot', files: { 'pets.json': OLD_SNAPSHOT, '.pets.json.0a1b2c3d4e5f.tmp': NEW_SNAPSHOT.slice(0, 70), 'pets-journal.2.jsonl': J2 }, holds: 5 },
+  {
+    what: 'old pets.json and journal g (copied before the compaction)',
+    files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.2.jsonl': J2 },
+    holds: 5,
+  },
+  {
+    what: 'old pets.json, journal g and journal g+1',
+    files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.2.jsonl': J2, 'pets-journal.3.jsonl': J3 },
+    holds: 6,
+  },
+  {
+    what: 'new pets.json, the covered journal g and journal g+1',
+    files: { 'pets.json': NEW_SNAPSHOT, 'pets-journal.2.jsonl': J2, 'pets-journal.3.jsonl': J3 },
+    holds: 6,
+  },
+  {
+    what: 'new pets.json and journal g+1 (listed after the compaction)',
+    files: { 'pets.json': NEW_SNAPSHOT, 'pets-journal.3.jsonl': J3 },
+    holds: 6,
+  },
+  {
+    what: 'a journal copied in the middle of an append',
+    files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.2.jsonl': `${J2}[{"id":6,"name":"pe` },
+    holds: 5,
+  },
+  {
+    what: 'a half-written temp snapshot',
+    files: {
+      'pets.json': OLD_SNAPSHOT,
+      '.pets.json.0a1b2c3d4e5f.tmp': NEW_SNAPSHOT.slice(0, 70),
+      'pets-journal.2.jsonl': J2,
+    },
+    holds: 5,
+  },
 ];
 
 const REFUSED: ReadonlyArray<{ what: string; files: Record<string, string>; missing: number }> = [
-  { what: 'old pets.json alone: journal g was removed before cp reached it', files: { 'pets.json': OLD_SNAPSHOT }, missing: 2 },
-  { what: 'old pets.json and journal g+1: journal g was removed before cp reached it', files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.3.jsonl': J3 }, missing: 2 },
-  { what: 'new pets.json and the covered journal g, journal g+1 not listed', files: { 'pets.json': NEW_SNAPSHOT, 'pets-journal.2.jsonl': J2 }, missing: 3 },
+  {
+    what: 'old pets.json alone: journal g was removed before cp reached it',
+    files: { 'pets.json': OLD_SNAPSHOT },
+    missing: 2,
+  },
+  {
+    what: 'old pets.json and journal g+1: journal g was removed before cp reached it',
+    files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.3.jsonl': J3 },
+    missing: 2,
+  },
+  {
+    what: 'new pets.json and the covered journal g, journal g+1 not listed',
+    files: { 'pets.json': NEW_SNAPSHOT, 'pets-journal.2.jsonl': J2 },
+    missing: 3,
+  },
   { what: 'new pets.json alone', files: { 'pets.json': NEW_SNAPSHOT }, missing: 3 },
-  { what: 'a gap between journals', files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.2.jsonl': J2, 'pets-journal.4.jsonl': '' }, missing: 3 },
+  {
+    what: 'a gap between journals',
+    files: { 'pets.json': OLD_SNAPSHOT, 'pets-journal.2.jsonl': J2, 'pets-journal.4.jsonl': '' },
+    missing: 3,
+  },
   { what: 'journals without pets.json that do not start at 1', files: { 'pets-journal.2.jsonl': J2 }, missing: 1 },
 ];
 
@@ -98,7 +146,12 @@ for (const { what, files, missing } of REFUSED) {
     await assert.rejects(FileStore.open(dir), (error: unknown) => {
       assert.ok(error instanceof StoreOpenError, String(error));
       assert.match(error.message, /^incomplete data directory: /);
-      assert.ok(error.message.includes(`but ${join(dir, `pets-journal.${missing}.jsonl`)} is missing; the pets in it would be lost.`), error.message);
+      assert.ok(
+        error.message.includes(
+          `but ${join(dir, `pets-journal.${missing}.jsonl`)} is missing; the pets in it would be lost.`,
+        ),
+        error.message,
+      );
       return true;
     });
     assert.deepEqual(await fileBytes(dir), before);
@@ -109,13 +162,16 @@ test('the refusal says what pets.json covers, what is missing and what to do', a
   const dir = await dataDir(t);
   await copyOf({ 'pets.json': OLD_SNAPSHOT }, dir);
   await assert.rejects(FileStore.open(dir), {
-    message: `incomplete data directory: ${join(dir, 'pets.json')} covers the journals before 2, but ${join(dir, 'pets-journal.2.jsonl')} is missing; ` +
+    message:
+      `incomplete data directory: ${join(dir, 'pets.json')} covers the journals before 2, but ${join(dir, 'pets-journal.2.jsonl')} is missing; ` +
       'the pets in it would be lost. A copy made while the server runs misses a journal that the server removed during the copy: ' +
       'copy it again, with the "backup" command or from a stopped server.',
   });
 });
 
-test('copies made with cp -a of a server that takes creates and compacts either start with every pet acknowledged before, or are refused', { timeout: 60_000 }, async (t) => {
+test('copies made with cp -a of a server that takes creates and compacts either start with every pet acknowledged before, or are refused', {
+  timeout: 60_000,
+}, async (t) => {
   const root = await dataDir(t);
   const dir = join(root, 'data');
   const server = await startServer({ dataDir: dir, store: await FileStore.open(dir, { compactAfterBytes: 300 }) });
@@ -124,7 +180,10 @@ test('copies made with cp -a of a server that takes creates and compacts either 
   let stop = false;
   const client = async (c: number): Promise<void> => {
     for (let n = 0; !stop; n++) {
-      const res = await request(server.url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: `{"name":"c${c} n${n}","categoryId":${n}}` });
+      const res = await request(server.url, 'POST', '/v1/pets', {
+        headers: [['content-type', 'application/json']],
+        body: `{"name":"c${c} n${n}","categoryId":${n}}`,
+      });
       assert.equal(res.status, 201, res.text);
       acknowledged.push((res.json as { id: number }).id);
     }
@@ -141,10 +200,16 @@ test('copies made with cp -a of a server that takes creates and compacts either 
     if (opened instanceof FileStore) {
       const ids = opened.list({ after: 0, limit: Number.MAX_SAFE_INTEGER }).pets.map((p) => p.id);
       await opened.close();
-      assert.ok(ids.length >= before && ids.every((id, k) => id === k + 1), `copy ${i} holds 1..${ids.length}, at least the ${before} acknowledged before`);
+      assert.ok(
+        ids.length >= before && ids.every((id, k) => id === k + 1),
+        `copy ${i} holds 1..${ids.length}, at least the ${before} acknowledged before`,
+      );
       outcomes.started++;
     } else {
-      assert.ok(opened instanceof StoreOpenError && opened.message.startsWith('incomplete data directory'), String(opened));
+      assert.ok(
+        opened instanceof StoreOpenError && opened.message.startsWith('incomplete data directory'),
+        String(opened),
+      );
       outcomes.refused++;
     }
   }

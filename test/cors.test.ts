@@ -11,10 +11,14 @@ import { openStream } from './stream-support.js';
 const APP = 'https://app.example';
 const EVIL = 'https://evil.example';
 
-const corsHeaderNames = (headers: IncomingHttpHeaders): string[] => Object.keys(headers).filter((h) => h.startsWith('access-control-'));
+const corsHeaderNames = (headers: IncomingHttpHeaders): string[] =>
+  Object.keys(headers).filter((h) => h.startsWith('access-control-'));
 
 const listOf = (value: string | string[] | undefined): string[] =>
-  String(value ?? '').split(',').map((v) => v.trim().toLowerCase()).filter((v) => v !== '');
+  String(value ?? '')
+    .split(',')
+    .map((v) => v.trim().toLowerCase())
+    .filter((v) => v !== '');
 
 test('without --cors-origin no response carries an Access-Control-* header', async (t) => {
   const server = await startServer();
@@ -23,14 +27,20 @@ test('without --cors-origin no response carries an Access-Control-* header', asy
     await server.request('GET', '/v1/pets', { headers: [['origin', APP]] }),
     await server.request('GET', '/v1/pets', { headers: [['origin', APP]], auth: false }),
     await server.request('GET', '/v1/pets/1', { headers: [['origin', APP]] }),
-    await server.request('OPTIONS', '/v1/pets', { headers: [['origin', APP], ['access-control-request-method', 'POST']], auth: false }),
+    await server.request('OPTIONS', '/v1/pets', {
+      headers: [
+        ['origin', APP],
+        ['access-control-request-method', 'POST'],
+      ],
+      auth: false,
+    }),
     await server.request('GET', '/healthz', { headers: [['origin', APP]], auth: false }),
   ];
   for (const res of responses) assert.deepEqual(corsHeaderNames(res.headers), [], `status ${res.status}`);
   assert.notEqual(responses[3]?.status, 204, 'no preflight is answered when CORS is off');
 });
 
-test('an allowed origin gets Access-Control-Allow-Origin and may read Link, Location, Deprecation, Sunset, the RateLimit fields and a 403\'s challenge', async (t) => {
+test("an allowed origin gets Access-Control-Allow-Origin and may read Link, Location, Deprecation, Sunset, the RateLimit fields and a 403's challenge", async (t) => {
   const server = await startServer({ corsOrigin: APP });
   t.after(() => server.close());
   const list = await server.request('GET', '/v1/pets', { headers: [['origin', APP]] });
@@ -38,10 +48,28 @@ test('an allowed origin gets Access-Control-Allow-Origin and may read Link, Loca
   assert.equal(list.headers['access-control-allow-origin'], APP);
   const exposed = listOf(list.headers['access-control-expose-headers']);
   // Exactly the response headers a script needs beyond the CORS-safelisted ones, no more and no fewer.
-  assert.deepEqual(exposed.sort(), ['deprecation', 'etag', 'idempotent-replayed', 'link', 'location', 'ratelimit', 'ratelimit-policy', 'retry-after', 'sunset', 'www-authenticate', 'x-request-id']);
-  assert.ok(listOf(list.headers['vary']).includes('origin'), 'a per-origin answer says Vary: Origin');
+  assert.deepEqual(exposed.sort(), [
+    'deprecation',
+    'etag',
+    'idempotent-replayed',
+    'link',
+    'location',
+    'ratelimit',
+    'ratelimit-policy',
+    'retry-after',
+    'sunset',
+    'www-authenticate',
+    'x-request-id',
+  ]);
+  assert.ok(listOf(list.headers.vary).includes('origin'), 'a per-origin answer says Vary: Origin');
 
-  const created = await server.request('POST', '/v1/pets', { headers: [['origin', APP], ['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });
+  const created = await server.request('POST', '/v1/pets', {
+    headers: [
+      ['origin', APP],
+      ['content-type', 'application/json'],
+    ],
+    body: '{"name":"Rex","categoryId":1}',
+  });
   assert.equal(created.status, 201);
   assert.equal(created.headers['access-control-allow-origin'], APP);
 
@@ -64,7 +92,11 @@ test('a preflight without Authorization gets 204 with the allowed methods and he
   const server = await startServer({ corsOrigin: APP });
   t.after(() => server.close());
   const res = await server.request('OPTIONS', '/v1/pets', {
-    headers: [['origin', APP], ['access-control-request-method', 'POST'], ['access-control-request-headers', 'authorization, content-type']],
+    headers: [
+      ['origin', APP],
+      ['access-control-request-method', 'POST'],
+      ['access-control-request-headers', 'authorization, content-type'],
+    ],
     auth: false,
   });
   assert.equal(res.status, 204);
@@ -76,9 +108,22 @@ test('a preflight without Authorization gets 204 with the allowed methods and he
   const methods = listOf(res.headers['access-control-allow-methods']);
   assert.ok(methods.includes('get') && methods.includes('post'), `methods: ${methods.join(', ')}`);
   const headers = listOf(res.headers['access-control-allow-headers']);
-  assert.deepEqual(headers.sort(), ['authorization', 'content-type', 'idempotency-key', 'if-none-match', 'last-event-id', 'x-request-id']);
+  assert.deepEqual(headers.sort(), [
+    'authorization',
+    'content-type',
+    'idempotency-key',
+    'if-none-match',
+    'last-event-id',
+    'x-request-id',
+  ]);
 
-  const item = await server.request('OPTIONS', '/v1/pets/1', { headers: [['origin', APP], ['access-control-request-method', 'GET']], auth: false });
+  const item = await server.request('OPTIONS', '/v1/pets/1', {
+    headers: [
+      ['origin', APP],
+      ['access-control-request-method', 'GET'],
+    ],
+    auth: false,
+  });
   assert.equal(item.status, 204);
   assert.ok(listOf(item.headers['access-control-allow-methods']).includes('get'));
 });
@@ -91,7 +136,13 @@ test('an origin that is not allowed gets no Access-Control-Allow-Origin, also on
   assert.equal(get.headers['access-control-allow-origin'], undefined);
   assert.equal(get.headers['access-control-expose-headers'], undefined);
 
-  const preflight = await server.request('OPTIONS', '/v1/pets', { headers: [['origin', EVIL], ['access-control-request-method', 'POST']], auth: false });
+  const preflight = await server.request('OPTIONS', '/v1/pets', {
+    headers: [
+      ['origin', EVIL],
+      ['access-control-request-method', 'POST'],
+    ],
+    auth: false,
+  });
   assert.notEqual(preflight.status, 204);
   assert.deepEqual(corsHeaderNames(preflight.headers), []);
 
@@ -108,7 +159,10 @@ test('a comma-separated list allows each origin in it, and * allows any', async 
     const res = await listed.request('GET', '/v1/pets', { headers: [['origin', origin]] });
     assert.equal(res.headers['access-control-allow-origin'], origin);
   }
-  assert.equal((await listed.request('GET', '/v1/pets', { headers: [['origin', EVIL]] })).headers['access-control-allow-origin'], undefined);
+  assert.equal(
+    (await listed.request('GET', '/v1/pets', { headers: [['origin', EVIL]] })).headers['access-control-allow-origin'],
+    undefined,
+  );
 
   const any = await startServer({ corsOrigin: '*' });
   t.after(() => any.close());

@@ -30,10 +30,19 @@ interface Message {
 /** Opens `url` in headless Chromium and resolves once it has loaded; the browser is killed after `t`. */
 export async function openPage(t: TestContext, url: string): Promise<DevtoolsPage> {
   const profile = await tempDirFor(t, 'petstore-chromium-');
-  const browser = spawn(CHROMIUM as string, [
-    '--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--remote-debugging-pipe',
-    `--user-data-dir=${profile}`,
-  ], { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] });
+  const browser = spawn(
+    CHROMIUM as string,
+    [
+      '--headless=new',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--no-first-run',
+      '--remote-debugging-pipe',
+      `--user-data-dir=${profile}`,
+    ],
+    { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] },
+  );
   const exited = new Promise((resolve) => browser.once('exit', resolve));
   t.after(async () => {
     browser.kill('SIGKILL');
@@ -41,7 +50,10 @@ export async function openPage(t: TestContext, url: string): Promise<DevtoolsPag
   });
   const toBrowser = browser.stdio[3] as Writable;
   const fromBrowser = browser.stdio[4] as Readable;
-  const waiting = new Map<number, { resolve: (result: Record<string, unknown>) => void; reject: (error: Error) => void }>();
+  const waiting = new Map<
+    number,
+    { resolve: (result: Record<string, unknown>) => void; reject: (error: Error) => void }
+  >();
   const listeners: Array<(message: Message) => void> = [];
   let pending = '';
   fromBrowser.setEncoding('utf8').on('data', (chunk: string) => {
@@ -59,7 +71,11 @@ export async function openPage(t: TestContext, url: string): Promise<DevtoolsPag
     }
   });
   let nextId = 1;
-  const send = (method: string, params: Record<string, unknown> = {}, sessionId?: string): Promise<Record<string, unknown>> => {
+  const send = (
+    method: string,
+    params: Record<string, unknown> = {},
+    sessionId?: string,
+  ): Promise<Record<string, unknown>> => {
     const id = nextId++;
     toBrowser.write(`${JSON.stringify({ id, method, params, ...(sessionId === undefined ? {} : { sessionId }) })}\0`);
     return new Promise((resolve, reject) => waiting.set(id, { resolve, reject }));
@@ -68,21 +84,31 @@ export async function openPage(t: TestContext, url: string): Promise<DevtoolsPag
   const page: DevtoolsPage = { errors: [], requests: [], evaluate: async () => undefined };
   listeners.push((message) => {
     const params = message.params ?? {};
-    if (message.method === 'Network.requestWillBeSent') page.requests.push(String((params['request'] as { url: string }).url));
-    if (message.method === 'Runtime.exceptionThrown') page.errors.push({ source: 'exception', text: JSON.stringify(params['exceptionDetails']) });
-    if (message.method === 'Runtime.consoleAPICalled' && params['type'] === 'error') page.errors.push({ source: 'console', text: JSON.stringify(params['args']) });
-    const entry = params['entry'] as { level: string; source: string; text: string } | undefined;
-    if (message.method === 'Log.entryAdded' && entry?.level === 'error') page.errors.push({ source: entry.source, text: entry.text });
+    if (message.method === 'Network.requestWillBeSent')
+      page.requests.push(String((params.request as { url: string }).url));
+    if (message.method === 'Runtime.exceptionThrown')
+      page.errors.push({ source: 'exception', text: JSON.stringify(params.exceptionDetails) });
+    if (message.method === 'Runtime.consoleAPICalled' && params.type === 'error')
+      page.errors.push({ source: 'console', text: JSON.stringify(params.args) });
+    const entry = params.entry as { level: string; source: string; text: string } | undefined;
+    if (message.method === 'Log.entryAdded' && entry?.level === 'error')
+      page.errors.push({ source: entry.source, text: entry.text });
   });
   const { targetId } = await send('Target.createTarget', { url: 'about:blank' });
   const { sessionId } = await send('Target.attachToTarget', { targetId, flatten: true });
   const session = sessionId as string;
   for (const domain of ['Runtime', 'Log', 'Network', 'Page']) await send(`${domain}.enable`, {}, session);
-  const loaded = new Promise<void>((resolve) => listeners.push((message) => message.method === 'Page.loadEventFired' && resolve()));
+  const loaded = new Promise<void>((resolve) =>
+    listeners.push((message) => message.method === 'Page.loadEventFired' && resolve()),
+  );
   await send('Page.navigate', { url }, session);
   await loaded;
   page.evaluate = async (expression) => {
-    const { result, exceptionDetails } = await send('Runtime.evaluate', { expression, awaitPromise: true, returnByValue: true }, session);
+    const { result, exceptionDetails } = await send(
+      'Runtime.evaluate',
+      { expression, awaitPromise: true, returnByValue: true },
+      session,
+    );
     if (exceptionDetails !== undefined) throw new Error(`in the page: ${JSON.stringify(exceptionDetails)}`);
     return (result as { value?: unknown }).value;
   };

@@ -27,7 +27,7 @@ test('directories the store and "keys create" make are 0700, each parent they ma
   assert.equal(await mode(join(base, 'x', 'y', 'keys.json')), 0o600);
 });
 
-test('the parent of every directory the store creates is fsync\'ed after the mkdir', async (t) => {
+test("the parent of every directory the store creates is fsync'ed after the mkdir", async (t) => {
   const base = await dataDir(t);
   const fs = new TestFileSystem();
   const dir = join(base, 'a', 'b', 'c');
@@ -39,19 +39,45 @@ test('the parent of every directory the store creates is fsync\'ed after the mkd
     const synced = fs.done.findIndex((c) => c.op === 'syncDir' && c.path === parent);
     assert.ok(synced > mkdirAt, `${parent} is synced after the mkdir:\n${fs.log.join('\n')}`);
   }
-  assert.ok(fs.done.findIndex((c) => c.op === 'syncDir' && c.path === dirname(base)) < 0, 'an existing directory\'s parent is left alone');
+  assert.ok(
+    fs.done.findIndex((c) => c.op === 'syncDir' && c.path === dirname(base)) < 0,
+    "an existing directory's parent is left alone",
+  );
 });
 
 const hasStrace = spawnSync('strace', ['-V']).status === 0 ? false : 'strace is not installed';
 
-test('"keys create" fsyncs the parent of every directory it creates (seen with strace)', { skip: hasStrace }, async (t) => {
+test('"keys create" fsyncs the parent of every directory it creates (seen with strace)', {
+  skip: hasStrace,
+}, async (t) => {
   const base = await tempDirFor(t);
   const trace = join(base, 'trace.txt');
-  execFileSync('strace', ['-f', '-y', '-e', 'trace=mkdir,mkdirat,fsync', '-o', trace, process.execPath, SERVER_JS, 'keys', 'create', '--data-dir', join(base, 'x', 'y')], { stdio: 'ignore', env: { PATH: process.env['PATH'] } });
+  execFileSync(
+    'strace',
+    [
+      '-f',
+      '-y',
+      '-e',
+      'trace=mkdir,mkdirat,fsync',
+      '-o',
+      trace,
+      process.execPath,
+      SERVER_JS,
+      'keys',
+      'create',
+      '--data-dir',
+      join(base, 'x', 'y'),
+    ],
+    { stdio: 'ignore', env: { PATH: process.env.PATH } },
+  );
   const lines = (await readFile(trace, 'utf8')).split('\n');
-  const made = (path: string): number => lines.findIndex((l) => new RegExp(`mkdir(at)?\\(.*"${path}", 0?700\\) = 0`).test(l));
+  const made = (path: string): number =>
+    lines.findIndex((l) => new RegExp(`mkdir(at)?\\(.*"${path}", 0?700\\) = 0`).test(l));
   const synced = (path: string): number => lines.findIndex((l) => l.includes(`fsync(`) && l.includes(`<${path}>) = 0`));
-  for (const [made_, parent] of [[join(base, 'x'), base], [join(base, 'x', 'y'), join(base, 'x')]] as const) {
+  for (const [made_, parent] of [
+    [join(base, 'x'), base],
+    [join(base, 'x', 'y'), join(base, 'x')],
+  ] as const) {
     assert.ok(made(made_) >= 0, `${made_} is made 0700:\n${lines.join('\n')}`);
     assert.ok(synced(parent) > made(made_), `${parent} is fsync'ed after ${made_} is made:\n${lines.join('\n')}`);
   }

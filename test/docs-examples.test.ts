@@ -22,13 +22,20 @@ interface Example {
 }
 
 function examples(markdown: string): Example[] {
-  const blocks = [...markdown.matchAll(/^```(\w*)[ \t]*\n([\s\S]*?)^```[ \t]*$/gm)].map((m) => ({ info: m[1] as string, body: m[2] as string }));
+  const blocks = [...markdown.matchAll(/^```(\w*)[ \t]*\n([\s\S]*?)^```[ \t]*$/gm)].map((m) => ({
+    info: m[1] as string,
+    body: m[2] as string,
+  }));
   const found: Example[] = [];
   for (const [i, block] of blocks.entries()) {
     const file = /^\/\/ ([\w-]+\.[cm]js)\n/.exec(block.body)?.[1];
     if (block.info !== 'js' || file === undefined) continue;
     const next = blocks[i + 1];
-    assert.equal(next?.info, 'text', `${GUIDE}: the example ${file} is followed by a \`\`\`text block of what it prints`);
+    assert.equal(
+      next?.info,
+      'text',
+      `${GUIDE}: the example ${file} is followed by a \`\`\`text block of what it prints`,
+    );
     found.push({ file, code: block.body, output: (next?.body ?? '').split('\n').filter((l) => l !== '') });
   }
   return found;
@@ -37,11 +44,18 @@ function examples(markdown: string): Example[] {
 const guide = examples(readFileSync(resolve(__dirname, '../..', GUIDE), 'utf8'));
 
 test(`${GUIDE} has a CommonJS and an ES module example, one with a store of the embedder's own`, () => {
-  assert.ok(guide.some((e) => e.file.endsWith('.cjs') && /require\('petstore-api'\)/.test(e.code)), 'a CommonJS example that requires the package');
-  assert.ok(guide.some((e) => e.file.endsWith('.mjs') && /from 'petstore-api'/.test(e.code)), 'an ES module example that imports the package');
+  assert.ok(
+    guide.some((e) => e.file.endsWith('.cjs') && /require\('petstore-api'\)/.test(e.code)),
+    'a CommonJS example that requires the package',
+  );
+  assert.ok(
+    guide.some((e) => e.file.endsWith('.mjs') && /from 'petstore-api'/.test(e.code)),
+    'an ES module example that imports the package',
+  );
   const own = guide.find((e) => /store: new /.test(e.code));
   assert.ok(own !== undefined, 'an example that supplies its own store');
-  for (const member of ['list(', 'get(', 'create(', 'close(', 'ready']) assert.ok(own.code.includes(member), `its store has ${member}`);
+  for (const member of ['list(', 'get(', 'create(', 'close(', 'ready'])
+    assert.ok(own.code.includes(member), `its store has ${member}`);
   assert.match(own.code, /\.handler\(req, res, /, 'it mounts the handler with next');
 });
 
@@ -68,7 +82,7 @@ test('the sample scrape in docs/operations.md shows each family with the HELP te
   for (const line of sample) assert.ok(text.split('\n').includes(line), `the server says it so: ${line}`);
 });
 
-test('every 200 with a JSON body in api.md\'s transcripts shows its ETag, as the server sends one on each', () => {
+test("every 200 with a JSON body in api.md's transcripts shows its ETag, as the server sends one on each", () => {
   const text = readFileSync(resolve(__dirname, '../../docs/api.md'), 'utf8');
   const heads = [...text.matchAll(/^HTTP\/1\.1 200 OK\n((?:[a-z-]+: .*\n)*)/gm)].map((m) => m[1] as string);
   const json = heads.filter((head) => head.includes('content-type: application/json'));

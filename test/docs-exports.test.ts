@@ -19,13 +19,26 @@ function exportedNames(declarations: string): string[] {
 
 test('embedding.md lists every export of the package, types included, and only those', () => {
   const exported = exportedNames(readFileSync(join(ROOT, 'dist', 'index.d.ts'), 'utf8'));
-  assert.ok(exported.includes('createPetstore') && exported.includes('PetStore'), `read the exports: ${exported.join(', ')}`);
+  assert.ok(
+    exported.includes('createPetstore') && exported.includes('PetStore'),
+    `read the exports: ${exported.join(', ')}`,
+  );
   const guide = readFileSync(join(ROOT, 'docs', 'embedding.md'), 'utf8');
   const section = /^## What it exports\n([\s\S]*?)^## /m.exec(guide)?.[1] ?? '';
   // The first cell of each row: `name(…)` or a list of `Name`s.
-  const listed = [...section.matchAll(/^\| ([^|]+) \|/gm)].flatMap((row) => [...(row[1] as string).matchAll(/`([A-Za-z_]\w*)/g)].map((m) => m[1] as string));
+  const listed = [...section.matchAll(/^\| ([^|]+) \|/gm)].flatMap((row) =>
+    [...(row[1] as string).matchAll(/`([A-Za-z_]\w*)/g)].map((m) => m[1] as string),
+  );
   const types = /^\| types \| (.*) \|$/m.exec(section)?.[1] ?? '';
   const names = new Set([...listed, ...[...types.matchAll(/`(\w+)`/g)].map((m) => m[1] as string)]);
-  assert.deepEqual(exported.filter((name) => !names.has(name)), [], 'exported but not listed');
-  assert.deepEqual([...names].filter((name) => !exported.includes(name)), [], 'listed but not exported');
+  assert.deepEqual(
+    exported.filter((name) => !names.has(name)),
+    [],
+    'exported but not listed',
+  );
+  assert.deepEqual(
+    [...names].filter((name) => !exported.includes(name)),
+    [],
+    'listed but not exported',
+  );
 });

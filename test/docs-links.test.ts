@@ -10,7 +10,12 @@ import { join, posix, resolve } from 'node:path';
 import { test } from 'node:test';
 
 const ROOT = resolve(__dirname, '../..');
-const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** The text outside fenced code blocks and inline code, where a link is a link. */
 function prose(markdown: string): string {
@@ -32,7 +37,10 @@ function anchors(markdown: string): Set<string> {
   const withoutCode = markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[ \t]*$/gm, '');
   for (const match of withoutCode.matchAll(/^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$/gm)) {
     const title = (match[1] as string).replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
-    const slug = title.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const slug = title
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const count = seen.get(slug) ?? 0;
     seen.set(slug, count + 1);
     result.add(count === 0 ? slug : `${slug}-${count}`);
@@ -50,7 +58,10 @@ interface Tree {
 
 const repository: Tree = {
   has: (path) => existsSync(join(ROOT, path)),
-  markdown: (path) => (path.endsWith('.md') && existsSync(join(ROOT, path)) && statSync(join(ROOT, path)).isFile() ? readFileSync(join(ROOT, path), 'utf8') : undefined),
+  markdown: (path) =>
+    path.endsWith('.md') && existsSync(join(ROOT, path)) && statSync(join(ROOT, path)).isFile()
+      ? readFileSync(join(ROOT, path), 'utf8')
+      : undefined,
 };
 
 /** What is wrong with each relative link of `markdown`, a page at `page` (relative to the root of `tree`). */
@@ -88,15 +99,24 @@ for (const page of PAGES) {
 
 test('every relative link in the README and docs of the packed tarball resolves inside the tarball', () => {
   // What `npm pack` would put in the tarball (the dist/ built by the test run is what it would ship).
-  const report = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-  const packed = new Set((JSON.parse(report) as Array<{ files: Array<{ path: string }> }>)[0]?.files.map((f) => f.path));
+  const report = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const packed = new Set(
+    (JSON.parse(report) as Array<{ files: Array<{ path: string }> }>)[0]?.files.map((f) => f.path),
+  );
   const tarball: Tree = {
     has: (path) => packed.has(path) || [...packed].some((p) => p.startsWith(`${path}/`)),
     markdown: (path) => (packed.has(path) ? repository.markdown(path) : undefined),
   };
   const pages = [...packed].filter((p) => p.endsWith('.md'));
   assert.ok(pages.includes('README.md'), `the tarball has a README: ${[...packed].join(', ')}`);
-  assert.deepEqual(pages.flatMap((page) => brokenLinks(page, tarball.markdown(page) ?? '', tarball).map((p) => `${page}: ${p}`)), []);
+  assert.deepEqual(
+    pages.flatMap((page) => brokenLinks(page, tarball.markdown(page) ?? '', tarball).map((p) => `${page}: ${p}`)),
+    [],
+  );
 });
 
 test('the README and the docs link to each other', () => {
@@ -109,11 +129,16 @@ test('the README and the docs link to each other', () => {
 test('the link check finds missing files, missing headings and links out of the repository', () => {
   // A check that found nothing would let every page pass.
   const page = [
-    '# Title', '## A `code` heading', 'Fine: [self](#title), [h](#a-code-heading), [readme](../README.md), [web](https://example.com).',
+    '# Title',
+    '## A `code` heading',
+    'Fine: [self](#title), [h](#a-code-heading), [readme](../README.md), [web](https://example.com).',
     'Broken: [a](missing.md), [b](#nowhere), [c](api.md#nowhere), [d](../../shared/spec/petstore-api.md).',
-    '```md', '[in code](not-a-link.md)', '```',
+    '```md',
+    '[in code](not-a-link.md)',
+    '```',
   ].join('\n');
-  assert.deepEqual(brokenLinks('docs/page.md', page).map((p) => p.split(':')[0]), [
-    'missing.md', '#nowhere', 'api.md#nowhere', '../../shared/spec/petstore-api.md',
-  ]);
+  assert.deepEqual(
+    brokenLinks('docs/page.md', page).map((p) => p.split(':')[0]),
+    ['missing.md', '#nowhere', 'api.md#nowhere', '../../shared/spec/petstore-api.md'],
+  );
 });

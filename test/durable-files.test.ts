@@ -21,7 +21,10 @@ test('the open journal counts up to its durable length, not its size on disk', a
   await appendFile(join(dir, 'pets-journal.1.jsonl'), journalText([{ id: 2, name: 'b', categoryId: 2n }], 1));
   const length = Buffer.byteLength(durable);
   const { files } = await durableFiles(dir, () => ({ generation: 1, length, idsHandedOut: 2 }));
-  assert.deepEqual(files.find((f) => f.name === 'pets-journal.1.jsonl'), { name: 'pets-journal.1.jsonl', kind: 'appended', length, stamp: '' });
+  assert.deepEqual(
+    files.find((f) => f.name === 'pets-journal.1.jsonl'),
+    { name: 'pets-journal.1.jsonl', kind: 'appended', length, stamp: '' },
+  );
 });
 
 test('readRange closes its file: 200 reads leave no descriptor open', async (t) => {
@@ -29,7 +32,8 @@ test('readRange closes its file: 200 reads leave no descriptor open', async (t) 
   await writeFile(join(dir, 'pets-journal.1.jsonl'), 'x'.repeat(100));
   const open = async (): Promise<number> => (await readdir('/proc/self/fd')).length;
   const before = await open();
-  for (let i = 0; i < 200; i++) assert.equal((await readRange(dir, 'pets-journal.1.jsonl', 10, 20)).toString(), 'x'.repeat(10));
+  for (let i = 0; i < 200; i++)
+    assert.equal((await readRange(dir, 'pets-journal.1.jsonl', 10, 20)).toString(), 'x'.repeat(10));
   assert.ok((await open()) - before < 5, `${(await open()) - before} more descriptors open`);
 });
 
@@ -39,15 +43,27 @@ test('during an outage a replaced file read and hashed once is not read again wh
   await writeFile(join(dir, 'pets-journal.1.jsonl'), '');
   const put: Array<{ key: string; bytes: Uint8Array }> = [];
   const down: Destination = {
-    name: 'down', get: async () => undefined, list: async () => [], delete: async () => {},
+    name: 'down',
+    get: async () => undefined,
+    list: async () => [],
+    delete: async () => {},
     put: async (key, bytes) => {
       put.push({ key, bytes });
       throw new ReplicationError('unreachable', 'down');
     },
   };
-  const state: ShippedState = { store: 's', lineage: '20261127T000000Z-000000000000', generation: 1, parent: null, seq: 0, previous: null, files: new Map() };
+  const state: ShippedState = {
+    store: 's',
+    lineage: '20261127T000000Z-000000000000',
+    generation: 1,
+    parent: null,
+    seq: 0,
+    previous: null,
+    files: new Map(),
+  };
   const journal = (): DurableJournal => ({ generation: 1, length: 0, idsHandedOut: 1 });
-  for (let round = 0; round < 3; round++) await assert.rejects(shipRound(dir, down, state, journal, 1), { reason: 'unreachable' });
+  for (let round = 0; round < 3; round++)
+    await assert.rejects(shipRound(dir, down, state, journal, 1), { reason: 'unreachable' });
   const snapshots = put.filter((p) => p.key.endsWith('-pets.json'));
   assert.equal(snapshots.length, 3);
   assert.equal(snapshots[1]?.bytes, snapshots[0]?.bytes, 'the same bytes, not read anew');

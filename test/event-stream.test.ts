@@ -17,7 +17,10 @@ const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/jso
 const RETRY = 'retry: 1000\n\n';
 
 /** Creates a pet from `pet`, whose categoryId may be given as its digits (a string) to keep every one. */
-async function create(server: TestServer, pet: { name: string; categoryId: number | string; status?: string | undefined }): Promise<string> {
+async function create(
+  server: TestServer,
+  pet: { name: string; categoryId: number | string; status?: string | undefined },
+): Promise<string> {
   const body = JSON.stringify(pet).replace(/"categoryId":"(-?\d+)"/, '"categoryId":$1');
   const res = await server.request('POST', '/v1/pets', { headers: JSON_HEADERS, body });
   assert.equal(res.status, 201, res.text);
@@ -31,11 +34,16 @@ async function petText(server: TestServer, id: number): Promise<string> {
   return res.text;
 }
 
-test('a stream sends the stored pets after the cursor, then each new pet as it is committed, each event the pet\'s exact JSON', async (t) => {
+test("a stream sends the stored pets after the cursor, then each new pet as it is committed, each event the pet's exact JSON", async (t) => {
   const server = await startServer();
   t.after(() => server.close());
   const names = ['Rex', 'Zoë "the" \\ cat', '猫 🐈 \u2028 line', 'nul \u0000 and \n newline'];
-  for (const [i, name] of names.entries()) await create(server, { name, categoryId: i === 1 ? '9223372036854775807' : i, status: i % 2 === 0 ? 'sold' : undefined });
+  for (const [i, name] of names.entries())
+    await create(server, {
+      name,
+      categoryId: i === 1 ? '9223372036854775807' : i,
+      status: i % 2 === 0 ? 'sold' : undefined,
+    });
 
   const stream = await openStream(server.url, '/v1/pets?after=1');
   t.after(() => stream.close());
@@ -52,9 +60,22 @@ test('a stream sends the stored pets after the cursor, then each new pet as it i
   await create(server, { name: 'Live', categoryId: '-9223372036854775808' });
   await create(server, { name: 'Later', categoryId: 7, status: 'pending' });
   const live = [await petText(server, 5), await petText(server, 6)];
-  await stream.until((text) => text.length >= (RETRY + eventsOf([...stored, ...live])).length, 5000, 'the two new pets');
+  await stream.until(
+    (text) => text.length >= (RETRY + eventsOf([...stored, ...live])).length,
+    5000,
+    'the two new pets',
+  );
   assert.equal(stream.text(), RETRY + eventsOf([...stored, ...live]));
-  assert.deepEqual(stream.events().map((e) => [e.id, e.event]), [['2', 'pet'], ['3', 'pet'], ['4', 'pet'], ['5', 'pet'], ['6', 'pet']]);
+  assert.deepEqual(
+    stream.events().map((e) => [e.id, e.event]),
+    [
+      ['2', 'pet'],
+      ['3', 'pet'],
+      ['4', 'pet'],
+      ['5', 'pet'],
+      ['6', 'pet'],
+    ],
+  );
 });
 
 test('with status, a stream sends only the pets with that status: a pending pet sends nothing to a stream of sold ones', async (t) => {
@@ -64,14 +85,21 @@ test('with status, a stream sends only the pets with that status: a pending pet 
   await create(server, { name: 'Old pending', categoryId: 1, status: 'pending' });
   const stream = await openStream(server.url, '/v1/pets?status=sold');
   t.after(() => stream.close());
-  await stream.until((text) => text === RETRY + eventsOf([`{"id":1,"name":"Old sold","categoryId":1,"status":"sold"}`]), 5000, 'the stored sold pet');
+  await stream.until(
+    (text) => text === RETRY + eventsOf([`{"id":1,"name":"Old sold","categoryId":1,"status":"sold"}`]),
+    5000,
+    'the stored sold pet',
+  );
   await create(server, { name: 'Pending', categoryId: 2, status: 'pending' });
   await create(server, { name: 'None', categoryId: 2 });
   await sleep(200);
   assert.equal(stream.events().length, 1, 'nothing for pets of another status');
   const sold = await create(server, { name: 'Sold', categoryId: 3, status: 'sold' });
   await stream.until((text) => text.endsWith(eventsOf([sold])), 5000, 'the new sold pet');
-  assert.deepEqual(stream.events().map((e) => e.id), ['1', '5']);
+  assert.deepEqual(
+    stream.events().map((e) => e.id),
+    ['1', '5'],
+  );
 });
 
 test('Last-Event-ID resumes after that id, overriding after: every pet once, none missed while away', async (t) => {
@@ -85,7 +113,10 @@ test('Last-Event-ID resumes after that id, overriding after: every pet once, non
   assert.equal(last, '3');
 
   // Created while no stream is open.
-  const away = [await create(server, { name: 'P4', categoryId: 4 }), await create(server, { name: 'P5', categoryId: 5 })];
+  const away = [
+    await create(server, { name: 'P4', categoryId: 4 }),
+    await create(server, { name: 'P5', categoryId: 5 }),
+  ];
   const resumed = await openStream(server.url, '/v1/pets?after=1', [['last-event-id', last]]);
   t.after(() => resumed.close());
   await resumed.until((text) => text === RETRY + eventsOf(away), 5000, 'pets 4 and 5, and only they');
@@ -95,12 +126,19 @@ test('Last-Event-ID resumes after that id, overriding after: every pet once, non
   assert.deepEqual(ids, [1, 2, 3, 4, 5, 6], 'no gap, no duplicate');
 });
 
-test('a Last-Event-ID that is not a pet id is a 400; HEAD, or an Accept that refuses the stream, answer the page', { timeout: 15_000 }, async (t) => {
+test('a Last-Event-ID that is not a pet id is a 400; HEAD, or an Accept that refuses the stream, answer the page', {
+  timeout: 15_000,
+}, async (t) => {
   const server = await startServer();
   t.after(() => server.close());
   await create(server, { name: 'Rex', categoryId: 1 });
   for (const bad of ['abc', '-1', '1.5', '', '99999999999999999999', '1, 2']) {
-    const res = await server.request('GET', '/v1/pets', { headers: [['accept', 'text/event-stream'], ['last-event-id', bad]] });
+    const res = await server.request('GET', '/v1/pets', {
+      headers: [
+        ['accept', 'text/event-stream'],
+        ['last-event-id', bad],
+      ],
+    });
     assert.equal(res.status, 400, `Last-Event-ID ${JSON.stringify(bad)}: ${res.text}`);
     assert.match((res.json as { message: string }).message, /Last-Event-ID/);
   }
@@ -112,13 +150,19 @@ test('a Last-Event-ID that is not a pet id is a 400; HEAD, or an Accept that ref
     assert.equal(res.headers['content-type'], 'application/json', accept);
     assert.equal(res.text, '[{"id":1,"name":"Rex","categoryId":1}]');
   }
-  const stream = await openStream(server.url, '/v1/pets', [['accept', 'application/json;q=0.5, text/event-stream;q=0.9']]);
+  const stream = await openStream(server.url, '/v1/pets', [
+    ['accept', 'application/json;q=0.5, text/event-stream;q=0.9'],
+  ]);
   t.after(() => stream.close());
   assert.equal(stream.headers['content-type'], 'text/event-stream');
   // Media types are case-insensitive (RFC 9110 §8.3.1): the only Accept, in capitals, still asks for the stream.
   for (const accept of ['Text/Event-Stream', 'TEXT/EVENT-STREAM;q=1']) {
     const head = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = httpGet(`${server.url}/v1/pets`, { headers: { accept, authorization: `Bearer ${TEST_KEY}` } }, resolve);
+      const req = httpGet(
+        `${server.url}/v1/pets`,
+        { headers: { accept, authorization: `Bearer ${TEST_KEY}` } },
+        resolve,
+      );
       req.once('error', reject);
     });
     head.destroy();
@@ -135,7 +179,9 @@ test('a quiet stream sends a heartbeat comment every heartbeat interval', async 
   assert.deepEqual(stream.events(), []);
 });
 
-test('streams beyond --max-streams get 503 with Retry-After, waiting requests count too, and a closed stream frees its place', { timeout: 15_000 }, async (t) => {
+test('streams beyond --max-streams get 503 with Retry-After, waiting requests count too, and a closed stream frees its place', {
+  timeout: 15_000,
+}, async (t) => {
   const server = await startServer({ maxStreams: 2 });
   t.after(() => server.close());
   const streams = [await openStream(server.url), await openStream(server.url)];
@@ -160,15 +206,23 @@ test('streams beyond --max-streams get 503 with Retry-After, waiting requests co
   }
 });
 
-test('a reader that stops reading is cut off after two heartbeats without taking a byte; it resumes with Last-Event-ID, missing nothing', { timeout: 60_000 }, async (t) => {
+test('a reader that stops reading is cut off after two heartbeats without taking a byte; it resumes with Last-Event-ID, missing nothing', {
+  timeout: 60_000,
+}, async (t) => {
   const dir = await tempDirFor(t);
   // A backlog far larger than the sockets' buffers (about 4 MB here): 30,000 pets of 256-character names, 9.6 MB of events.
   const store = await FileStore.open(dir);
   const count = 30_000;
-  await Promise.all(Array.from({ length: count }, (_, i) => store.create({ name: `${i}`.padEnd(256, 'x'), categoryId: BigInt(i) })));
+  await Promise.all(
+    Array.from({ length: count }, (_, i) => store.create({ name: `${i}`.padEnd(256, 'x'), categoryId: BigInt(i) })),
+  );
   await store.close();
   const said: string[] = [];
-  const logger = { request() {}, error() {}, info: (msg: string, fields?: object) => void said.push(`${msg} ${JSON.stringify(fields)}`) };
+  const logger = {
+    request() {},
+    error() {},
+    info: (msg: string, fields?: object) => void said.push(`${msg} ${JSON.stringify(fields)}`),
+  };
   const server = await startServer({ dataDir: dir, streamHeartbeat: 1, maxStreams: 1, logger });
   t.after(() => server.close());
 
@@ -179,7 +233,9 @@ test('a reader that stops reading is cut off after two heartbeats without taking
   // The server's end of this connection, to see how much it holds that the client has not taken.
   const [serverSide] = await Promise.all([
     new Promise<Socket>((r) => server.running.server.once('request', (req) => r(req.socket))),
-    socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`),
+    socket.write(
+      `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`,
+    ),
   ]);
   let held = 0;
   const watch = setInterval(() => (held = Math.max(held, serverSide.writableLength)), 5);
@@ -195,9 +251,21 @@ test('a reader that stops reading is cut off after two heartbeats without taking
     await sleep(200);
   }
   clearInterval(watch);
-  t.diagnostic(`the stalled stream was ended ${Date.now() - started} ms after it began; the server held at most ${held} bytes it had not sent`);
-  assert.ok(held <= 64 * 1024, `the server held at most its high-water mark and one page unsent, not the backlog: ${held} bytes`);
-  assert.ok(said.some((line) => /^event stream ended: its client took none of what it was sent for two heartbeat intervals \{"after":\d+\}$/.test(line)), said.join('\n'));
+  t.diagnostic(
+    `the stalled stream was ended ${Date.now() - started} ms after it began; the server held at most ${held} bytes it had not sent`,
+  );
+  assert.ok(
+    held <= 64 * 1024,
+    `the server held at most its high-water mark and one page unsent, not the backlog: ${held} bytes`,
+  );
+  assert.ok(
+    said.some((line) =>
+      /^event stream ended: its client took none of what it was sent for two heartbeat intervals \{"after":\d+\}$/.test(
+        line,
+      ),
+    ),
+    said.join('\n'),
+  );
 
   const chunks: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -206,20 +274,33 @@ test('a reader that stops reading is cut off after two heartbeats without taking
   assert.equal(answer?.status, 200);
   const received = parseEvents(answer.body.toString('utf8')).map((e) => Number(e.id));
   assert.ok(received.length > 0 && received.length < count, `cut short: ${received.length} of ${count} events arrived`);
-  assert.deepEqual(received, Array.from({ length: received.length }, (_, i) => i + 1), 'those that arrived are the first, in order');
+  assert.deepEqual(
+    received,
+    Array.from({ length: received.length }, (_, i) => i + 1),
+    'those that arrived are the first, in order',
+  );
   t.diagnostic(`${received.length} events (${answer.body.length} bytes) arrived before the cut`);
 
   const resumed = await openStream(server.url, '/v1/pets', [['last-event-id', String(received.at(-1))]]);
   t.after(() => resumed.close());
   await resumed.until((text) => parseEvents(text).length === count - received.length, 20_000, 'the rest');
   const rest = resumed.events().map((e) => Number(e.id));
-  assert.deepEqual([...received, ...rest], Array.from({ length: count }, (_, i) => i + 1), 'every pet once, in order');
+  assert.deepEqual(
+    [...received, ...rest],
+    Array.from({ length: count }, (_, i) => i + 1),
+    'every pet once, in order',
+  );
 });
 
-test('SIGTERM ends open streams cleanly and answers waiting requests at once: the stop takes no longer than without them', { timeout: 30_000 }, async (t) => {
+test('SIGTERM ends open streams cleanly and answers waiting requests at once: the stop takes no longer than without them', {
+  timeout: 30_000,
+}, async (t) => {
   const dir = await tempDirFor(t, 'petstore-stop-');
   const server = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });
-  const created = await request(server.url, 'POST', '/v1/pets', { headers: JSON_HEADERS, body: '{"name":"Rex","categoryId":1}' });
+  const created = await request(server.url, 'POST', '/v1/pets', {
+    headers: JSON_HEADERS,
+    body: '{"name":"Rex","categoryId":1}',
+  });
   const streams = await Promise.all([0, 1, 2].map(() => openStream(server.url)));
   for (const s of streams) await s.until((text) => text === RETRY + eventsOf([created.text]), 5000, 'the stored pet');
   const waiting = request(server.url, 'GET', '/v1/pets?after=1&wait=30');

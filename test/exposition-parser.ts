@@ -64,7 +64,10 @@ export function parseExposition(text: string): Map<string, Family> {
     assert.ok(current !== undefined, `${where}: a sample after its family's HELP and TYPE`);
     const name = sample[1] as string;
     const suffixes = current.type === 'histogram' ? ['_bucket', '_sum', '_count'] : [''];
-    assert.ok(suffixes.some((s) => name === current?.name + s), `${where}: ${name} belongs to family ${current.name} (${current.type})`);
+    assert.ok(
+      suffixes.some((s) => name === current?.name + s),
+      `${where}: ${name} belongs to family ${current.name} (${current.type})`,
+    );
     const labels = parseLabels(sample[2] ?? '', where);
     const rawValue = sample[3] as string;
     assert.match(rawValue, VALUE, `${where}: a value Prometheus parses`);
@@ -115,7 +118,10 @@ function checkHistogram(family: Family): void {
     const group = groups.get(key) ?? { buckets: [] };
     groups.set(key, group);
     if (s.name.endsWith('_bucket')) {
-      assert.ok(le !== undefined && (le === '+Inf' || /^[0-9.e+-]+$/.test(le)), `${family.name} ${key}: a bucket has an le`);
+      assert.ok(
+        le !== undefined && (le === '+Inf' || /^[0-9.e+-]+$/.test(le)),
+        `${family.name} ${key}: a bucket has an le`,
+      );
       group.buckets.push([le === '+Inf' ? Infinity : Number(le), s.value]);
     } else {
       assert.equal(le, undefined, `${s.name} has no le`);
@@ -139,10 +145,12 @@ function checkHistogram(family: Family): void {
 }
 
 /** The value of the one series of `name` whose labels include `labels`; fails if there is none or several. */
-export function valueOf(families: Map<string, Family>, name: string, labels: Record<string, string> = {}): number {
+export function metricValue(families: Map<string, Family>, name: string, labels: Record<string, string> = {}): number {
   const family = families.get(name.replace(/_(bucket|sum|count)$/, '')) ?? families.get(name);
   assert.ok(family !== undefined, `family ${name} is exposed`);
-  const found = family.series.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  const found = family.series.filter(
+    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  );
   assert.equal(found.length, 1, `one series ${name}${JSON.stringify(labels)}, found ${found.length}`);
   return (found[0] as Series).value;
 }

@@ -48,7 +48,9 @@ export async function fakeS3(t: TestContext, handler: Handler): Promise<FakeS3> 
 /** A LIST (v2) answer holding `keys`, truncated with `next` when it is given. */
 export function listAnswer(keys: readonly string[], next?: string): string {
   const contents = keys.map((key) => `<Contents><Key>${key}</Key></Contents>`).join('');
-  const more = next === undefined ? '<IsTruncated>false</IsTruncated>'
-    : `<IsTruncated>true</IsTruncated><NextContinuationToken>${next}</NextContinuationToken>`;
+  const more =
+    next === undefined
+      ? '<IsTruncated>false</IsTruncated>'
+      : `<IsTruncated>true</IsTruncated><NextContinuationToken>${next}</NextContinuationToken>`;
   return `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult>${contents}${more}</ListBucketResult>`;
 }

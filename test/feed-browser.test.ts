@@ -26,7 +26,7 @@ function documentedReader(api: string): string {
     ["const KEY = 'pet_…';", `const KEY = ${JSON.stringify(TEST_KEY)};`],
     ["const BASE = 'http://127.0.0.1:8080/v1';", `const BASE = ${JSON.stringify(`${api}/v1`)};`],
     ["let lastId = '0';", "let lastId = '1';"],
-    ['follow((json) => console.log(json));', 'follow((json) => report(\'pet\', json));'],
+    ['follow((json) => console.log(json));', "follow((json) => report('pet', json));"],
   ];
   for (const [from, to] of substitutions) {
     assert.ok(script.includes(from), `the guide's reader has ${from}`);
@@ -46,45 +46,84 @@ const conditionalCheck = (api: string): string => `
   })().catch((error) => report('error', String(error)));
 `;
 
-test('in a real browser, the fetch() reader of docs/api.md follows the stream across origins, and a page reads its ETag and gets a 304', { skip: withoutChromium, timeout: 60_000 }, async (t) => {
+test('in a real browser, the fetch() reader of docs/api.md follows the stream across origins, and a page reads its ETag and gets a 304', {
+  skip: withoutChromium,
+  timeout: 60_000,
+}, async (t) => {
   const reports: Array<[string, string]> = [];
   let changed: () => void = () => {};
   const page: Server = createServer((req, res) => {
     if (req.method === 'POST' && req.url?.startsWith('/report?')) {
       let text = '';
-      req.setEncoding('utf8').on('data', (chunk: string) => (text += chunk)).on('end', () => {
-        res.end();
-        reports.push([req.url?.slice('/report?'.length) ?? '', text]);
-        changed();
-      });
+      req
+        .setEncoding('utf8')
+        .on('data', (chunk: string) => (text += chunk))
+        .on('end', () => {
+          res.end();
+          reports.push([req.url?.slice('/report?'.length) ?? '', text]);
+          changed();
+        });
       return;
     }
-    const report = 'const report = (kind, text) => fetch(`/report?${kind}`, { method: \'POST\', body: text });';
-    res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><title>page</title><script>${report}\n${documentedReader(api.url)}\n${conditionalCheck(api.url)}</script>`);
+    const report = "const report = (kind, text) => fetch(`/report?${kind}`, { method: 'POST', body: text });";
+    res
+      .writeHead(200, { 'content-type': 'text/html' })
+      .end(
+        `<!doctype html><title>page</title><script>${report}\n${documentedReader(api.url)}\n${conditionalCheck(api.url)}</script>`,
+      );
   });
   await new Promise<void>((r) => page.listen(0, '127.0.0.1', r));
-  t.after(() => new Promise<void>((r) => {
-    page.closeAllConnections();
-    page.close(() => r());
-  }));
+  t.after(
+    () =>
+      new Promise<void>((r) => {
+        page.closeAllConnections();
+        page.close(() => r());
+      }),
+  );
   const origin = `http://127.0.0.1:${(page.address() as AddressInfo).port}`;
   const api = await startServer({ corsOrigin: origin });
   t.after(() => api.close());
   const texts: string[] = [];
-  for (const name of ['One', 'Two', 'Three']) texts.push((await api.request('POST', '/v1/pets', { headers: JSON_HEADERS, body: `{"name":"${name}","categoryId":1}` })).text);
+  for (const name of ['One', 'Two', 'Three'])
+    texts.push(
+      (await api.request('POST', '/v1/pets', { headers: JSON_HEADERS, body: `{"name":"${name}","categoryId":1}` }))
+        .text,
+    );
 
   await openInChromium(t, `${origin}/`);
-  const until = (count: number, what: string): Promise<void> => within(new Promise<void>((r) => {
-    changed = () => {
-      if (reports.filter(([kind]) => kind === 'pet').length >= count && reports.some(([kind]) => kind !== 'pet')) r();
-    };
-    changed();
-  }), 45_000, what);
+  const until = (count: number, what: string): Promise<void> =>
+    within(
+      new Promise<void>((r) => {
+        changed = () => {
+          if (reports.filter(([kind]) => kind === 'pet').length >= count && reports.some(([kind]) => kind !== 'pet'))
+            r();
+        };
+        changed();
+      }),
+      45_000,
+      what,
+    );
   await until(2, 'the page reports pets 2 and 3, and its conditional GET');
-  texts.push((await api.request('POST', '/v1/pets', { headers: JSON_HEADERS, body: '{"name":"Four","categoryId":1}' })).text);
+  texts.push(
+    (await api.request('POST', '/v1/pets', { headers: JSON_HEADERS, body: '{"name":"Four","categoryId":1}' })).text,
+  );
   await until(3, 'then the new pet 4');
-  assert.deepEqual(reports.filter(([kind]) => kind === 'error'), []);
-  assert.deepEqual(reports.filter(([kind]) => kind === 'pet').map(([, text]) => text), texts.slice(1), 'every pet after Last-Event-ID 1, each its JSON text');
-  const conditional = JSON.parse(reports.find(([kind]) => kind === 'conditional')?.[1] ?? '{}') as { etag: string; status: number };
-  assert.deepEqual(conditional, { etag: 'W/"20.0.all.3"', status: 304 }, 'the page reads the ETag (exposed) and its If-None-Match passes the preflight');
+  assert.deepEqual(
+    reports.filter(([kind]) => kind === 'error'),
+    [],
+  );
+  assert.deepEqual(
+    reports.filter(([kind]) => kind === 'pet').map(([, text]) => text),
+    texts.slice(1),
+    'every pet after Last-Event-ID 1, each its JSON text',
+  );
+  const conditional = JSON.parse(reports.find(([kind]) => kind === 'conditional')?.[1] ?? '{}') as {
+    etag: string;
+    status: number;
+  };
+  assert.deepEqual(
+    conditional,
+    { etag: 'W/"20.0.all.3"', status: 304 },
+    'the page reads the ETag (exposed) and its If-None-Match passes the preflight',
+  );
 });

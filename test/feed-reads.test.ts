@@ -19,14 +19,19 @@ async function serve(t: TestContext): Promise<{ url: string; store: GatedStore }
 }
 
 function create(url: string, name: string, status: string): Promise<Response> {
-  return request(url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: JSON.stringify({ name, categoryId: 1, status }) });
+  return request(url, 'POST', '/v1/pets', {
+    headers: [['content-type', 'application/json']],
+    body: JSON.stringify({ name, categoryId: 1, status }),
+  });
 }
 
 async function heldReads(store: GatedStore, count: number): Promise<void> {
   await waitFor(() => store.held.length === count, 5000, `${count} page reads held`);
 }
 
-test('a read begun before a commit is not shared with a waiting request that commit woke: it reads again and gets the new pet', { timeout: 20_000 }, async (t) => {
+test('a read begun before a commit is not shared with a waiting request that commit woke: it reads again and gets the new pet', {
+  timeout: 20_000,
+}, async (t) => {
   const { url, store } = await serve(t);
   const first = request(url, 'GET', '/v1/pets?status=sold&wait=3');
   await heldReads(store, 1);
@@ -48,7 +53,9 @@ test('a read begun before a commit is not shared with a waiting request that com
   assert.equal(one.text, `[${sold.text}]`);
 });
 
-test('a pet committed while a waiting request\'s page was being read wakes it again once the read is over', { timeout: 20_000 }, async (t) => {
+test("a pet committed while a waiting request's page was being read wakes it again once the read is over", {
+  timeout: 20_000,
+}, async (t) => {
   const { url, store } = await serve(t);
   const waiting = request(url, 'GET', '/v1/pets?status=sold&wait=3');
   await heldReads(store, 1);
@@ -63,7 +70,9 @@ test('a pet committed while a waiting request\'s page was being read wakes it ag
   assert.equal(answer.text, `[${sold.text}]`);
 });
 
-test('a pet committed while a waiting request\'s first page was being read is found once it begins to wait', { timeout: 20_000 }, async (t) => {
+test("a pet committed while a waiting request's first page was being read is found once it begins to wait", {
+  timeout: 20_000,
+}, async (t) => {
   const { url, store } = await serve(t);
   const waiting = request(url, 'GET', '/v1/pets?status=sold&wait=3');
   await heldReads(store, 1);

@@ -52,7 +52,11 @@ function fill(path: string): void {
 
 const KEY = 'full-disk-key-0123456789';
 const create = (server: ServerProcess, name: string): ReturnType<typeof request> =>
-  request(server.url, 'POST', '/v1/pets', { auth: KEY, body: JSON.stringify({ name, categoryId: 1 }), headers: [['content-type', 'application/json']] });
+  request(server.url, 'POST', '/v1/pets', {
+    auth: KEY,
+    body: JSON.stringify({ name, categoryId: 1 }),
+    headers: [['content-type', 'application/json']],
+  });
 
 test('after a kill -9 on a full disk the server starts again, serves reads, is not ready until space returns, and leaves no temp file', async (t) => {
   const servers: ServerProcess[] = [];
@@ -68,7 +72,8 @@ test('after a kill -9 on a full disk the server starts again, serves reads, is n
   let status = 201;
   for (let i = 0; status === 201 && i < 90; i++) status = (await create(first, `Fill ${i} `.padEnd(200, 'x'))).status;
   assert.equal(status, 503, 'creates fail once the disk is full');
-  const acknowledged = ((await request(first.url, 'GET', '/v1/pets?limit=100', { auth: KEY })).json as unknown[]).length;
+  const acknowledged = ((await request(first.url, 'GET', '/v1/pets?limit=100', { auth: KEY })).json as unknown[])
+    .length;
   first.child.kill('SIGKILL');
   await first.exited;
 
@@ -79,12 +84,21 @@ test('after a kill -9 on a full disk the server starts again, serves reads, is n
   assert.equal((list.json as unknown[]).length, acknowledged, 'every acknowledged pet is served');
   assert.equal((await request(second.url, 'GET', '/readyz', { auth: false })).status, 503, 'not ready on a full disk');
   assert.equal((await create(second, 'Refused')).status, 503);
-  assert.deepEqual((await readdir(dir)).filter((n) => n.endsWith('.tmp')), [], 'no temp file is left');
+  assert.deepEqual(
+    (await readdir(dir)).filter((n) => n.endsWith('.tmp')),
+    [],
+    'no temp file is left',
+  );
 
   await rm(join(mountPoint, 'filler'));
-  await within((async () => {
-    while ((await request(second.url, 'GET', '/readyz', { auth: false })).status !== 200) await new Promise((r) => setTimeout(r, 100));
-  })(), 5000, 'ready again once space returns');
+  await within(
+    (async () => {
+      while ((await request(second.url, 'GET', '/readyz', { auth: false })).status !== 200)
+        await new Promise((r) => setTimeout(r, 100));
+    })(),
+    5000,
+    'ready again once space returns',
+  );
   assert.equal((await create(second, 'After')).status, 201);
   assert.equal(await stopProcess(second), 0);
 });

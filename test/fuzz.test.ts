@@ -10,7 +10,15 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { request, startServer, type TestServer } from './helpers.js';
-import { generateCorpus, parseExact, RawClient, type ExpectedPet, type FuzzCase, type Outcome, type RawAnswer } from './fuzz-corpus.js';
+import {
+  generateCorpus,
+  parseExact,
+  RawClient,
+  type ExpectedPet,
+  type FuzzCase,
+  type Outcome,
+  type RawAnswer,
+} from './fuzz-corpus.js';
 
 const SEED = 0x5eed2026;
 const COUNT = 4000;
@@ -46,7 +54,11 @@ before(async () => {
     try {
       while (next < corpus.length) {
         const c = corpus[next++] as FuzzCase;
-        const outcome = await client.exchange(c.bytes, { head: c.head, timeoutMs: 5000, ...(c.drain ? { drainMs: 500 } : {}) });
+        const outcome = await client.exchange(c.bytes, {
+          head: c.head,
+          timeoutMs: 5000,
+          ...(c.drain ? { drainMs: 500 } : {}),
+        });
         out[c.index] = { c, outcome };
       }
     } finally {
@@ -98,12 +110,20 @@ test('the corpus is sent in full: a few thousand requests over keep-alive connec
   const statuses = new Map<string, number>();
   for (const { c, outcome } of results) {
     families.set(c.family, (families.get(c.family) ?? 0) + 1);
-    const key = outcome.kind === 'answer' ? `${outcome.answer.status}${isBare(outcome.answer) ? ' (bare)' : ''}` : outcome.kind;
+    const key =
+      outcome.kind === 'answer' ? `${outcome.answer.status}${isBare(outcome.answer) ? ' (bare)' : ''}` : outcome.kind;
     statuses.set(key, (statuses.get(key) ?? 0) + 1);
   }
-  t.diagnostic(`seed 0x${SEED.toString(16)}, ${COUNT} requests, ${WORKERS} workers, ${connections} connections, ${elapsedMs} ms`);
+  t.diagnostic(
+    `seed 0x${SEED.toString(16)}, ${COUNT} requests, ${WORKERS} workers, ${connections} connections, ${elapsedMs} ms`,
+  );
   t.diagnostic(`families: ${[...families].map(([k, v]) => `${k}=${v}`).join(' ')}`);
-  t.diagnostic(`answers: ${[...statuses].sort().map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  t.diagnostic(
+    `answers: ${[...statuses]
+      .sort()
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  );
   // Every family is present, valid creates among them.
   assert.ok(families.size >= 19, `only ${families.size} families`);
   assert.ok((families.get('valid-create') ?? 0) > 100);
@@ -112,9 +132,22 @@ test('the corpus is sent in full: a few thousand requests over keep-alive connec
 test('every request gets exactly one answer: no dropped connection, no timeout, no second answer', () => {
   const problems: string[] = [];
   for (const { c, outcome } of results) {
-    if (outcome.kind === 'dropped') problems.push(describe(c, `connection closed without an answer (${outcome.error ?? 'FIN'}) ${JSON.stringify(outcome.partial)}`));
-    else if (outcome.kind === 'timeout') problems.push(describe(c, `no answer in 5 s ${JSON.stringify(outcome.partial)}`));
-    else if (outcome.extra !== 0) problems.push(describe(c, `${outcome.answer.status} followed by ${outcome.extra} more bytes (a second answer to one request)`));
+    if (outcome.kind === 'dropped')
+      problems.push(
+        describe(
+          c,
+          `connection closed without an answer (${outcome.error ?? 'FIN'}) ${JSON.stringify(outcome.partial)}`,
+        ),
+      );
+    else if (outcome.kind === 'timeout')
+      problems.push(describe(c, `no answer in 5 s ${JSON.stringify(outcome.partial)}`));
+    else if (outcome.extra !== 0)
+      problems.push(
+        describe(
+          c,
+          `${outcome.answer.status} followed by ${outcome.extra} more bytes (a second answer to one request)`,
+        ),
+      );
   }
   assertNone(problems, 'requests without exactly one answer');
 });
@@ -131,14 +164,23 @@ test('each answer is one the input allows: 2xx only for valid input, bare 400/43
   const bare = new Map<string, number>();
   for (const { c, answer } of answersOf(results)) {
     const { app, node } = c.expected;
-    const ok = isBare(answer) ? node.includes(answer.status) : app.includes(answer.status) || node.includes(answer.status);
+    const ok = isBare(answer)
+      ? node.includes(answer.status)
+      : app.includes(answer.status) || node.includes(answer.status);
     if (isBare(answer)) bare.set(`${answer.status} ${c.label}`, (bare.get(`${answer.status} ${c.label}`) ?? 0) + 1);
     if (!ok) {
       const allowed = `app ${app.join('/') || '-'}, parser ${node.join('/') || '-'}`;
-      problems.push(describe(c, `${answer.status}${isBare(answer) ? ' (bare)' : ''} where ${allowed} is allowed: ${answer.body.toString('utf8').slice(0, 120)}`));
+      problems.push(
+        describe(
+          c,
+          `${answer.status}${isBare(answer) ? ' (bare)' : ''} where ${allowed} is allowed: ${answer.body.toString('utf8').slice(0, 120)}`,
+        ),
+      );
     }
   }
-  t.diagnostic(`bare answers from Node's parser: ${bare.size === 0 ? 'none' : [...bare].map(([k, v]) => `${k} ×${v}`).join('; ')}`);
+  t.diagnostic(
+    `bare answers from Node's parser: ${bare.size === 0 ? 'none' : [...bare].map(([k, v]) => `${k} ×${v}`).join('; ')}`,
+  );
   assertNone(problems, 'answers the input does not allow');
 });
 
@@ -158,20 +200,29 @@ test('every 4xx from the service is an Error {code, message, status} as applicat
         continue;
       }
       const error = body as Record<string, unknown>;
-      const keys = body !== null && typeof body === 'object' && !Array.isArray(body) ? Object.keys(error).sort().join(',') : String(body);
+      const keys =
+        body !== null && typeof body === 'object' && !Array.isArray(body)
+          ? Object.keys(error).sort().join(',')
+          : String(body);
       if (keys !== 'code,message,status') problems.push(describe(c, `${answer.status} body has fields ${keys}`));
-      else if (typeof error['code'] !== 'string' || !/^[a-z]+(?:_[a-z]+)*$/.test(error['code'])) problems.push(describe(c, `code ${JSON.stringify(error['code'])}`));
-      else if (typeof error['message'] !== 'string' || error['message'] === '') problems.push(describe(c, `message ${JSON.stringify(error['message'])}`));
-      else if (error['status'] !== answer.status) problems.push(describe(c, `HTTP ${answer.status} but body status ${JSON.stringify(error['status'])}`));
-      if (answer.status === 401 && one(answer, 'www-authenticate') !== 'Bearer realm="petstore"') problems.push(describe(c, `401 with WWW-Authenticate ${one(answer, 'www-authenticate')}`));
-      if (answer.status === 405 && !/^[A-Z]+(, [A-Z]+)*$/.test(one(answer, 'allow') ?? '')) problems.push(describe(c, `405 with Allow ${one(answer, 'allow')}`));
+      else if (typeof error.code !== 'string' || !/^[a-z]+(?:_[a-z]+)*$/.test(error.code))
+        problems.push(describe(c, `code ${JSON.stringify(error.code)}`));
+      else if (typeof error.message !== 'string' || error.message === '')
+        problems.push(describe(c, `message ${JSON.stringify(error.message)}`));
+      else if (error.status !== answer.status)
+        problems.push(describe(c, `HTTP ${answer.status} but body status ${JSON.stringify(error.status)}`));
+      if (answer.status === 401 && one(answer, 'www-authenticate') !== 'Bearer realm="petstore"')
+        problems.push(describe(c, `401 with WWW-Authenticate ${one(answer, 'www-authenticate')}`));
+      if (answer.status === 405 && !/^[A-Z]+(, [A-Z]+)*$/.test(one(answer, 'allow') ?? ''))
+        problems.push(describe(c, `405 with Allow ${one(answer, 'allow')}`));
     } else if (answer.status >= 200 && answer.status < 300 && !c.head) {
       try {
         JSON.parse(text);
       } catch {
         problems.push(describe(c, `${answer.status} body is not JSON: ${text.slice(0, 80)}`));
       }
-      if (answer.status === 201 && !/^\/v1\/pets\/[1-9][0-9]*$/.test(one(answer, 'location') ?? '')) problems.push(describe(c, `201 with Location ${one(answer, 'location')}`));
+      if (answer.status === 201 && !/^\/v1\/pets\/[1-9][0-9]*$/.test(one(answer, 'location') ?? ''))
+        problems.push(describe(c, `201 with Location ${one(answer, 'location')}`));
     }
   }
   assertNone(problems, 'malformed answers');
@@ -181,8 +232,12 @@ test('every answer from the service carries X-Content-Type-Options: nosniff and 
   const problems: string[] = [];
   for (const { c, answer } of answersOf(results)) {
     if (isBare(answer)) continue; // Node's parser-level answers: see the test on allowed answers
-    if (one(answer, 'x-content-type-options') !== 'nosniff') problems.push(describe(c, `${answer.status} with X-Content-Type-Options ${one(answer, 'x-content-type-options')}`));
-    if (one(answer, 'cache-control') !== 'no-store') problems.push(describe(c, `${answer.status} with Cache-Control ${one(answer, 'cache-control')}`));
+    if (one(answer, 'x-content-type-options') !== 'nosniff')
+      problems.push(
+        describe(c, `${answer.status} with X-Content-Type-Options ${one(answer, 'x-content-type-options')}`),
+      );
+    if (one(answer, 'cache-control') !== 'no-store')
+      problems.push(describe(c, `${answer.status} with Cache-Control ${one(answer, 'cache-control')}`));
   }
   assertNone(problems, 'answers without the security headers');
 });
@@ -191,7 +246,10 @@ test('no answer reveals a stack trace, a file path or the Node version', () => {
   const leaks: Array<[string, RegExp]> = [
     ['a stack frame', /\bat (?:async )?[\w$.<>[\] ]+ \(|\n\s+at \S/],
     ['a source location', /\.(?:[cm]?js|ts):\d+/],
-    ['a file path', /(?:\/work\/|\/home\/|\/tmp\/|\/usr\/|\/var\/|\/opt\/|node_modules|node:internal|file:\/\/|[A-Za-z]:\\)/],
+    [
+      'a file path',
+      /(?:\/work\/|\/home\/|\/tmp\/|\/usr\/|\/var\/|\/opt\/|node_modules|node:internal|file:\/\/|[A-Za-z]:\\)/,
+    ],
     ['the Node version', new RegExp(`${process.version.replaceAll('.', '\\.')}|\\bnode(?:\\.js|js)?/v?\\d`, 'i')],
     ['an error class', /\b(?:TypeError|RangeError|ReferenceError|URIError|SyntaxError|Error:)/],
   ];
@@ -200,9 +258,16 @@ test('no answer reveals a stack trace, a file path or the Node version', () => {
     const text = `${answer.head}\r\n\r\n${answer.body.toString('utf8')}`;
     for (const [what, pattern] of leaks) {
       const match = pattern.exec(text);
-      if (match !== null) problems.push(describe(c, `${answer.status} reveals ${what}: ${JSON.stringify(text.slice(Math.max(0, match.index - 40), match.index + 60))}`));
+      if (match !== null)
+        problems.push(
+          describe(
+            c,
+            `${answer.status} reveals ${what}: ${JSON.stringify(text.slice(Math.max(0, match.index - 40), match.index + 60))}`,
+          ),
+        );
     }
-    for (const name of ['server', 'x-powered-by']) if (answer.headers[name] !== undefined) problems.push(describe(c, `${name}: ${one(answer, name)}`));
+    for (const name of ['server', 'x-powered-by'])
+      if (answer.headers[name] !== undefined) problems.push(describe(c, `${name}: ${one(answer, name)}`));
   }
   assertNone(problems, 'revealing answers');
 });
@@ -231,9 +296,15 @@ test('the store holds exactly the pets acknowledged with 201, each as sent (cate
     try {
       assert.deepEqual(fields, expected);
     } catch {
-      problems.push(describe(c, `201 echoed ${JSON.stringify(fields).slice(0, 100)}, sent ${JSON.stringify(expected).slice(0, 100)}`));
+      problems.push(
+        describe(
+          c,
+          `201 echoed ${JSON.stringify(fields).slice(0, 100)}, sent ${JSON.stringify(expected).slice(0, 100)}`,
+        ),
+      );
     }
-    if (one(answer, 'location') !== `/v1/pets/${id}`) problems.push(describe(c, `Location ${one(answer, 'location')} for id ${id}`));
+    if (one(answer, 'location') !== `/v1/pets/${id}`)
+      problems.push(describe(c, `Location ${one(answer, 'location')} for id ${id}`));
     if (acknowledged.has(id)) problems.push(describe(c, `id ${id} acknowledged twice`));
     acknowledged.set(id, pet);
   }
@@ -244,12 +315,14 @@ test('the store holds exactly the pets acknowledged with 201, each as sent (cate
   let after = 0;
   let pages = 0;
   for (;;) {
-    const page = await request(server.url, 'GET', `/v1/pets?limit=100${after > 0 ? `&after=${after}` : ''}`, { auth: KEY });
+    const page = await request(server.url, 'GET', `/v1/pets?limit=100${after > 0 ? `&after=${after}` : ''}`, {
+      auth: KEY,
+    });
     assert.equal(page.status, 200, page.text);
     const pets = parseExact(page.text) as StoredPet[];
     listed.push(...pets);
     pages++;
-    const link = page.headers['link'];
+    const link = page.headers.link;
     if (Array.isArray(link)) assert.fail('more than one Link header');
     if (link === undefined) break;
     assert.equal(pets.length, 100, 'a page with a next link is full');
@@ -258,13 +331,19 @@ test('the store holds exactly the pets acknowledged with 201, each as sent (cate
     assert.ok(pages < 1000, 'pagination does not end');
   }
   if (listed.length > 0) {
-    const tail = await request(server.url, 'GET', `/v1/pets?limit=100&after=${(listed.at(-1) as StoredPet).id}`, { auth: KEY });
+    const tail = await request(server.url, 'GET', `/v1/pets?limit=100&after=${(listed.at(-1) as StoredPet).id}`, {
+      auth: KEY,
+    });
     assert.equal(tail.text, '[]', 'no pets after the last page');
   }
   t.diagnostic(`${acknowledged.size} pets acknowledged, ${listed.length} listed over ${pages} pages`);
 
   const ids = listed.map((p) => p.id);
-  assert.deepEqual(ids, [...ids].sort((a, b) => a - b), 'listed in ascending id order');
+  assert.deepEqual(
+    ids,
+    [...ids].sort((a, b) => a - b),
+    'listed in ascending id order',
+  );
   assert.equal(new Set(ids).size, ids.length, 'no pet listed twice');
   const byId = (pets: Iterable<StoredPet>): StoredPet[] => [...pets].sort((a, b) => a.id - b.id);
   assert.deepEqual(byId(listed), byId(acknowledged.values()));
@@ -276,20 +355,32 @@ test('after the prototype-key requests Object.prototype is unpolluted', () => {
   assert.ok(prototypeCases.length > 50, `${prototypeCases.length} prototype-key cases`);
   for (const { c, outcome } of prototypeCases) {
     assert.equal(outcome.kind, 'answer', describe(c, outcome.kind));
-    if (outcome.kind === 'answer') assert.equal(outcome.answer.status, 400, describe(c, outcome.answer.body.toString('utf8')));
+    if (outcome.kind === 'answer')
+      assert.equal(outcome.answer.status, 400, describe(c, outcome.answer.body.toString('utf8')));
   }
-  assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
-  assert.equal(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted'), false);
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
+  assert.equal(Object.hasOwn(Object.prototype, 'polluted'), false);
   assert.deepEqual(Object.getOwnPropertyNames(Object.prototype).sort(), prototypeNamesBefore);
 });
 
 test('__proto__, constructor and prototype keys are a 400 naming the unknown field, and change nothing', async () => {
   const fresh = await startServer();
   try {
-    const post = (body: string) => fresh.request('POST', '/v1/pets', { headers: [['content-type', 'application/json']], body });
+    const post = (body: string) =>
+      fresh.request('POST', '/v1/pets', { headers: [['content-type', 'application/json']], body });
     for (const key of ['__proto__', 'constructor', 'prototype']) {
-      for (const value of ['{"polluted":"yes"}', '{"prototype":{"polluted":"yes"}}', '{"__proto__":{"polluted":"yes"}}', 'null', '"x"']) {
-        for (const body of [`{"${key}":${value},"name":"x","categoryId":1}`, `{"name":"x","categoryId":1,"${key}":${value}}`, `{"${key}":${value}}`]) {
+      for (const value of [
+        '{"polluted":"yes"}',
+        '{"prototype":{"polluted":"yes"}}',
+        '{"__proto__":{"polluted":"yes"}}',
+        'null',
+        '"x"',
+      ]) {
+        for (const body of [
+          `{"${key}":${value},"name":"x","categoryId":1}`,
+          `{"name":"x","categoryId":1,"${key}":${value}}`,
+          `{"${key}":${value}}`,
+        ]) {
           const res = await post(body);
           assert.equal(res.status, 400, body);
           assert.deepEqual(Object.keys(res.json as object).sort(), ['code', 'message', 'status']);
@@ -305,7 +396,7 @@ test('__proto__, constructor and prototype keys are a 400 naming the unknown fie
     assert.equal(escaped.status, 400);
     assert.match((escaped.json as { message: string }).message, /unknown field "__proto__"/);
 
-    assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
     assert.deepEqual(Object.getOwnPropertyNames(Object.prototype).sort(), prototypeNamesBefore);
     const list = await fresh.request('GET', '/v1/pets');
     assert.equal(list.text, '[]', 'nothing was stored');

@@ -15,7 +15,9 @@ export class GatedStore {
   gated = true;
 
   list(query: ListQuery): Promise<ListPage> {
-    const matching = this.pets.filter((p) => p.id > query.after && (query.status === undefined || p.status === query.status));
+    const matching = this.pets.filter(
+      (p) => p.id > query.after && (query.status === undefined || p.status === query.status),
+    );
     const page = { pets: matching.slice(0, query.limit), more: matching.length > query.limit };
     if (!this.gated) return Promise.resolve(page);
     return new Promise((resolve) => this.held.push({ query, release: () => resolve(page) }));

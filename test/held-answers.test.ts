@@ -16,10 +16,18 @@ import { tempDirFor, TEST_KEY } from './helpers.js';
 
 const get = (path: string): string => `GET ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${TEST_KEY}\r\n\r\n`;
 
-test('pipelined requests answered in one turn are each logged in their own async context', { timeout: 10_000 }, async (t) => {
+test('pipelined requests answered in one turn are each logged in their own async context', {
+  timeout: 10_000,
+}, async (t) => {
   const als = new AsyncLocalStorage<string>();
   const seen: string[] = [];
-  const logger: Logger = { request: (e) => { seen.push(`${e.path} in ${als.getStore()}`); }, info() {}, error() {} };
+  const logger: Logger = {
+    request: (e) => {
+      seen.push(`${e.path} in ${als.getStore()}`);
+    },
+    info() {},
+    error() {},
+  };
   const petstore = await createPetstore({ dataDir: await tempDirFor(t), keys: [TEST_KEY], logger });
   const server = createServer((req, res) => als.run(req.url ?? '', () => petstore.handler(req, res)));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -29,7 +37,9 @@ test('pipelined requests answered in one turn are each logged in their own async
     await petstore.close();
   });
   await new Promise<void>((done) => {
-    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1', () => socket.write(get('/v1/pets') + get('/healthz') + get('/v1/pets/1')));
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1', () =>
+      socket.write(get('/v1/pets') + get('/healthz') + get('/v1/pets/1')),
+    );
     let text = '';
     socket.on('data', (chunk) => {
       text += chunk;
@@ -42,7 +52,9 @@ test('pipelined requests answered in one turn are each logged in their own async
   assert.deepEqual(seen, ['/v1/pets in /v1/pets', '/healthz in /healthz', '/v1/pets/1 in /v1/pets/1']);
 });
 
-test('a logger whose request() throws once is reported to its error(), and the process serves on', { timeout: 30_000 }, async (t) => {
+test('a logger whose request() throws once is reported to its error(), and the process serves on', {
+  timeout: 30_000,
+}, async (t) => {
   const dir = await tempDirFor(t);
   const index = resolve(__dirname, '../index.js');
   const script = `
@@ -65,8 +77,14 @@ test('a logger whose request() throws once is reported to its error(), and the p
   assert.equal(run.stdout, 'error: could not record the request log transport hiccup\nstatus 200\nstatus 200\n');
 });
 
-test('an event stream ended in the turn it was answered in still ends: its head goes out as it is made, not held for the turn', { timeout: 10_000 }, async (t) => {
-  const petstore = await createPetstore({ dataDir: await tempDirFor(t), keys: [TEST_KEY], logger: silentLoggerForTests });
+test('an event stream ended in the turn it was answered in still ends: its head goes out as it is made, not held for the turn', {
+  timeout: 10_000,
+}, async (t) => {
+  const petstore = await createPetstore({
+    dataDir: await tempDirFor(t),
+    keys: [TEST_KEY],
+    logger: silentLoggerForTests,
+  });
   const server = createServer(petstore.handler);
   // Runs before the turn's held answers: a stream whose head were held would start after it was ended, and never end.
   server.on('request', () => setImmediate(() => petstore.closeStreams()));
@@ -81,8 +99,13 @@ test('an event stream ended in the turn it was answered in still ends: its head 
     request({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, path: '/v1/pets', headers }, (res) => {
       res.resume();
       res.on('end', () => done(`${res.statusCode} ${res.headers['content-type']} ended`));
-    }).on('error', fail).end();
+    })
+      .on('error', fail)
+      .end();
   });
-  const outcome = await Promise.race([ended, new Promise<string>((later) => setTimeout(() => later('still open after 3 s'), 3000))]);
+  const outcome = await Promise.race([
+    ended,
+    new Promise<string>((later) => setTimeout(() => later('still open after 3 s'), 3000)),
+  ]);
   assert.equal(outcome, '200 text/event-stream ended');
 });

@@ -5,11 +5,22 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { TestContext } from 'node:test';
-import { createServer as createHttpServer, request as httpRequest, type IncomingHttpHeaders, type RequestListener as NodeListener } from 'node:http';
+import {
+  createServer as createHttpServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type RequestListener as NodeListener,
+} from 'node:http';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { listen, silentLoggerForTests, type ListenOptions, type PetstoreService, type RunningServer } from './support.js';
+import {
+  listen,
+  silentLoggerForTests,
+  type ListenOptions,
+  type PetstoreService,
+  type RunningServer,
+} from './support.js';
 
 // Fixtures written by hand (a pets.json, a journal) get the modes of the usual umask, whatever the
 // developer's: under umask 002 they would be group-writable, which the server refuses, and tests
@@ -48,7 +59,12 @@ export interface RequestOptions {
   auth?: boolean | string;
 }
 
-export function request(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+export function request(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<Response> {
   const url = new URL(baseUrl);
   // Header pairs go out as a raw array (so a test can repeat one), and Node adds no Host to those.
   const headers: Array<[string, string]> = [['host', url.host], ...(options.headers ?? [])];
@@ -56,24 +72,31 @@ export function request(baseUrl: string, method: string, path: string, options: 
   if (auth !== false) headers.push(['authorization', `Bearer ${auth === true ? TEST_KEY : auth}`]);
   if (options.body !== undefined) headers.push(['content-length', String(Buffer.byteLength(options.body))]);
   return new Promise((resolvePromise, reject) => {
-    const req = httpRequest({
-      host: url.hostname, port: url.port, method, path, agent: false,
-      headers: headers.flat(),
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown;
-        try {
-          json = text === '' ? undefined : JSON.parse(text);
-        } catch {
-          json = undefined; // not JSON: the test asserts on `text` or on json being undefined
-        }
-        resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, text, json });
-      });
-    });
+    const req = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path,
+        agent: false,
+        headers: headers.flat(),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown;
+          try {
+            json = text === '' ? undefined : JSON.parse(text);
+          } catch {
+            json = undefined; // not JSON: the test asserts on `text` or on json being undefined
+          }
+          resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, text, json });
+        });
+      },
+    );
     req.on('error', reject);
     if (options.body !== undefined) req.write(options.body);
     req.end();
@@ -115,7 +138,14 @@ export interface TestServer {
 /** Starts the service in this process on port 0 with the test key over a temporary (or given) directory. */
 export async function startServer(options: Partial<ListenOptions> = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? (await tempDir());
-  const running = await listen({ port: 0, host: '127.0.0.1', keys: [TEST_KEY], logger: silentLoggerForTests, ...options, dataDir });
+  const running = await listen({
+    port: 0,
+    host: '127.0.0.1',
+    keys: [TEST_KEY],
+    logger: silentLoggerForTests,
+    ...options,
+    dataDir,
+  });
   let stopped = false;
   const stop = async (): Promise<void> => {
     if (stopped) return;
@@ -179,14 +209,24 @@ export interface ServerProcess {
  * Rejects (with what it printed) if it exits first, or after `timeoutMs`.
  */
 export function spawnServer(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 10_000): Promise<ServerProcess> {
-  return launchServer(process.execPath, [SERVER_JS, '--port', '0', ...args], { env: { PATH: process.env['PATH'], ...env } }, timeoutMs);
+  return launchServer(
+    process.execPath,
+    [SERVER_JS, '--port', '0', ...args],
+    { env: { PATH: process.env.PATH, ...env } },
+    timeoutMs,
+  );
 }
 
 /**
  * Runs `command args` — a server started otherwise (`npm start`, a copy of server.js, as another
  * user) — and resolves once it logs that it listens; rejects as spawnServer does.
  */
-export function launchServer(command: string, args: string[], options: Omit<SpawnOptions, 'stdio'>, timeoutMs = 10_000): Promise<ServerProcess> {
+export function launchServer(
+  command: string,
+  args: string[],
+  options: Omit<SpawnOptions, 'stdio'>,
+  timeoutMs = 10_000,
+): Promise<ServerProcess> {
   const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -218,18 +258,27 @@ export function launchServer(command: string, args: string[], options: Omit<Spaw
  * runs another copy of server.js, or as another user.
  */
 export function runCli(
-  args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 10_000, as: { serverJs?: string; user?: { uid: number; gid: number } } = {},
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = 10_000,
+  as: { serverJs?: string; user?: { uid: number; gid: number } } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [as.serverJs ?? SERVER_JS, ...args], { ...as.user, env: { PATH: process.env['PATH'], ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [as.serverJs ?? SERVER_JS, ...args], {
+    ...as.user,
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
   child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  return new Promise((r) => child.on('close', (code) => {
-    clearTimeout(timer);
-    r({ code, stdout, stderr });
-  }));
+  return new Promise((r) =>
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      r({ code, stdout, stderr });
+    }),
+  );
 }
 
 /** A port of 127.0.0.1 that was free a moment ago (for a server that logs no listening line). */
@@ -248,9 +297,16 @@ export function freePort(): Promise<number> {
  * `node dist/server.js args` at a log level that prints no "listening" line (error, silent): on a
  * port of its own, resolved once /healthz answers there; killed when the test `t` ends.
  */
-export async function spawnQuietServerFor(t: TestContext, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+export async function spawnQuietServerFor(
+  t: TestContext,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [SERVER_JS, '--port', String(port), ...args], { env: { PATH: process.env['PATH'], ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [SERVER_JS, '--port', String(port), ...args], {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
@@ -263,7 +319,10 @@ export async function spawnQuietServerFor(t: TestContext, args: string[], env: N
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const up = await request(url, 'GET', '/healthz', { auth: false }).then((r) => r.status === 200, () => false);
+    const up = await request(url, 'GET', '/healthz', { auth: false }).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (up) return { child, url, stdout: () => out, stderr: () => err, exited };
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the server did not come up\n${out}\n${err}`);
     await new Promise((r) => setTimeout(r, 50));
@@ -301,7 +360,11 @@ export async function stopProcess(server: ServerProcess, signal: NodeJS.Signals 
 }
 
 /** spawnServer(), and the process is killed when the test `t` ends, whatever happens. */
-export async function spawnServerFor(t: TestContext, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+export async function spawnServerFor(
+  t: TestContext,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<ServerProcess> {
   const server = await spawnServer(args, env);
   t.after(async () => {
     if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
@@ -314,15 +377,24 @@ export async function spawnServerFor(t: TestContext, args: string[], env: NodeJS
  * Runs `node file` from the package root with nothing of this process's environment but PATH, killed
  * after `timeoutMs`. A file inside the package folder imports `petstore-api` as an embedder would.
  */
-export function runNode(file: string, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [file], { cwd: resolve(__dirname, '../..'), env: { PATH: process.env['PATH'] }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function runNode(
+  file: string,
+  timeoutMs: number,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [file], {
+    cwd: resolve(__dirname, '../..'),
+    env: { PATH: process.env.PATH },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
   child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  return new Promise((r) => child.on('close', (code, signal) => {
-    clearTimeout(timer);
-    r({ code, signal, stdout, stderr });
-  }));
+  return new Promise((r) =>
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      r({ code, signal, stdout, stderr });
+    }),
+  );
 }

@@ -4,13 +4,22 @@ import { KeyedHash } from '#dist/lib/keyed-hash.js';
 import { IdempotencyIndex, type IdempotencyRecord } from '#dist/store/file/idempotency.js';
 
 /** The index with the pets' lines stood in for by a map: the index reads a key back only from there. */
-function indexOf(windowMs: number, maxPerScope?: number, hash?: KeyedHash): { index: IdempotencyIndex; store: (record: IdempotencyRecord, id: number) => void; reads: () => number } {
+function indexOf(
+  windowMs: number,
+  maxPerScope?: number,
+  hash?: KeyedHash,
+): { index: IdempotencyIndex; store: (record: IdempotencyRecord, id: number) => void; reads: () => number } {
   const lines = new Map<number, IdempotencyRecord>();
   let reads = 0;
-  const index = new IdempotencyIndex(windowMs, (id) => {
-    reads++;
-    return lines.get(id);
-  }, maxPerScope, hash);
+  const index = new IdempotencyIndex(
+    windowMs,
+    (id) => {
+      reads++;
+      return lines.get(id);
+    },
+    maxPerScope,
+    hash,
+  );
   return {
     index,
     store: (record, id) => {
@@ -23,7 +32,7 @@ function indexOf(windowMs: number, maxPerScope?: number, hash?: KeyedHash): { in
 
 const record = (key: string, at: number, scope = 's'): IdempotencyRecord => ({ scope, key, at });
 
-test('a key\'s older record expiring does not forget the newer pet the key names now', () => {
+test("a key's older record expiring does not forget the newer pet the key names now", () => {
   // Two records for one key can both be on disk: the first's window ended, the same request made a
   // second pet, and a restart with a longer window restores both.
   const { index, store } = indexOf(1000);
@@ -37,7 +46,7 @@ test('a key\'s older record expiring does not forget the newer pet the key names
   assert.equal(index.lookup('s', 'k', 1900), undefined, 'until its own window ends');
 });
 
-test('a key\'s newer pet is the one found after the table is rebuilt as it grows, not its older one', () => {
+test("a key's newer pet is the one found after the table is rebuilt as it grows, not its older one", () => {
   const { index, store } = indexOf(1000);
   store(record('k', 0), 1);
   store(record('k', 900), 2);
@@ -65,7 +74,11 @@ test('thousands of keys through growth and a moving window: each found while in 
       index.sweep(id);
       for (const probe of [id - 10_000, id - 9_999, id - 5000, id]) {
         if (probe < 1) continue;
-        assert.equal(index.lookup('s', `order-${probe}`, id), id - probe < 10_000 ? probe : undefined, `key ${probe} at ${id}`);
+        assert.equal(
+          index.lookup('s', `order-${probe}`, id),
+          id - probe < 10_000 ? probe : undefined,
+          `key ${probe} at ${id}`,
+        );
         assert.equal(index.isLive(probe, id), id - probe < 10_000, `pet ${probe} at ${id}`);
       }
       assert.ok(index.size <= 10_000 + 997, `old entries are dropped: ${index.size}`);
@@ -150,13 +163,21 @@ test('creates with a key still under way count against the bound: past it, a new
   store(record('a0', 0), 1);
   assert.equal(index.begin('s', 'a1', 1000), 'begun');
   assert.equal(index.begin('s', 'a2', 1000), 'begun');
-  assert.deepEqual(index.begin('s', 'a3', 1000), { retryAfter: 1 }, 'one key remembered and two under way hold the three places');
+  assert.deepEqual(
+    index.begin('s', 'a3', 1000),
+    { retryAfter: 1 },
+    'one key remembered and two under way hold the three places',
+  );
   assert.deepEqual(index.begin('s', 'a4', 1000), { retryAfter: 1 });
   index.end(record('a2', 1000), undefined);
   assert.equal(index.begin('s', 'a3', 1000), 'begun', 'a refused create gives its place back');
   index.end(record('a1', 1000), 2);
   index.end(record('a3', 1000), 3);
-  assert.deepEqual(index.begin('s', 'a4', 2000), { retryAfter: 58 }, 'all three remembered: the oldest, made at 0, leaves at 60 s');
+  assert.deepEqual(
+    index.begin('s', 'a4', 2000),
+    { retryAfter: 58 },
+    'all three remembered: the oldest, made at 0, leaves at 60 s',
+  );
 });
 
 test('each API key may have at most so many keys remembered: past that, the wait until its oldest leaves the window', () => {
@@ -169,5 +190,9 @@ test('each API key may have at most so many keys remembered: past that, the wait
   assert.deepEqual(index.begin('s', 'a3', 59_500), { retryAfter: 1 });
   assert.equal(index.begin('s', 'a3', 60_000), 'begun', 'the oldest left the window');
   index.end(record('a3', 60_000), 5);
-  assert.deepEqual(index.begin('s', 'a4', 60_001), { retryAfter: 1 }, 'full again: the next oldest, made at 1 s, leaves at 61 s');
+  assert.deepEqual(
+    index.begin('s', 'a4', 60_001),
+    { retryAfter: 1 },
+    'full again: the next oldest, made at 1 s, leaves at 61 s',
+  );
 });

@@ -9,7 +9,13 @@ import { TEST_KEY, rawRequest, request, startServer, type Response } from './hel
 const PET = '{"name":"Rex","categoryId":1}';
 
 function create(url: string, key: string): Promise<Response> {
-  return request(url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json'], ['idempotency-key', key]], body: PET });
+  return request(url, 'POST', '/v1/pets', {
+    headers: [
+      ['content-type', 'application/json'],
+      ['idempotency-key', key],
+    ],
+    body: PET,
+  });
 }
 
 test('a quoted key with RFC 8941 parameters is the key without them: parameters are ignored', async (t) => {
@@ -19,8 +25,11 @@ test('a quoted key with RFC 8941 parameters is the key without them: parameters 
   assert.equal(first.status, 201, first.text);
   // Every kind of bare item as a parameter value, and a parameter without one (true).
   const forms = [
-    '"abc-123"', '"abc-123";p=1;q', '"abc-123"; p=-12;x="a \\" b";t=tok/en:x;b=:aGVsbG8=:;f=?0;d=-123456789012.125',
-    '"abc-123";*k.e_y-1=*star', '"abc-123";p=123456789012345;p=2',
+    '"abc-123"',
+    '"abc-123";p=1;q',
+    '"abc-123"; p=-12;x="a \\" b";t=tok/en:x;b=:aGVsbG8=:;f=?0;d=-123456789012.125',
+    '"abc-123";*k.e_y-1=*star',
+    '"abc-123";p=123456789012345;p=2',
   ];
   for (const key of forms) {
     const again = await create(server.url, key);
@@ -38,13 +47,34 @@ test('malformed parameters are a 400 naming the header, and store nothing', asyn
   const server = await startServer();
   t.after(() => server.close());
   const bad = [
-    '"abc";', '"abc";;p=1', '"abc";P=1', '"abc";1p=1', '"abc";p=', '"abc";p="open', '"abc";p=1.2345', '"abc";p=1234567890123.5',
-    '"abc";p=1234567890123456', '"abc";p=?2', '"abc";p=:not base64!:', '"abc";p=@1659578233', '"abc";p=%"x"', '"abc" ;p=1',
-    '"abc";p =1', '"abc";p= 1', '"abc"x', '"abc";p=1,"def"', '"abc";p=-', '"abc";p=1.', '"abc";p=a b',
+    '"abc";',
+    '"abc";;p=1',
+    '"abc";P=1',
+    '"abc";1p=1',
+    '"abc";p=',
+    '"abc";p="open',
+    '"abc";p=1.2345',
+    '"abc";p=1234567890123.5',
+    '"abc";p=1234567890123456',
+    '"abc";p=?2',
+    '"abc";p=:not base64!:',
+    '"abc";p=@1659578233',
+    '"abc";p=%"x"',
+    '"abc" ;p=1',
+    '"abc";p =1',
+    '"abc";p= 1',
+    '"abc"x',
+    '"abc";p=1,"def"',
+    '"abc";p=-',
+    '"abc";p=1.',
+    '"abc";p=a b',
   ];
   for (const key of bad) {
-    const raw = await rawRequest(server.url, `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_KEY}\r\n`
-      + `Content-Type: application/json\r\nIdempotency-Key: ${key}\r\nContent-Length: ${PET.length}\r\nConnection: close\r\n\r\n${PET}`);
+    const raw = await rawRequest(
+      server.url,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_KEY}\r\n` +
+        `Content-Type: application/json\r\nIdempotency-Key: ${key}\r\nContent-Length: ${PET.length}\r\nConnection: close\r\n\r\n${PET}`,
+    );
     assert.match(raw, /^HTTP\/1\.1 400 /, key);
     assert.match(raw, /"message":"the Idempotency-Key header /, key);
   }

@@ -10,7 +10,16 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
 import {
-  TEST_KEY, rawRequest, request, spawnServer, startServer, tempDir, tempDirFor, type Response, type ServerProcess, type TestServer,
+  TEST_KEY,
+  rawRequest,
+  request,
+  spawnServer,
+  startServer,
+  tempDir,
+  tempDirFor,
+  type Response,
+  type ServerProcess,
+  type TestServer,
 } from './helpers.js';
 import { TestFileSystem, defer } from './store-support.js';
 
@@ -59,10 +68,18 @@ test('a key sent bare is the same key as the same characters quoted', async (t) 
 test('the same key with another pet is a 422 idempotency_key_reused, and nothing is stored', async (t) => {
   const server = await serve(t);
   assert.equal((await create(server.url, '{"name":"Rex","categoryId":7}', 'k')).status, 201);
-  for (const body of ['{"name":"Max","categoryId":7}', '{"name":"Rex","categoryId":8}', '{"name":"Rex","categoryId":7,"status":"sold"}']) {
+  for (const body of [
+    '{"name":"Max","categoryId":7}',
+    '{"name":"Rex","categoryId":8}',
+    '{"name":"Rex","categoryId":7,"status":"sold"}',
+  ]) {
     const res = await create(server.url, body, 'k');
     assert.equal(res.status, 422, body);
-    assert.deepEqual(res.json, { code: 'idempotency_key_reused', message: 'this Idempotency-Key was already used for a different pet; use a new key for a new pet', status: 422 });
+    assert.deepEqual(res.json, {
+      code: 'idempotency_key_reused',
+      message: 'this Idempotency-Key was already used for a different pet; use a new key for a new pet',
+      status: 422,
+    });
   }
   assert.equal(await petCount(server.url), 1);
 });
@@ -79,12 +96,14 @@ test('the fingerprint keeps every digit: 9007199254740993 is not 900719925474099
 
 test('concurrent retries with one key make one pet: one 201, the rest replays or 409 request_in_progress', async (t) => {
   const server = await serve(t);
-  const results = await Promise.all(Array.from({ length: 20 }, () => create(server.url, '{"name":"Once","categoryId":1}', 'same')));
+  const results = await Promise.all(
+    Array.from({ length: 20 }, () => create(server.url, '{"name":"Once","categoryId":1}', 'same')),
+  );
   const created = results.filter((r) => r.status === 201 && r.headers['idempotent-replayed'] === undefined);
   assert.equal(created.length, 1, results.map((r) => r.status).join(','));
   for (const r of results) {
     if (r.status === 409) {
-      assert.equal((r.json as Json)['code'], 'request_in_progress');
+      assert.equal((r.json as Json).code, 'request_in_progress');
       assert.equal(r.headers['retry-after'], '1');
     } else {
       assert.equal(r.status, 201);
@@ -93,7 +112,10 @@ test('concurrent retries with one key make one pet: one 201, the rest replays or
   }
   assert.equal(await petCount(server.url), 1);
   // Once committed, a late retry is a replay.
-  assert.equal((await create(server.url, '{"name":"Once","categoryId":1}', 'same')).headers['idempotent-replayed'], 'true');
+  assert.equal(
+    (await create(server.url, '{"name":"Once","categoryId":1}', 'same')).headers['idempotent-replayed'],
+    'true',
+  );
 });
 
 test('keys are scoped to the API key: another client with the same key makes its own pet, and cannot be blocked', async (t) => {
@@ -103,24 +125,48 @@ test('keys are scoped to the API key: another client with the same key makes its
   assert.equal(mine.status, 201);
   assert.equal(theirs.status, 201, 'not a 422: the other client never used this key');
   assert.equal(theirs.headers['idempotent-replayed'], undefined);
-  assert.notEqual((theirs.json as Json)['id'], (mine.json as Json)['id']);
+  assert.notEqual((theirs.json as Json).id, (mine.json as Json).id);
 });
 
 test('malformed keys, or the header twice, are a 400 naming the header; valid edge forms are accepted', async (t) => {
   const server = await serve(t);
-  const bad = ['""', 'a'.repeat(256), `"${'a'.repeat(256)}"`, '"unterminated', '"a"b"', '"tab\there"', 'bare space', '"\\n"', '"ü"'];
+  const bad = [
+    '""',
+    'a'.repeat(256),
+    `"${'a'.repeat(256)}"`,
+    '"unterminated',
+    '"a"b"',
+    '"tab\there"',
+    'bare space',
+    '"\\n"',
+    '"ü"',
+  ];
   for (const key of bad) {
-    const raw = await rawRequest(server.url, `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_KEY}\r\n`
-      + `Content-Type: application/json\r\nIdempotency-Key: ${key}\r\nContent-Length: 29\r\nConnection: close\r\n\r\n{"name":"Rex","categoryId":1}`);
+    const raw = await rawRequest(
+      server.url,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_KEY}\r\n` +
+        `Content-Type: application/json\r\nIdempotency-Key: ${key}\r\nContent-Length: 29\r\nConnection: close\r\n\r\n{"name":"Rex","categoryId":1}`,
+    );
     assert.match(raw, /^HTTP\/1\.1 400 /, key);
     assert.match(raw, /"message":"the Idempotency-Key header /, key);
   }
   const twice = await request(server.url, 'POST', '/v1/pets', {
-    headers: [['content-type', 'application/json'], ['idempotency-key', 'a'], ['idempotency-key', 'a']], body: '{"name":"Rex","categoryId":1}',
+    headers: [
+      ['content-type', 'application/json'],
+      ['idempotency-key', 'a'],
+      ['idempotency-key', 'a'],
+    ],
+    body: '{"name":"Rex","categoryId":1}',
   });
   assert.equal(twice.status, 400);
-  assert.equal((twice.json as Json)['message'], 'the Idempotency-Key header is given more than once');
-  for (const key of ['a'.repeat(255), `"${'b'.repeat(255)}"`, '"with space"', '"quote \\" and \\\\ backslash"', '!#$%&\'*+-.^_`|~']) {
+  assert.equal((twice.json as Json).message, 'the Idempotency-Key header is given more than once');
+  for (const key of [
+    'a'.repeat(255),
+    `"${'b'.repeat(255)}"`,
+    '"with space"',
+    '"quote \\" and \\\\ backslash"',
+    "!#$%&'*+-.^_`|~",
+  ]) {
     assert.equal((await create(server.url, '{"name":"Rex","categoryId":1}', key)).status, 201, key);
   }
   assert.equal(await petCount(server.url), 5, 'nothing was stored by the refused requests');
@@ -145,36 +191,57 @@ test('after a 503 the same key may be used again, and the retry creates the pet 
   const retried = await create(server.url, '{"name":"Later","categoryId":1}', 'after-503');
   assert.equal(retried.status, 201);
   assert.equal(retried.headers['idempotent-replayed'], undefined);
-  assert.equal((await create(server.url, '{"name":"Later","categoryId":1}', 'after-503')).headers['idempotent-replayed'], 'true');
+  assert.equal(
+    (await create(server.url, '{"name":"Later","categoryId":1}', 'after-503')).headers['idempotent-replayed'],
+    'true',
+  );
   assert.equal(await petCount(server.url), 1);
 });
 
 test('a key is forgotten after its window: the same request then creates a new pet', async (t) => {
   const server = await serve(t, { idempotencyWindow: 1 });
   const first = await create(server.url, '{"name":"Rex","categoryId":1}', 'short');
-  assert.equal((await create(server.url, '{"name":"Rex","categoryId":1}', 'short')).headers['idempotent-replayed'], 'true');
+  assert.equal(
+    (await create(server.url, '{"name":"Rex","categoryId":1}', 'short')).headers['idempotent-replayed'],
+    'true',
+  );
   await new Promise((r) => setTimeout(r, 1100));
   const later = await create(server.url, '{"name":"Rex","categoryId":1}', 'short');
   assert.equal(later.status, 201);
   assert.equal(later.headers['idempotent-replayed'], undefined);
-  assert.notEqual((later.json as Json)['id'], (first.json as Json)['id']);
+  assert.notEqual((later.json as Json).id, (first.json as Json).id);
 });
 
 test('an API key may have so many keys remembered: past that a new key is a 429 with Retry-After, while replays, other API keys and creates without a key go on', async (t) => {
-  const server = await spawn(t, await tempDirFor(t), ['--idempotency-key-limit', '2', '--idempotency-window', '600'], { PETSTORE_API_KEYS: `${TEST_KEY},${OTHER_KEY}` });
+  const server = await spawn(t, await tempDirFor(t), ['--idempotency-key-limit', '2', '--idempotency-window', '600'], {
+    PETSTORE_API_KEYS: `${TEST_KEY},${OTHER_KEY}`,
+  });
   assert.equal((await create(server.url, '{"name":"A","categoryId":1}', 'one')).status, 201);
   assert.equal((await create(server.url, '{"name":"B","categoryId":2}', 'two')).status, 201);
   const refused = await create(server.url, '{"name":"C","categoryId":3}', 'three');
   assert.equal(refused.status, 429);
   assert.deepEqual(refused.json, {
-    code: 'too_many_idempotency_keys', status: 429,
+    code: 'too_many_idempotency_keys',
+    status: 429,
     message: `this API key has 2 Idempotency-Keys remembered, the most this server keeps for one API key within its window; retry after ${refused.headers['retry-after']} s, or create without an Idempotency-Key`,
   });
   const wait = Number(refused.headers['retry-after']);
   assert.ok(wait > 590 && wait <= 600, `Retry-After ${wait}: until the oldest key leaves the 600 s window`);
-  assert.equal((await create(server.url, '{"name":"A","categoryId":1}', 'one')).headers['idempotent-replayed'], 'true', 'a replay needs no new key');
-  assert.equal((await create(server.url, '{"name":"C","categoryId":3}', 'three', OTHER_KEY)).status, 201, 'another API key is not held up');
-  assert.equal((await create(server.url, '{"name":"C","categoryId":3}')).status, 201, 'a create without a key is not held up');
+  assert.equal(
+    (await create(server.url, '{"name":"A","categoryId":1}', 'one')).headers['idempotent-replayed'],
+    'true',
+    'a replay needs no new key',
+  );
+  assert.equal(
+    (await create(server.url, '{"name":"C","categoryId":3}', 'three', OTHER_KEY)).status,
+    201,
+    'another API key is not held up',
+  );
+  assert.equal(
+    (await create(server.url, '{"name":"C","categoryId":3}')).status,
+    201,
+    'a create without a key is not held up',
+  );
   assert.equal(await petCount(server.url), 4, 'the refused create stored nothing');
 });
 
@@ -183,20 +250,32 @@ test('creates with a key still being committed count against the bound: past it,
   const dir = await tempDir(); // removed by server.close(), after the store has closed
   const fs = new TestFileSystem();
   let release = (): void => {};
-  const held = new Promise<undefined>((resolve) => { release = () => resolve(undefined); });
+  const held = new Promise<undefined>((resolve) => {
+    release = () => resolve(undefined);
+  });
   fs.hook = (call) => (call.op === 'datasync' && call.path.endsWith('.jsonl') ? held : undefined);
   t.after(release); // before the server's close, which waits for the held commits
-  const server = await serve(t, { dataDir: dir, store: await FileStore.open(dir, { fileSystem: fs, idempotencyKeyLimit: 3 }) });
+  const server = await serve(t, {
+    dataDir: dir,
+    store: await FileStore.open(dir, { fileSystem: fs, idempotencyKeyLimit: 3 }),
+  });
   const settled: Response[] = [];
-  const creates = ['a', 'b', 'c', 'd', 'e'].map((key, i) => create(server.url, `{"name":"P${i}","categoryId":${i}}`, key).then((res) => {
-    settled.push(res);
-    return res;
-  }));
+  const creates = ['a', 'b', 'c', 'd', 'e'].map((key, i) =>
+    create(server.url, `{"name":"P${i}","categoryId":${i}}`, key).then((res) => {
+      settled.push(res);
+      return res;
+    }),
+  );
   // Two answers come while the other three are held; planting `count < max` lets all five through to the held fsync.
   for (let waited = 0; settled.length < 2 && waited < 2000; waited += 10) await new Promise((r) => setTimeout(r, 10));
-  assert.deepEqual(settled.map((res) => [res.status, (res.json as Json)['code'], res.headers['retry-after']]), [
-    [429, 'too_many_idempotency_keys', '1'], [429, 'too_many_idempotency_keys', '1'],
-  ], 'three keys under way hold the three places: the other two are refused, with a wait of a second');
+  assert.deepEqual(
+    settled.map((res) => [res.status, (res.json as Json).code, res.headers['retry-after']]),
+    [
+      [429, 'too_many_idempotency_keys', '1'],
+      [429, 'too_many_idempotency_keys', '1'],
+    ],
+    'three keys under way hold the three places: the other two are refused, with a wait of a second',
+  );
   release();
   const statuses = (await Promise.all(creates)).map((res) => res.status).sort();
   assert.deepEqual(statuses, [201, 201, 201, 429, 429]);
@@ -205,7 +284,12 @@ test('creates with a key still being committed count against the bound: past it,
 
 // --- Durable with the pet ------------------------------------------------------------------------
 
-async function spawn(t: TestContext, dir: string, args: string[] = [], env = { PETSTORE_API_KEYS: TEST_KEY }): Promise<ServerProcess> {
+async function spawn(
+  t: TestContext,
+  dir: string,
+  args: string[] = [],
+  env = { PETSTORE_API_KEYS: TEST_KEY },
+): Promise<ServerProcess> {
   const server = await spawnServer(['--data-dir', dir, ...args], env);
   defer(t, () => {
     if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
@@ -252,7 +336,7 @@ test('keys past their window are dropped at load: after a restart the same reque
   assert.equal(await petCount(server.url), 2);
 });
 
-test('the data files keep a slow-hashed scope, never the API key\'s plain SHA-256, which a weak key could be guessed from', async (t) => {
+test("the data files keep a slow-hashed scope, never the API key's plain SHA-256, which a weak key could be guessed from", async (t) => {
   const dir = await tempDir(); // removed by server.close()
   const server = await serve(t, { dataDir: dir });
   assert.equal((await create(server.url, '{"name":"Rex","categoryId":1}', 'scoped')).status, 201);
@@ -260,10 +344,13 @@ test('the data files keep a slow-hashed scope, never the API key\'s plain SHA-25
   const line = await readFile(join(dir, journal), 'utf8');
   const scope = /"scope":"([^"]+)"/.exec(line)?.[1];
   assert.match(String(scope), /^[A-Za-z0-9_-]{22}$/);
-  for (const encoding of ['hex', 'base64url'] as const) assert.ok(!line.includes(createHash('sha256').update(TEST_KEY).digest(encoding)), encoding);
+  for (const encoding of ['hex', 'base64url'] as const)
+    assert.ok(!line.includes(createHash('sha256').update(TEST_KEY).digest(encoding)), encoding);
 });
 
-test('kill -9 during keyed creates, round after round: retrying every key makes exactly one pet per key', { timeout: 30_000 }, async (t) => {
+test('kill -9 during keyed creates, round after round: retrying every key makes exactly one pet per key', {
+  timeout: 30_000,
+}, async (t) => {
   const dir = await tempDirFor(t);
   /** Every key sent, with its body and the id of its 201, once one was received. */
   const sent = new Map<string, { body: string; id?: number }>();
@@ -312,7 +399,7 @@ test('kill -9 during keyed creates, round after round: retrying every key makes 
   }
   // Every key's name appears exactly once among all pets.
   const names: string[] = [];
-  for (let after = 0; ;) {
+  for (let after = 0; ; ) {
     const page = await request(last.url, 'GET', `/v1/pets?limit=100&after=${after}`);
     const pets = page.json as Array<{ id: number; name: string }>;
     names.push(...pets.map((p) => p.name));

@@ -8,7 +8,9 @@ import { request, spawnServerFor, tempDirFor, TEST_KEY } from './helpers.js';
 
 const EXTREMES = ['9223372036854775807', '-9223372036854775808', '9007199254740993', '-1'];
 
-test('int64 extremes come back as the same digits after kill -9 (journal) and after a graceful stop (snapshot)', { timeout: 20_000 }, async (t) => {
+test('int64 extremes come back as the same digits after kill -9 (journal) and after a graceful stop (snapshot)', {
+  timeout: 20_000,
+}, async (t) => {
   const dir = await tempDirFor(t, 'petstore-int64-');
   const env = { PETSTORE_API_KEYS: TEST_KEY };
   const expected: string[] = [];
@@ -30,5 +32,6 @@ test('int64 extremes come back as the same digits after kill -9 (journal) and af
 
   const fromSnapshot = await spawnServerFor(t, ['--data-dir', dir], env);
   assert.equal((await request(fromSnapshot.url, 'GET', '/v1/pets')).text, `[${expected.join(',')}]`);
-  for (const [i, text] of expected.entries()) assert.equal((await request(fromSnapshot.url, 'GET', `/v1/pets/${i + 1}`)).text, text);
+  for (const [i, text] of expected.entries())
+    assert.equal((await request(fromSnapshot.url, 'GET', `/v1/pets/${i + 1}`)).text, text);
 });

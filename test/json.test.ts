@@ -5,22 +5,27 @@ import { JsonSyntaxError, parseJson, type JsonValue } from '#dist/lib/json.js';
 
 /** Asserts that parsing fails with a JsonSyntaxError (at `position`, when given). */
 function rejects(text: string, position?: number): void {
-  assert.throws(() => parseJson(text), (error: unknown) => {
-    assert.ok(error instanceof JsonSyntaxError, `${JSON.stringify(text)}: ${String(error)}`);
-    assert.ok(error instanceof SyntaxError);
-    assert.equal(error.name, 'JsonSyntaxError');
-    if (position !== undefined) {
-      assert.equal(error.position, position, JSON.stringify(text));
-      assert.match(error.message, new RegExp(`at position ${position}$`));
-    }
-    return true;
-  }, JSON.stringify(text));
+  assert.throws(
+    () => parseJson(text),
+    (error: unknown) => {
+      assert.ok(error instanceof JsonSyntaxError, `${JSON.stringify(text)}: ${String(error)}`);
+      assert.ok(error instanceof SyntaxError);
+      assert.equal(error.name, 'JsonSyntaxError');
+      if (position !== undefined) {
+        assert.equal(error.position, position, JSON.stringify(text));
+        assert.match(error.message, new RegExp(`at position ${position}$`));
+      }
+      return true;
+    },
+    JSON.stringify(text),
+  );
 }
 
 /** A deep copy with ordinary prototypes, so that deepEqual compares contents only. */
 function plain(value: JsonValue): unknown {
   if (Array.isArray(value)) return value.map(plain);
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
   return value;
 }
 
@@ -67,7 +72,8 @@ test('a number that overflows is refused rather than Infinity', () => {
 });
 
 test('malformed numbers are refused', () => {
-  for (const text of ['01', '-01', '00', '+1', '.5', '1.', '-', '1e', '1e+', '1.e3', '0x10', '1_000', '- 1', '--1']) rejects(text);
+  for (const text of ['01', '-01', '00', '+1', '.5', '1.', '-', '1e', '1e+', '1.e3', '0x10', '1_000', '- 1', '--1'])
+    rejects(text);
 });
 
 test('a number literal over 64 characters is refused', () => {
@@ -103,12 +109,22 @@ test('valid surrogate pairs are accepted, escaped and raw', () => {
 });
 
 test('lone escaped surrogates are refused', () => {
-  for (const text of ['"\\ud800"', '"\\udc00"', '"\\ud800x"', '"\\ud800\\u0041"', '"\\ud800\\ud800"', '"\\udc36\\ud83d"', '"x\\udfff"']) rejects(text);
+  for (const text of [
+    '"\\ud800"',
+    '"\\udc00"',
+    '"\\ud800x"',
+    '"\\ud800\\u0041"',
+    '"\\ud800\\ud800"',
+    '"\\udc36\\ud83d"',
+    '"x\\udfff"',
+  ])
+    rejects(text);
   rejects('"ab\\ud800"', 3);
 });
 
 test('lone raw surrogates are refused', () => {
-  for (const text of ['"\ud800"', '"\udc00"', '"\ud800x"', '"\udc36\ud83d"', '"\\n\ud800"', '"\\n\udc00"']) rejects(text);
+  for (const text of ['"\ud800"', '"\udc00"', '"\ud800x"', '"\udc36\ud83d"', '"\\n\ud800"', '"\\n\udc00"'])
+    rejects(text);
   rejects('"ab\ud800"', 3);
 });
 
@@ -142,7 +158,7 @@ test('arrays and objects parse to their contents', () => {
 test('objects have no prototype', () => {
   const value = parseJson('{"a":{"b":1}}') as Record<string, JsonValue>;
   assert.equal(Object.getPrototypeOf(value), null);
-  assert.equal(Object.getPrototypeOf(value['a']), null);
+  assert.equal(Object.getPrototypeOf(value.a), null);
 });
 
 test('a duplicate key is refused, reported at the second key', () => {
@@ -152,7 +168,10 @@ test('a duplicate key is refused, reported at the second key', () => {
 });
 
 test('the same key in different objects is allowed', () => {
-  assert.deepEqual(plain(parseJson('{"a":{"a":1},"b":[{"a":2},{"a":3}]}')), { a: { a: 1n }, b: [{ a: 2n }, { a: 3n }] });
+  assert.deepEqual(plain(parseJson('{"a":{"a":1},"b":[{"a":2},{"a":3}]}')), {
+    a: { a: 1n },
+    b: [{ a: 2n }, { a: 3n }],
+  });
 });
 
 test('keys equal after unescaping are duplicates', () => {
@@ -164,26 +183,29 @@ test('a __proto__ key stays an own property and does not change the prototype', 
   assert.ok(Object.hasOwn(value, '__proto__'));
   assert.deepEqual(Object.keys(value), ['__proto__', 'a']);
   assert.equal(Object.getPrototypeOf(value), null);
-  assert.equal((value as Record<string, unknown>)['polluted'], undefined);
+  assert.equal((value as Record<string, unknown>).polluted, undefined);
   assert.deepEqual(plain(Object.getOwnPropertyDescriptor(value, '__proto__')?.value as JsonValue), { polluted: true });
-  assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
 });
 
 test('a nested __proto__ key does not change any prototype', () => {
-  const value = parseJson('{"a":{"__proto__":{"x":1}},"b":[{"__proto__":null}]}') as Record<string, Record<string, JsonValue>>;
-  assert.equal(Object.getPrototypeOf(value['a']), null);
-  assert.ok(Object.hasOwn(value['a'] as object, '__proto__'));
-  assert.equal(({} as Record<string, unknown>)['x'], undefined);
+  const value = parseJson('{"a":{"__proto__":{"x":1}},"b":[{"__proto__":null}]}') as Record<
+    string,
+    Record<string, JsonValue>
+  >;
+  assert.equal(Object.getPrototypeOf(value.a), null);
+  assert.ok(Object.hasOwn(value.a as object, '__proto__'));
+  assert.equal(({} as Record<string, unknown>).x, undefined);
 });
 
 test('a constructor or prototype key is an ordinary own property', () => {
   const value = parseJson('{"constructor":{"prototype":{"y":1}}}') as Record<string, JsonValue>;
   assert.deepEqual(plain(value), { constructor: { prototype: { y: 1n } } });
-  assert.equal(({} as Record<string, unknown>)['y'], undefined);
+  assert.equal(({} as Record<string, unknown>).y, undefined);
 });
 
 test('nesting is limited, 32 levels by default', () => {
-  assert.deepEqual(parseJson(`${'['.repeat(32)}${']'.repeat(32)}`) instanceof Array, true);
+  assert.deepEqual(Array.isArray(parseJson(`${'['.repeat(32)}${']'.repeat(32)}`)), true);
   rejects(`${'['.repeat(33)}${']'.repeat(33)}`, 32);
   parseJson(`${'{"a":'.repeat(32)}1${'}'.repeat(32)}`);
   rejects(`${'{"a":'.repeat(33)}1${'}'.repeat(33)}`);
@@ -230,7 +252,24 @@ test('other whitespace characters are refused', () => {
 });
 
 test('structural errors are refused', () => {
-  for (const text of ['[1,]', '[,1]', '[1 2]', '{"a":1,}', '{"a" 1}', '{a:1}', "{'a':1}", '{"a":1 "b":2}', '{,}', '[', '{', ']', '}', ':', '{"a":}', '{1:2}']) {
+  for (const text of [
+    '[1,]',
+    '[,1]',
+    '[1 2]',
+    '{"a":1,}',
+    '{"a" 1}',
+    '{a:1}',
+    "{'a':1}",
+    '{"a":1 "b":2}',
+    '{,}',
+    '[',
+    '{',
+    ']',
+    '}',
+    ':',
+    '{"a":}',
+    '{1:2}',
+  ]) {
     rejects(text);
   }
   rejects('[1,]', 3);

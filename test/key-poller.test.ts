@@ -10,16 +10,26 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KeyPoller } from '#dist/auth/key-poller.js';
 import { Keyring, type KeyRecordDigest } from '#dist/auth/keyring.js';
 
-const record = (id: string, key: string): KeyRecordDigest => ({ id, sha256: createHash('sha256').update(key).digest('hex'), scopes: null });
+const record = (id: string, key: string): KeyRecordDigest => ({
+  id,
+  sha256: createHash('sha256').update(key).digest('hex'),
+  scopes: null,
+});
 
-test('a read finding the same keys leaves the keyring\'s generation as it is; a changed one makes a new generation at once', { timeout: 10_000 }, async (t) => {
+test("a read finding the same keys leaves the keyring's generation as it is; a changed one makes a new generation at once", {
+  timeout: 10_000,
+}, async (t) => {
   let keys: KeyRecordDigest[] = [record('a', 'key-a-0123456789abcdef')];
   const keyring = new Keyring({});
   let reads = 0;
-  const poller = await KeyPoller.start(keyring, () => {
-    reads++;
-    return Promise.resolve(keys.map((k) => ({ ...k }))); // a new array of new records each time, as a query makes
-  }, (error) => assert.fail(String(error)));
+  const poller = await KeyPoller.start(
+    keyring,
+    () => {
+      reads++;
+      return Promise.resolve(keys.map((k) => ({ ...k }))); // a new array of new records each time, as a query makes
+    },
+    (error) => assert.fail(String(error)),
+  );
   t.after(() => poller.stop());
   const first = keyring.generation;
   assert.ok(keyring.accepts('key-a-0123456789abcdef'));

@@ -30,7 +30,10 @@ interface CreatedKey {
 async function createKey(dir: string, label: string): Promise<CreatedKey> {
   const created = await runCli(['keys', 'create', '--label', label, '--data-dir', dir]);
   assert.equal(created.code, 0, created.stderr);
-  const tokens = created.stdout.split('\n').map((l) => l.trim()).filter((l) => /^[A-Za-z0-9\-._~+/]{20,}=*$/.test(l));
+  const tokens = created.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => /^[A-Za-z0-9\-._~+/]{20,}=*$/.test(l));
   assert.equal(tokens.length, 1, `exactly one key is printed:\n${created.stdout}`);
   const key = tokens[0] as string;
   const listed = await runCli(['keys', 'list', '--data-dir', dir]);
@@ -67,7 +70,9 @@ test('keys create prints a new key once, with its id and label', async (t) => {
 test('keys created at the same time are all kept', async (t) => {
   const dir = await temp(t);
   const labels = Array.from({ length: 12 }, (_, i) => `parallel-${i}`);
-  const results = await Promise.all(labels.map((label) => runCli(['keys', 'create', '--label', label, '--data-dir', dir])));
+  const results = await Promise.all(
+    labels.map((label) => runCli(['keys', 'create', '--label', label, '--data-dir', dir])),
+  );
   for (const r of results) assert.equal(r.code, 0, r.stderr);
   const { stdout } = await runCli(['keys', 'list', '--data-dir', dir]);
   const missing = labels.filter((label) => !stdout.includes(label));
@@ -82,7 +87,10 @@ test('keys list shows id, label and creation time, never a key or its hash', asy
   const { code, stdout, stderr } = await runCli(['keys', 'list', '--data-dir', dir]);
   assert.equal(code, 0, stderr);
   assert.equal(stdout.split('\n')[0], 'id  created  scopes  quota  label', 'a header row names the columns');
-  for (const [created, label] of [[a, 'first label'], [b, 'second label']] as const) {
+  for (const [created, label] of [
+    [a, 'first label'],
+    [b, 'second label'],
+  ] as const) {
     const row = stdout.split('\n').find((l) => l.includes(created.id));
     assert.ok(row, `a row for ${created.id}`);
     assert.ok(row.includes(label));
@@ -105,7 +113,7 @@ test('the key file stores only SHA-256 hashes of the keys', async (t) => {
   const hexes = text.match(/[0-9a-f]{64}/g) ?? [];
   assert.deepEqual(new Set(hexes), new Set([sha256(a.key), sha256(b.key)]));
   for (const entry of document.keys) {
-    assert.match(String(entry['sha256']), /^[0-9a-f]{64}$/);
+    assert.match(String(entry.sha256), /^[0-9a-f]{64}$/);
     for (const value of Object.values(entry)) assert.ok(value !== a.key && value !== b.key);
   }
   // Nothing else in the directory holds a key either.
@@ -126,14 +134,24 @@ test('the key file is readable by its owner only (0600), also with umask 000', a
   assert.equal((await stat(join(dir, 'keys.json'))).mode & 0o777, 0o600);
 });
 
-test('the key file is replaced durably: temp file written, fdatasync\'ed, closed, renamed, then the directory synced', async (t) => {
+test("the key file is replaced durably: temp file written, fdatasync'ed, closed, renamed, then the directory synced", async (t) => {
   const dir = await temp(t);
   const fs = new TestFileSystem();
   const path = join(dir, 'keys.json');
   const record = { id: 'k1', label: 'one', created: new Date(0).toISOString(), sha256: sha256('key') };
   await updateKeyFile(path, () => ({ keys: [record], result: undefined }), fs);
-  const steps = fs.done.map((c) => `${c.op} ${c.path === dir ? '<dir>' : c.path.replace(/\.keys\.json\.[0-9a-f]{12}\.tmp$/, '<temp>').replace(dir + '/', '')}`);
-  assert.deepEqual(steps, ['open <temp>', 'write <temp>', 'datasync <temp>', 'close <temp>', 'rename <temp>', 'syncDir <dir>']);
+  const steps = fs.done.map(
+    (c) =>
+      `${c.op} ${c.path === dir ? '<dir>' : c.path.replace(/\.keys\.json\.[0-9a-f]{12}\.tmp$/, '<temp>').replace(`${dir}/`, '')}`,
+  );
+  assert.deepEqual(steps, [
+    'open <temp>',
+    'write <temp>',
+    'datasync <temp>',
+    'close <temp>',
+    'rename <temp>',
+    'syncDir <dir>',
+  ]);
   assert.deepEqual(JSON.parse(await readFile(path, 'utf8')), { format: 'petstore-keys/2', keys: [record] });
   assert.deepEqual((await readdir(dir)).sort(), ['keys.json'], 'no temp file and no lock left');
 });
@@ -191,7 +209,11 @@ test('a revoked key stops working on the running server without a restart', asyn
   const revoked = await runCli(['keys', 'revoke', a.id, '--data-dir', dir]);
   assert.equal(revoked.code, 0, revoked.stderr);
   await untilStatus(server.url, a.key, 401, RELOAD_BOUND_MS);
-  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: b.key })).status, 200, 'the other key still works');
+  assert.equal(
+    (await request(server.url, 'GET', '/v1/pets', { auth: b.key })).status,
+    200,
+    'the other key still works',
+  );
   assert.equal(server.child.exitCode, null, 'the server was not restarted');
 });
 
@@ -203,12 +225,20 @@ test('a key created while the server runs works without a restart, beside PETSTO
 
   const created = await createKey(dir, 'added live');
   await untilStatus(server.url, created.key, 200, RELOAD_BOUND_MS);
-  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: envKey })).status, 200, 'the environment key still works');
+  assert.equal(
+    (await request(server.url, 'GET', '/v1/pets', { auth: envKey })).status,
+    200,
+    'the environment key still works',
+  );
 
   const revoked = await runCli(['keys', 'revoke', created.id, '--data-dir', dir]);
   assert.equal(revoked.code, 0, revoked.stderr);
   await untilStatus(server.url, created.key, 401, RELOAD_BOUND_MS);
-  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: envKey })).status, 200, 'revoking a file key leaves the environment key in force');
+  assert.equal(
+    (await request(server.url, 'GET', '/v1/pets', { auth: envKey })).status,
+    200,
+    'revoking a file key leaves the environment key in force',
+  );
 });
 
 test('keys from the key file and from PETSTORE_API_KEYS work side by side from the start', async (t) => {
@@ -218,10 +248,14 @@ test('keys from the key file and from PETSTORE_API_KEYS work side by side from t
   const server = await serve(t, ['--data-dir', dir], { PETSTORE_API_KEYS: envKey });
   assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: fileKey.key })).status, 200);
   assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: envKey })).status, 200);
-  assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: sha256(fileKey.key) })).status, 401, 'the stored hash is not a key');
+  assert.equal(
+    (await request(server.url, 'GET', '/v1/pets', { auth: sha256(fileKey.key) })).status,
+    401,
+    'the stored hash is not a key',
+  );
 });
 
-test('keys create --scope takes scopes repeated or comma-separated; keys list shows each key\'s scopes and own rate limit', async (t) => {
+test("keys create --scope takes scopes repeated or comma-separated; keys list shows each key's scopes and own rate limit", async (t) => {
   const dir = await temp(t);
   for (const [label, args] of [
     ['reader', ['--scope', 'pets:read']],
@@ -234,7 +268,10 @@ test('keys create --scope takes scopes repeated or comma-separated; keys list sh
     assert.equal(created.code, 0, created.stderr);
   }
   const { stdout } = await runCli(['keys', 'list', '--data-dir', dir]);
-  const rows = stdout.trim().split('\n').map((row) => row.split('  ').slice(2).join('  '));
+  const rows = stdout
+    .trim()
+    .split('\n')
+    .map((row) => row.split('  ').slice(2).join('  '));
   assert.deepEqual(rows, [
     'scopes  quota  label',
     'pets:read  default  reader',
@@ -243,8 +280,20 @@ test('keys create --scope takes scopes repeated or comma-separated; keys list sh
     'pets:read,pets:write  60/60  both listed',
     'pets:read,pets:write  default  default',
   ]);
-  const stored = (JSON.parse(await readFile(join(dir, 'keys.json'), 'utf8')) as { keys: Array<{ scopes: string[] }> }).keys.map((k) => k.scopes);
-  assert.deepEqual(stored, [['pets:read'], ['pets:write'], ['pets:read', 'pets:write'], ['pets:read', 'pets:write'], ['pets:read', 'pets:write']], 'the scopes are written out, in one order');
+  const stored = (
+    JSON.parse(await readFile(join(dir, 'keys.json'), 'utf8')) as { keys: Array<{ scopes: string[] }> }
+  ).keys.map((k) => k.scopes);
+  assert.deepEqual(
+    stored,
+    [
+      ['pets:read'],
+      ['pets:write'],
+      ['pets:read', 'pets:write'],
+      ['pets:read', 'pets:write'],
+      ['pets:read', 'pets:write'],
+    ],
+    'the scopes are written out, in one order',
+  );
 });
 
 test('keys create with an unknown scope exits 2 naming the scopes there are, and makes no key', async (t) => {
@@ -253,7 +302,10 @@ test('keys create with an unknown scope exits 2 naming the scopes there are, and
     const { code, stderr } = await runCli(['keys', 'create', '--scope', scope, '--data-dir', dir]);
     assert.equal(code, 2, scope);
     const name = scope === 'pets:read,' ? '' : scope;
-    assert.equal(stderr.split('\n')[0], `keys create failed: --scope: unknown scope ${JSON.stringify(name)}; the scopes are pets:read, pets:write`);
+    assert.equal(
+      stderr.split('\n')[0],
+      `keys create failed: --scope: unknown scope ${JSON.stringify(name)}; the scopes are pets:read, pets:write`,
+    );
   }
   const misplaced = await runCli(['keys', 'list', '--scope', 'pets:read', '--data-dir', dir]);
   assert.equal(misplaced.code, 2);
@@ -264,13 +316,26 @@ test('keys create with an unknown scope exits 2 naming the scopes there are, and
 test('a key file with an unknown scope, no scope or a bad rate limit refuses the start, naming the key', async (t) => {
   const dir = await temp(t);
   const path = join(dir, 'keys.json');
-  const base = { id: 'k1', label: 'edited', created: '2026-01-01T00:00:00.000Z', sha256: sha256('some-key-0123456789') };
+  const base = {
+    id: 'k1',
+    label: 'edited',
+    created: '2026-01-01T00:00:00.000Z',
+    sha256: sha256('some-key-0123456789'),
+  };
   for (const [change, message] of [
     [{ scopes: ['pets:raed'] }, 'key k1: unknown scope "pets:raed"; the scopes are pets:read, pets:write'],
-    [{ scopes: [] }, 'key k1: an empty list of scopes; name at least one (the scopes are pets:read, pets:write), or none at all for every scope'],
-    [{ rateLimit: { requests: 0, seconds: 60 } }, 'key k1: a rate limit\'s requests must be an integer from 1 to 1000000000, got 0'],
+    [
+      { scopes: [] },
+      'key k1: an empty list of scopes; name at least one (the scopes are pets:read, pets:write), or none at all for every scope',
+    ],
+    [
+      { rateLimit: { requests: 0, seconds: 60 } },
+      "key k1: a rate limit's requests must be an integer from 1 to 1000000000, got 0",
+    ],
   ] as const) {
-    await writeFile(path, JSON.stringify({ format: 'petstore-keys/2', keys: [{ ...base, ...change }] }), { mode: 0o600 });
+    await writeFile(path, JSON.stringify({ format: 'petstore-keys/2', keys: [{ ...base, ...change }] }), {
+      mode: 0o600,
+    });
     const run = await runCli(['--port', '0', '--data-dir', dir]);
     assert.equal(run.code, 1, run.stderr);
     assert.equal(run.stderr.split('\n')[0], `cannot start: ${path}: ${message}; correct it by hand, or revoke the key`);

@@ -10,7 +10,16 @@ import { test } from 'node:test';
 import type { Pet } from '#dist/pet/pet.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { runCli } from './helpers.js';
-import { TestFileSystem, dataDir, defer, idsText, journalText, recordLine, skipLine, snapshotText } from './store-support.js';
+import {
+  TestFileSystem,
+  dataDir,
+  defer,
+  idsText,
+  journalText,
+  recordLine,
+  skipLine,
+  snapshotText,
+} from './store-support.js';
 
 const pet = (id: number): Pet => ({ id, name: `pet ${id}`, categoryId: BigInt(id) });
 const pets = (...ids: number[]): Pet[] => ids.map(pet);
@@ -22,26 +31,37 @@ async function directory(dir: string, files: Record<string, string>): Promise<st
 
 test('after a clean stop with ids up to 4 handed out, records that end at 3 are refused: pet 4 may have been lost', async (t) => {
   const dir = await directory(await dataDir(t), {
-    'pets.json': snapshotText(pets(1, 2, 3), 1), 'pets-journal.1.jsonl': '', 'pets-ids.json': idsText(4),
+    'pets.json': snapshotText(pets(1, 2, 3), 1),
+    'pets-journal.1.jsonl': '',
+    'pets-ids.json': idsText(4),
   });
-  await assert.rejects(FileStore.open(dir), { message: /ids up to 4 handed out, but its records end at 3: pet 4 may have been lost/ });
+  await assert.rejects(FileStore.open(dir), {
+    message: /ids up to 4 handed out, but its records end at 3: pet 4 may have been lost/,
+  });
 });
 
 test('a journal line missing just before a skip line is damage: the start is refused naming it', async (t) => {
   const journal = `${recordLine(pet(1))}\n${skipLine(3, 4)}${recordLine(pet(5))}\n`;
   const dir = await directory(await dataDir(t), {
-    'pets.json': snapshotText([], 1, 0), 'pets-journal.1.jsonl': journal, 'pets-ids.json': idsText(5),
+    'pets.json': snapshotText([], 1, 0),
+    'pets-journal.1.jsonl': journal,
+    'pets-ids.json': idsText(5),
   });
   await assert.rejects(FileStore.open(dir), { message: /the line of pet 2 is missing/ });
 });
 
-test('a format-4 journal\'s ids follow the snapshot\'s lastId, not its last pet: ids handed out before the compaction are no gap', async (t) => {
+test("a format-4 journal's ids follow the snapshot's lastId, not its last pet: ids handed out before the compaction are no gap", async (t) => {
   const dir = await directory(await dataDir(t), {
-    'pets.json': snapshotText(pets(1, 2, 3), 1, 5), 'pets-journal.1.jsonl': journalText(pets(6), 5), 'pets-ids.json': idsText(6),
+    'pets.json': snapshotText(pets(1, 2, 3), 1, 5),
+    'pets-journal.1.jsonl': journalText(pets(6), 5),
+    'pets-ids.json': idsText(6),
   });
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
-  assert.deepEqual([...store.list({ after: 0, limit: 10 }).pets].map((p) => p.id), [1, 2, 3, 6]);
+  assert.deepEqual(
+    [...store.list({ after: 0, limit: 10 }).pets].map((p) => p.id),
+    [1, 2, 3, 6],
+  );
   assert.equal((await store.create({ name: 'next', categoryId: 1n })).id, 7);
 });
 
@@ -51,7 +71,8 @@ test('an id past the durable reservation is not handed out while the block after
   let release: () => void = () => {};
   const held = new Promise<undefined>((resolve) => (release = () => resolve(undefined)));
   let holding = false;
-  fs.hook = (call) => (holding && call.op === 'rename' && call.to?.endsWith('pets-ids.json') === true ? held : undefined);
+  fs.hook = (call) =>
+    holding && call.op === 'rename' && call.to?.endsWith('pets-ids.json') === true ? held : undefined;
   const store = await FileStore.open(dir, { fileSystem: fs });
   defer(t, async () => {
     release();
@@ -61,7 +82,11 @@ test('an id past the durable reservation is not handed out while the block after
   // the background once half of it is used, and held here before its rename.
   const many = async (from: number, to: number): Promise<void> => {
     for (let start = from; start <= to; start += 128) {
-      await Promise.all(Array.from({ length: Math.min(128, to - start + 1) }, (_, i) => store.create({ name: `pet ${start + i}`, categoryId: 1n })));
+      await Promise.all(
+        Array.from({ length: Math.min(128, to - start + 1) }, (_, i) =>
+          store.create({ name: `pet ${start + i}`, categoryId: 1n }),
+        ),
+      );
     }
   };
   await many(1, 256);
@@ -86,10 +111,18 @@ test('a journal line repeating a pet with other bytes of the same length is dama
   const altered = { ...pet(2), name: 'pet X' };
   assert.equal(recordLine(altered).length, recordLine(pet(2)).length);
   const journal = `${recordLine(pet(1))}\n${recordLine(pet(2))}\n${recordLine(altered)}\n${recordLine(pet(3))}\n`;
-  await directory(dir, { 'pets.json': snapshotText([], 1, 0), 'pets-journal.1.jsonl': journal, 'pets-ids.json': idsText(3) });
+  await directory(dir, {
+    'pets.json': snapshotText([], 1, 0),
+    'pets-journal.1.jsonl': journal,
+    'pets-ids.json': idsText(3),
+  });
   const copy = join(root, 'copy');
   await mkdir(copy, { mode: 0o700 });
-  await directory(copy, { 'pets.json': snapshotText([], 1, 0), 'pets-journal.1.jsonl': journal.replace(recordLine(altered), recordLine(pet(2))), 'pets-ids.json': idsText(3) });
+  await directory(copy, {
+    'pets.json': snapshotText([], 1, 0),
+    'pets-journal.1.jsonl': journal.replace(recordLine(altered), recordLine(pet(2))),
+    'pets-ids.json': idsText(3),
+  });
   const repair = async (from: string, to: string): Promise<string> => {
     const result = await runCli(['repair', join(root, to), '--data-dir', from]);
     assert.equal(result.code, 0, result.stdout + result.stderr);

@@ -1,6 +1,17 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, lutimesSync, readFileSync, readlinkSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  lutimesSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { LockFile } from '#dist/lib/lock-file.js';
@@ -80,7 +91,9 @@ function pidNamespace(): string | undefined {
 }
 const OWN_NS = pidNamespace();
 
-test('a lock from another PID namespace is live while its heartbeat is fresh, and taken over once it is 5 s old', { skip: OWN_NS === undefined ? 'needs /proc/self/ns/pid' : false }, async (t) => {
+test('a lock from another PID namespace is live while its heartbeat is fresh, and taken over once it is 5 s old', {
+  skip: OWN_NS === undefined ? 'needs /proc/self/ns/pid' : false,
+}, async (t) => {
   const path = join(await tempDirFor(t), 'x.lock');
   // Its pid is dead here, but in another namespace a pid says nothing: only the heartbeat does.
   const other = OWN_NS === '1' ? '2' : '1';
@@ -127,20 +140,28 @@ function runContender(dir: string, rounds: number): Promise<{ overlaps: number; 
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
   child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
-  return new Promise((resolvePromise, reject) => child.on('close', (code) => {
-    if (code === 0) resolvePromise(JSON.parse(out) as { overlaps: number; lost: number });
-    else reject(new Error(`a contender exited with ${code}: ${err}`));
-  }));
+  return new Promise((resolvePromise, reject) =>
+    child.on('close', (code) => {
+      if (code === 0) resolvePromise(JSON.parse(out) as { overlaps: number; lost: number });
+      else reject(new Error(`a contender exited with ${code}: ${err}`));
+    }),
+  );
 }
 
 // A process that found the lock gone used to remove whatever had the name by then (another process's
 // fresh lock) and take it too. On two cores, 16 processes hit that window within these rounds.
-test('processes taking and releasing one lock in rounds never hold it at the same time', { timeout: 60_000 }, async (t) => {
+test('processes taking and releasing one lock in rounds never hold it at the same time', {
+  timeout: 60_000,
+}, async (t) => {
   const dir = await tempDirFor(t);
   const results = await Promise.all(Array.from({ length: 16 }, () => runContender(dir, 150)));
   const overlaps = results.reduce((sum, r) => sum + r.overlaps, 0);
   const lost = results.reduce((sum, r) => sum + r.lost, 0);
-  assert.deepEqual({ overlaps, lost }, { overlaps: 0, lost: 0 }, 'turns that found another holder inside, or their lock gone or replaced');
+  assert.deepEqual(
+    { overlaps, lost },
+    { overlaps: 0, lost: 0 },
+    'turns that found another holder inside, or their lock gone or replaced',
+  );
 });
 
 const hasStrace = spawnSync('strace', ['-V']).status === 0 ? false : 'strace is not installed';
@@ -162,8 +183,24 @@ async function stepped(path: string, plan: number): Promise<string[]> {
   const wrong: string[] = [];
   let mine: LockFile | undefined = LockFile.tryAcquire(path) as LockFile;
   const ours = readlinkSync(path);
-  const child = spawn('strace', ['-f', '-qq', '-P', path, '-e', 'trace=symlink,symlinkat,readlink,readlinkat,unlink,unlinkat',
-    '-e', 'inject=symlink,symlinkat,readlink,readlinkat,unlink,unlinkat:signal=SIGSTOP', process.execPath, '-e', ONCE, path], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    'strace',
+    [
+      '-f',
+      '-qq',
+      '-P',
+      path,
+      '-e',
+      'trace=symlink,symlinkat,readlink,readlinkat,unlink,unlinkat',
+      '-e',
+      'inject=symlink,symlinkat,readlink,readlinkat,unlink,unlinkat:signal=SIGSTOP',
+      process.execPath,
+      '-e',
+      ONCE,
+      path,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   let trace = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
@@ -187,7 +224,8 @@ async function stepped(path: string, plan: number): Promise<string[]> {
     const found = /^pid (\d+)$/m.exec(out)?.[1];
     return found === undefined ? undefined : Number(found);
   };
-  const stops = (): number => (pid() === undefined ? 0 : trace.split(new RegExp(`\\[pid +${pid()}\\] --- stopped by SIGSTOP`)).length - 1);
+  const stops = (): number =>
+    pid() === undefined ? 0 : trace.split(new RegExp(`\\[pid +${pid()}\\] --- stopped by SIGSTOP`)).length - 1;
   try {
     for (let step = 0; ; step++) {
       await waitFor(() => exited || stops() > step, 10_000, `stop ${step} of the contender`);
@@ -222,15 +260,20 @@ async function stepped(path: string, plan: number): Promise<string[]> {
 // The window between reading the lock as gone and removing it is a few microseconds; stepping a
 // contender syscall by syscall, with another contender acting at every combination of its stops,
 // opens every window deterministically (the old take-over removed a fresh lock at plans 5, 13, 21, 29).
-test('whatever another process does between any two steps of a contender, the lock never has two holders', { skip: hasStrace, timeout: 60_000 }, async (t) => {
+test('whatever another process does between any two steps of a contender, the lock never has two holders', {
+  skip: hasStrace,
+  timeout: 60_000,
+}, async (t) => {
   const dir = await tempDirFor(t);
   const plans = Array.from({ length: 32 }, (_, plan) => plan);
   const failures: string[] = [];
   // Four at a time: each run is a node start under strace, about a third of a second.
   for (let i = 0; i < plans.length; i += 4) {
-    await Promise.all(plans.slice(i, i + 4).map(async (plan) => {
-      for (const what of await stepped(join(dir, `${plan}.lock`), plan)) failures.push(`plan ${plan}: ${what}`);
-    }));
+    await Promise.all(
+      plans.slice(i, i + 4).map(async (plan) => {
+        for (const what of await stepped(join(dir, `${plan}.lock`), plan)) failures.push(`plan ${plan}: ${what}`);
+      }),
+    );
   }
   assert.deepEqual(failures, []);
 });

@@ -24,7 +24,8 @@ function procStat(pid: number): string[] {
 
 /** Field 22 of /proc/<pid>/stat: when the process started, in clock ticks after boot. */
 const startTime = (pid: number): string => procStat(pid)[19] as string;
-const bootId = (): string => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim().replaceAll('-', '').slice(0, 8);
+const bootId = (): string =>
+  readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim().replaceAll('-', '').slice(0, 8);
 
 async function directoryId(dir: string): Promise<string> {
   const s = await stat(dir, { bigint: true });
@@ -32,7 +33,10 @@ async function directoryId(dir: string): Promise<string> {
 }
 
 /** A lock as a server with this identity would leave it: `<pid> <start> <boot> <dev:ino>` as a symlink's target. */
-async function forgeLock(dir: string, fields: { pid: number; start: string; boot: string; dir: string }): Promise<void> {
+async function forgeLock(
+  dir: string,
+  fields: { pid: number; start: string; boot: string; dir: string },
+): Promise<void> {
   const path = join(dir, 'petstore.lock');
   await rm(path, { force: true });
   await symlink(`${fields.pid} ${fields.start} ${fields.boot} ${fields.dir}`, path);
@@ -42,13 +46,19 @@ async function assertTakenOver(t: TestContext, dir: string): Promise<void> {
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
   assert.equal(store.ready, true);
-  assert.match(await readlink(join(dir, 'petstore.lock')), new RegExp(`^${process.pid} `), 'the lock now names this process');
+  assert.match(
+    await readlink(join(dir, 'petstore.lock')),
+    new RegExp(`^${process.pid} `),
+    'the lock now names this process',
+  );
   await store.close();
 }
 
 const skipWithoutProc = HAS_PROC ? false : 'needs /proc (process start times and the boot id)';
 
-test('a lock held by a live process of this boot for this very directory is refused, naming its pid', { skip: skipWithoutProc }, async (t) => {
+test('a lock held by a live process of this boot for this very directory is refused, naming its pid', {
+  skip: skipWithoutProc,
+}, async (t) => {
   const dir = await dataDir(t);
   const owner = process.ppid;
   await forgeLock(dir, { pid: owner, start: startTime(owner), boot: bootId(), dir: await directoryId(dir) });
@@ -59,22 +69,33 @@ test('a lock held by a live process of this boot for this very directory is refu
   });
 });
 
-test('a lock from another boot is taken over, even though its pid now belongs to a live process', { skip: skipWithoutProc }, async (t) => {
+test('a lock from another boot is taken over, even though its pid now belongs to a live process', {
+  skip: skipWithoutProc,
+}, async (t) => {
   const dir = await dataDir(t);
   const other = bootId() === '00000000' ? '11111111' : '00000000';
   await forgeLock(dir, { pid: process.ppid, start: startTime(process.ppid), boot: other, dir: await directoryId(dir) });
   await assertTakenOver(t, dir);
 });
 
-test('a lock whose pid now belongs to a process that started at another time (pid reuse) is taken over', { skip: skipWithoutProc }, async (t) => {
+test('a lock whose pid now belongs to a process that started at another time (pid reuse) is taken over', {
+  skip: skipWithoutProc,
+}, async (t) => {
   const dir = await dataDir(t);
   for (const pid of [process.ppid, 1]) {
-    await forgeLock(dir, { pid, start: String(BigInt(startTime(pid)) + 1n), boot: bootId(), dir: await directoryId(dir) });
+    await forgeLock(dir, {
+      pid,
+      start: String(BigInt(startTime(pid)) + 1n),
+      boot: bootId(),
+      dir: await directoryId(dir),
+    });
     await assertTakenOver(t, dir);
   }
 });
 
-test('a lock made for another directory (a copy) is taken over, even with a live owner', { skip: skipWithoutProc }, async (t) => {
+test('a lock made for another directory (a copy) is taken over, even with a live owner', {
+  skip: skipWithoutProc,
+}, async (t) => {
   const dir = await dataDir(t);
   const elsewhere = await directoryId(await tempDirFor(t));
   await forgeLock(dir, { pid: process.ppid, start: startTime(process.ppid), boot: bootId(), dir: elsewhere });
@@ -104,19 +125,31 @@ test('a lock holding only a pid (an earlier version, or no /proc) is judged by t
   await assertTakenOver(t, dir);
 });
 
-test('a copy (cp -a) of a running server\'s data directory starts beside it, and both serve', async (t) => {
+test("a copy (cp -a) of a running server's data directory starts beside it, and both serve", async (t) => {
   const base = await tempDirFor(t);
   const dir = join(base, 'data');
   const copy = join(base, 'copy');
   const key = 'copy-key-0123456789abcdef';
   const first = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: key });
-  assert.equal((await request(first.url, 'POST', '/v1/pets', { auth: key, body: '{"name":"Rex","categoryId":1}', headers: [['content-type', 'application/json']] })).status, 201);
+  assert.equal(
+    (
+      await request(first.url, 'POST', '/v1/pets', {
+        auth: key,
+        body: '{"name":"Rex","categoryId":1}',
+        headers: [['content-type', 'application/json']],
+      })
+    ).status,
+    201,
+  );
   execFileSync('cp', ['-a', dir, copy]);
   const second = await spawnServerFor(t, ['--data-dir', copy], { PETSTORE_API_KEYS: key });
   for (const server of [first, second]) {
     const list = await request(server.url, 'GET', '/v1/pets', { auth: key });
     assert.equal(list.status, 200);
-    assert.deepEqual((list.json as Array<{ name: string }>).map((p) => p.name), ['Rex']);
+    assert.deepEqual(
+      (list.json as Array<{ name: string }>).map((p) => p.name),
+      ['Rex'],
+    );
   }
   assert.equal(await stopProcess(second), 0);
   assert.equal(await stopProcess(first), 0);
@@ -130,13 +163,33 @@ function canUnsharePid(): boolean {
     return false; // not root, or no unshare: the test below says so and skips
   }
 }
-const skipWithoutNamespaces = canUnsharePid() ? false : 'needs unshare -p (root) to run servers in PID namespaces of their own';
+const skipWithoutNamespaces = canUnsharePid()
+  ? false
+  : 'needs unshare -p (root) to run servers in PID namespaces of their own';
 
-test('two servers in PID namespaces of their own (both pid 1, as in containers) never share a directory; a dead one\'s lock goes stale by its heartbeat', { skip: skipWithoutNamespaces, timeout: 20_000 }, async (t) => {
+test("two servers in PID namespaces of their own (both pid 1, as in containers) never share a directory; a dead one's lock goes stale by its heartbeat", {
+  skip: skipWithoutNamespaces,
+  timeout: 20_000,
+}, async (t) => {
   const dir = join(await tempDirFor(t), 'data');
   const key = 'ns-key-0123456789abcdef';
-  const inNamespace = (port: number): ReturnType<typeof spawn> => spawn('unshare', ['-p', '-f', '--mount-proc', '--kill-child', process.execPath, SERVER_JS, '--port', String(port), '--data-dir', dir],
-    { env: { PATH: process.env['PATH'], PETSTORE_API_KEYS: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const inNamespace = (port: number): ReturnType<typeof spawn> =>
+    spawn(
+      'unshare',
+      [
+        '-p',
+        '-f',
+        '--mount-proc',
+        '--kill-child',
+        process.execPath,
+        SERVER_JS,
+        '--port',
+        String(port),
+        '--data-dir',
+        dir,
+      ],
+      { env: { PATH: process.env.PATH, PETSTORE_API_KEYS: key }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
   const output = (child: ReturnType<typeof spawn>): { text: () => string; exited: Promise<number | null> } => {
     let text = '';
     child.stdout?.setEncoding('utf8').on('data', (s: string) => (text += s));
@@ -164,9 +217,12 @@ test('two servers in PID namespaces of their own (both pid 1, as in containers) 
   for (;;) {
     third = inNamespace(0);
     thirdOut = output(third);
-    const listening = waitFor(() => thirdOut?.text().includes('"msg":"listening"') === true, 5000, 'listens').then(() => true, () => false);
+    const listening = waitFor(() => thirdOut?.text().includes('"msg":"listening"') === true, 5000, 'listens').then(
+      () => true,
+      () => false,
+    );
     if (await Promise.race([listening, thirdOut.exited.then(() => false)])) break;
-    assert.ok(Date.now() - started < 10_000, 'the dead server\'s lock went stale within 10 s');
+    assert.ok(Date.now() - started < 10_000, "the dead server's lock went stale within 10 s");
     await new Promise((r) => setTimeout(r, 500));
   }
   t.after(() => third?.kill('SIGKILL'));

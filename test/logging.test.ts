@@ -8,7 +8,16 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { test, type TestContext } from 'node:test';
-import { request, SERVER_JS, spawnQuietServerFor, spawnServerFor, startServer, stopProcess, tempDirFor, type ServerProcess } from './helpers.js';
+import {
+  request,
+  SERVER_JS,
+  spawnQuietServerFor,
+  spawnServerFor,
+  startServer,
+  stopProcess,
+  tempDirFor,
+  type ServerProcess,
+} from './helpers.js';
 
 const KEY = 'logging-key-0123456789abcdef';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -24,22 +33,25 @@ const stop = (server: ServerProcess): Promise<number | null> => stopProcess(serv
 type LogLine = Record<string, unknown>;
 
 function lines(stdout: string): LogLine[] {
-  return stdout.split('\n').filter((l) => l !== '').map((l) => {
-    try {
-      return JSON.parse(l) as LogLine;
-    } catch {
-      assert.fail(`a stdout line that is not JSON: ${l}`);
-    }
-  });
+  return stdout
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => {
+      try {
+        return JSON.parse(l) as LogLine;
+      } catch {
+        assert.fail(`a stdout line that is not JSON: ${l}`);
+      }
+    });
 }
 
-const requestLines = (stdout: string): LogLine[] => lines(stdout).filter((l) => l['msg'] === 'request');
+const requestLines = (stdout: string): LogLine[] => lines(stdout).filter((l) => l.msg === 'request');
 
 /** The log line is written after the response; wait for it. */
 async function logLineFor(server: ServerProcess, id: string): Promise<LogLine> {
   const deadline = Date.now() + 3000;
   for (;;) {
-    const found = requestLines(server.stdout()).filter((l) => l['id'] === id);
+    const found = requestLines(server.stdout()).filter((l) => l.id === id);
     if (found.length > 0) {
       assert.equal(found.length, 1, `one line for request ${id}`);
       return found[0] as LogLine;
@@ -51,29 +63,40 @@ async function logLineFor(server: ServerProcess, id: string): Promise<LogLine> {
 
 test('each request is one JSON line on stdout with time, id, method, path, status and ms', async (t) => {
   const server = await serve(t);
-  const get = await request(server.url, 'GET', '/v1/pets?limit=5', { auth: KEY, headers: [['x-request-id', 'client-id-1']] });
+  const get = await request(server.url, 'GET', '/v1/pets?limit=5', {
+    auth: KEY,
+    headers: [['x-request-id', 'client-id-1']],
+  });
   assert.equal(get.status, 200);
   const line = await logLineFor(server, 'client-id-1');
-  assert.equal(line['method'], 'GET');
-  assert.equal(line['path'], '/v1/pets');
-  assert.equal(line['status'], 200);
-  assert.equal(typeof line['ms'], 'number');
-  assert.ok((line['ms'] as number) >= 0);
-  assert.equal(typeof line['time'], 'string');
-  assert.ok(Math.abs(Date.parse(line['time'] as string) - Date.now()) < 60_000, `time is an ISO date of now: ${String(line['time'])}`);
+  assert.equal(line.method, 'GET');
+  assert.equal(line.path, '/v1/pets');
+  assert.equal(line.status, 200);
+  assert.equal(typeof line.ms, 'number');
+  assert.ok((line.ms as number) >= 0);
+  assert.equal(typeof line.time, 'string');
+  assert.ok(
+    Math.abs(Date.parse(line.time as string) - Date.now()) < 60_000,
+    `time is an ISO date of now: ${String(line.time)}`,
+  );
 
   const post = await request(server.url, 'POST', '/v1/pets', {
-    auth: KEY, headers: [['x-request-id', 'client-id-2'], ['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}',
+    auth: KEY,
+    headers: [
+      ['x-request-id', 'client-id-2'],
+      ['content-type', 'application/json'],
+    ],
+    body: '{"name":"Rex","categoryId":1}',
   });
   assert.equal(post.status, 201);
   const created = await logLineFor(server, 'client-id-2');
-  assert.equal(created['method'], 'POST');
-  assert.equal(created['status'], 201);
+  assert.equal(created.method, 'POST');
+  assert.equal(created.status, 201);
 
   await request(server.url, 'GET', '/v1/nowhere', { auth: KEY, headers: [['x-request-id', 'client-id-3']] });
-  assert.equal((await logLineFor(server, 'client-id-3'))['status'], 404);
+  assert.equal((await logLineFor(server, 'client-id-3')).status, 404);
   await request(server.url, 'GET', '/v1/pets', { auth: false, headers: [['x-request-id', 'client-id-4']] });
-  assert.equal((await logLineFor(server, 'client-id-4'))['status'], 401);
+  assert.equal((await logLineFor(server, 'client-id-4')).status, 401);
 
   assert.equal(await stop(server), 0);
   assert.equal(requestLines(server.stdout()).length, 4, 'exactly one line per request');
@@ -81,10 +104,13 @@ test('each request is one JSON line on stdout with time, id, method, path, statu
 
 test('the logged path never carries the query string', async (t) => {
   const server = await serve(t);
-  const res = await request(server.url, 'GET', '/v1/pets?api_key=secret-in-query&limit=2', { auth: KEY, headers: [['x-request-id', 'query-id']] });
+  const res = await request(server.url, 'GET', '/v1/pets?api_key=secret-in-query&limit=2', {
+    auth: KEY,
+    headers: [['x-request-id', 'query-id']],
+  });
   assert.equal(res.status, 200);
   const line = await logLineFor(server, 'query-id');
-  assert.equal(line['path'], '/v1/pets');
+  assert.equal(line.path, '/v1/pets');
   await request(server.url, 'GET', '/v1/pets/1?api_key=secret-in-query', { auth: KEY });
   await request(server.url, 'GET', '/healthz?api_key=secret-in-query');
   assert.equal(await stop(server), 0);
@@ -95,7 +121,10 @@ test('the logged path never carries the query string', async (t) => {
 
 test('a plain X-Request-Id is echoed and logged; otherwise a UUID is generated, returned and logged', async (t) => {
   const server = await serve(t);
-  const echoed = await request(server.url, 'GET', '/v1/pets', { auth: KEY, headers: [['x-request-id', 'abc-123_x.y:z']] });
+  const echoed = await request(server.url, 'GET', '/v1/pets', {
+    auth: KEY,
+    headers: [['x-request-id', 'abc-123_x.y:z']],
+  });
   assert.equal(echoed.headers['x-request-id'], 'abc-123_x.y:z');
   await logLineFor(server, 'abc-123_x.y:z');
 
@@ -145,19 +174,37 @@ test('no key and no Authorization header ever reaches stdout or stderr', async (
   const server = await serve(t);
   const wrongKey = 'wrong-key-that-must-not-be-logged-42';
   const bodyKey = 'key-in-body-not-logged-77';
-  const attempts: Array<{ headers: Array<[string, string]>; auth: boolean | string; path?: string; method?: string; body?: string }> = [
+  const attempts: Array<{
+    headers: Array<[string, string]>;
+    auth: boolean | string;
+    path?: string;
+    method?: string;
+    body?: string;
+  }> = [
     { headers: [], auth: KEY },
     { headers: [], auth: wrongKey },
     { headers: [['authorization', `Basic ${Buffer.from(`user:${wrongKey}`).toString('base64')}`]], auth: false },
     { headers: [['authorization', `bearer ${KEY}`]], auth: false },
-    { headers: [['authorization', `Bearer ${KEY}`], ['authorization', `Bearer ${wrongKey}`]], auth: false },
+    {
+      headers: [
+        ['authorization', `Bearer ${KEY}`],
+        ['authorization', `Bearer ${wrongKey}`],
+      ],
+      auth: false,
+    },
     { headers: [['authorization', `Bearer ${KEY} extra`]], auth: false },
     { headers: [], auth: KEY, path: '/v1/pets/abc' },
     { headers: [], auth: wrongKey, path: '/v1/nowhere' },
-    { headers: [['content-type', 'application/json']], auth: KEY, method: 'POST', body: `{"name":"${bodyKey}","categoryId":1,"extra":"${wrongKey}"}` },
+    {
+      headers: [['content-type', 'application/json']],
+      auth: KEY,
+      method: 'POST',
+      body: `{"name":"${bodyKey}","categoryId":1,"extra":"${wrongKey}"}`,
+    },
   ];
   for (const a of attempts) {
-    const options = a.body === undefined ? { headers: a.headers, auth: a.auth } : { headers: a.headers, auth: a.auth, body: a.body };
+    const options =
+      a.body === undefined ? { headers: a.headers, auth: a.auth } : { headers: a.headers, auth: a.auth, body: a.body };
     await request(server.url, a.method ?? 'GET', a.path ?? '/v1/pets', options);
   }
   assert.equal(await stop(server), 0);
@@ -173,7 +220,10 @@ test('no key and no Authorization header ever reaches stdout or stderr', async (
 test('/healthz and /readyz answer without a key, hold no pet data and are outside /v1', async (t) => {
   const server = await startServer();
   t.after(() => server.close());
-  const created = await server.request('POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"SecretPetName","categoryId":99}' });
+  const created = await server.request('POST', '/v1/pets', {
+    headers: [['content-type', 'application/json']],
+    body: '{"name":"SecretPetName","categoryId":99}',
+  });
   assert.equal(created.status, 201);
   for (const path of ['/healthz', '/readyz']) {
     const res = await server.request('GET', path, { auth: false });
@@ -191,7 +241,10 @@ test('/healthz and /readyz answer without a key, hold no pet data and are outsid
 test('/readyz is 503 once the store is closed, without an error logged for each probe; /healthz stays 200', async (t) => {
   const dir = await temp(t);
   const errors: string[] = [];
-  const server = await startServer({ dataDir: dir, logger: { request() {}, info() {}, error: (message) => errors.push(message) } });
+  const server = await startServer({
+    dataDir: dir,
+    logger: { request() {}, info() {}, error: (message) => errors.push(message) },
+  });
   t.after(() => server.stop());
   // Close only the store, leaving the HTTP server up, as when the store has failed.
   await server.running.petstore.close();
@@ -206,7 +259,11 @@ test('request lines are gathered into one write, at most 10 ms later; other line
   t.mock.timers.enable({ apis: ['setTimeout'] });
   const writes: string[] = [];
   const errors: string[] = [];
-  const logger = jsonLogger('info', { write: (text: string) => writes.push(text) }, { write: (text: string) => errors.push(text) });
+  const logger = jsonLogger(
+    'info',
+    { write: (text: string) => writes.push(text) },
+    { write: (text: string) => errors.push(text) },
+  );
   const entry = { id: 'a', method: 'GET', path: '/v1/pets', status: 200, ms: 0.25 };
   logger.request(entry);
   logger.request({ ...entry, id: 'b' });
@@ -215,16 +272,26 @@ test('request lines are gathered into one write, at most 10 ms later; other line
   assert.deepEqual(writes, [], 'nothing is written before 10 ms');
   t.mock.timers.tick(1);
   assert.equal(writes.length, 1, 'two request lines, one write, at 10 ms');
-  assert.deepEqual(lines(String(writes[0])).map((l) => l['id']), ['a', 'b']);
+  assert.deepEqual(
+    lines(String(writes[0])).map((l) => l.id),
+    ['a', 'b'],
+  );
 
   logger.request({ ...entry, id: 'c' });
   logger.info('stopping', { signal: 'SIGTERM' });
   assert.equal(writes.length, 2, 'the event is written at once, with what was gathered');
-  assert.deepEqual(lines(String(writes[1])).map((l) => l['id'] ?? l['msg']), ['c', 'stopping']);
+  assert.deepEqual(
+    lines(String(writes[1])).map((l) => l.id ?? l.msg),
+    ['c', 'stopping'],
+  );
   logger.request({ ...entry, id: 'd' });
   logger.error('failed', new Error('boom'));
-  assert.deepEqual(lines(String(writes[2])).map((l) => l['id']), ['d'], 'stdout is written before stderr');
-  assert.equal(lines(errors.join(''))[0]?.['msg'], 'failed');
+  assert.deepEqual(
+    lines(String(writes[2])).map((l) => l.id),
+    ['d'],
+    'stdout is written before stderr',
+  );
+  assert.equal(lines(errors.join(''))[0]?.msg, 'failed');
   t.mock.timers.tick(60);
   assert.equal(writes.length, 3, 'no empty write when the timer finds nothing gathered');
 });
@@ -266,13 +333,16 @@ test('a stream is handed the gathered request lines as bytes, a copy of them, an
   assert.ok(Buffer.isBuffer(chunks[0]), 'the lines went out as bytes');
   assert.equal(typeof chunks[1], 'string', 'the information line after them as text');
   const text = chunks.map((c) => String(c)).join('');
-  assert.deepEqual(lines(text).map((l) => l['id'] ?? l['msg']), ['a', 'ü-not-ascii', 'stopping', 'b']);
+  assert.deepEqual(
+    lines(text).map((l) => l.id ?? l.msg),
+    ['a', 'ü-not-ascii', 'stopping', 'b'],
+  );
   assert.equal(String(chunks[0]).split('\n').length, 3, 'the first write held the first two lines, whole');
   // The logger reuses its buffer: what it handed out must not change under the stream.
   const first = String(chunks[0]);
   for (let i = 0; i < 50; i++) logger.request({ ...entry, id: `later-${i}` });
   logger.flush();
-  assert.equal(String(chunks[0]), first, 'a chunk handed to the stream is the logger\'s no more');
+  assert.equal(String(chunks[0]), first, "a chunk handed to the stream is the logger's no more");
 
   // A stream of objects takes what it is given as it is: it gets the lines as text, as any other sink.
   const objects: unknown[] = [];
@@ -287,7 +357,7 @@ test('a stream is handed the gathered request lines as bytes, a copy of them, an
   objectLogger.request(entry);
   objectLogger.flush();
   assert.equal(typeof objects[0], 'string');
-  assert.equal(lines(objects[0] as string)[0]?.['id'], 'a');
+  assert.equal(lines(objects[0] as string)[0]?.id, 'a');
 });
 
 test('a stream that logs from its write, or throws, is not handed the same request lines twice', async () => {
@@ -305,7 +375,10 @@ test('a stream that logs from its write, or throws, is not handed the same reque
   logger = jsonLogger('info', echoing, { write: () => {} });
   logger.request(entry);
   logger.flush();
-  assert.deepEqual(lines(text).map((l) => l['id'] ?? l['msg']), ['one', 'wrote a chunk']);
+  assert.deepEqual(
+    lines(text).map((l) => l.id ?? l.msg),
+    ['one', 'wrote a chunk'],
+  );
 
   let attempts = 0;
   const failing = new Writable({
@@ -315,7 +388,12 @@ test('a stream that logs from its write, or throws, is not handed the same reque
     },
   });
   failing.on('error', () => {});
-  const throwing = { write: () => { attempts++; throw new Error('sink gone'); } };
+  const throwing = {
+    write: () => {
+      attempts++;
+      throw new Error('sink gone');
+    },
+  };
   for (const out of [failing, throwing]) {
     attempts = 0;
     const failingLogger = jsonLogger('info', out as unknown as Writable, { write: () => {} });
@@ -341,11 +419,18 @@ test('a request line too long to wait goes out at once, whole, after the lines w
   logger.request(huge);
   assert.equal(writes.length, 1, 'written at once, with the line waiting before it');
   const written = lines(String(writes[0]));
-  assert.deepEqual(written.map((l) => l['id']), ['a', 'huge']);
-  assert.equal(written[1]?.['path'], huge.path, 'not cut');
+  assert.deepEqual(
+    written.map((l) => l.id),
+    ['a', 'huge'],
+  );
+  assert.equal(written[1]?.path, huge.path, 'not cut');
   logger.request({ ...entry, id: 'b' });
   logger.flush();
-  assert.deepEqual(lines(String(writes[1])).map((l) => l['id']), ['b'], 'and the log goes on after it');
+  assert.deepEqual(
+    lines(String(writes[1])).map((l) => l.id),
+    ['b'],
+    'and the log goes on after it',
+  );
 });
 
 test('a request line escapes what a client put in the path, and its time is the ISO time of the request', async () => {
@@ -353,15 +438,19 @@ test('a request line escapes what a client put in the path, and its time is the 
   let written = '';
   const logger = jsonLogger('info', { write: (text: string) => (written += text) }, { write: () => {} });
   const before = Date.now();
-  for (const path of ['/v1/"quoted"', '/v1/back\\slash', '/v1/ctl\u0001\u007f', '/v1/ünï/\u2028']) logger.request({ id: 'x', method: 'GET', path, status: 404, ms: 1 });
+  for (const path of ['/v1/"quoted"', '/v1/back\\slash', '/v1/ctl\u0001\u007f', '/v1/ünï/\u2028'])
+    logger.request({ id: 'x', method: 'GET', path, status: 404, ms: 1 });
   logger.flush();
   const after = Date.now();
   const parsed = lines(written);
-  assert.deepEqual(parsed.map((l) => l['path']), ['/v1/"quoted"', '/v1/back\\slash', '/v1/ctl\u0001\u007f', '/v1/ünï/\u2028']);
+  assert.deepEqual(
+    parsed.map((l) => l.path),
+    ['/v1/"quoted"', '/v1/back\\slash', '/v1/ctl\u0001\u007f', '/v1/ünï/\u2028'],
+  );
   for (const l of parsed) {
-    const time = Date.parse(l['time'] as string);
-    assert.match(l['time'] as string, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    assert.ok(time >= before && time <= after, `${l['time'] as string} lies within the test`);
+    const time = Date.parse(l.time as string);
+    assert.match(l.time as string, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.ok(time >= before && time <= after, `${l.time as string} lies within the test`);
   }
 });
 
@@ -375,12 +464,20 @@ process.exit(0);`;
   let stdout = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
   await new Promise((r) => child.once('close', r));
-  assert.deepEqual(requestLines(stdout).map((l) => l['id']), ['last-one']);
+  assert.deepEqual(
+    requestLines(stdout).map((l) => l.id),
+    ['last-one'],
+  );
 
   // createPetstore's close() flushes the logger it was given.
   const { createPetstore } = await import('#dist/service/create-petstore.js');
   const events: string[] = [];
-  const logger = { request: () => events.push('request'), info: () => {}, error: () => {}, flush: () => events.push('flush') };
+  const logger = {
+    request: () => events.push('request'),
+    info: () => {},
+    error: () => {},
+    flush: () => events.push('flush'),
+  };
   const petstore = await createPetstore({ dataDir: await temp(t), keys: [KEY], logger });
   await petstore.close();
   assert.deepEqual(events, ['flush']);
@@ -398,5 +495,6 @@ test('a request line writes ms exactly as JavaScript writes the number', async (
     const ms = Math.round((seed / 2147483647) * 2 ** (seed % 47)) / 100; // up to 2^46 hundredths, every scale
     assert.equal(milliseconds(ms), String(ms), `${ms}`);
   }
-  for (const ms of [1e21, 123456789.12, 0.125, 1 / 3, 2 ** 53, 77923018788499.6, -1.5, Number.MAX_VALUE]) assert.equal(milliseconds(ms), String(ms));
+  for (const ms of [1e21, 123456789.12, 0.125, 1 / 3, 2 ** 53, 77923018788499.6, -1.5, Number.MAX_VALUE])
+    assert.equal(milliseconds(ms), String(ms));
 });

@@ -7,7 +7,16 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { embedServer, request, startServer, tempDirFor, TEST_KEY, within, type Response, type TestServer } from './helpers.js';
+import {
+  embedServer,
+  request,
+  startServer,
+  tempDirFor,
+  TEST_KEY,
+  within,
+  type Response,
+  type TestServer,
+} from './helpers.js';
 import { createPetstore, silentLoggerForTests } from './support.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];
@@ -106,11 +115,19 @@ test('a stop answers every waiting request at once with an empty page and Connec
   }
 });
 
-test('a client that leaves while it waits frees its place; an embedder\'s close() answers those that wait', async (t) => {
+test("a client that leaves while it waits frees its place; an embedder's close() answers those that wait", async (t) => {
   const dir = await tempDirFor(t);
-  const petstore = await createPetstore({ dataDir: dir, keys: [TEST_KEY], logger: silentLoggerForTests, maxStreams: 1 });
+  const petstore = await createPetstore({
+    dataDir: dir,
+    keys: [TEST_KEY],
+    logger: silentLoggerForTests,
+    maxStreams: 1,
+  });
   const url = await embedServer(t, petstore);
-  const gone = httpRequest(`${url}/v1/pets?wait=30`, { headers: { authorization: `Bearer ${TEST_KEY}` }, agent: false });
+  const gone = httpRequest(`${url}/v1/pets?wait=30`, {
+    headers: { authorization: `Bearer ${TEST_KEY}` },
+    agent: false,
+  });
   gone.on('error', () => {});
   gone.end();
   await sleep(200);
@@ -129,7 +146,7 @@ test('a client that leaves while it waits frees its place; an embedder\'s close(
   assert.equal((await request(url, 'GET', '/v1/pets?wait=30')).status, 503, 'no new wait once closed');
 });
 
-test('with a store of the embedder\'s own that tells no commits, a waiting request learns of the pets created through the service', async (t) => {
+test("with a store of the embedder's own that tells no commits, a waiting request learns of the pets created through the service", async (t) => {
   const pets: Array<{ id: number; name: string; categoryId: bigint }> = [];
   const store = {
     ready: true,
@@ -149,7 +166,10 @@ test('with a store of the embedder\'s own that tells no commits, a waiting reque
   const url = await embedServer(t, petstore);
   const waiting = request(url, 'GET', '/v1/pets?wait=20');
   await sleep(100);
-  const created = await request(url, 'POST', '/v1/pets', { headers: JSON_HEADERS, body: '{"name":"Own","categoryId":1}' });
+  const created = await request(url, 'POST', '/v1/pets', {
+    headers: JSON_HEADERS,
+    body: '{"name":"Own","categoryId":1}',
+  });
   assert.equal(created.status, 201);
   const answer = await within(waiting, 5000, 'the answer');
   assert.equal(answer.text, `[${created.text}]`);

@@ -9,7 +9,16 @@ import { symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { SERVER_JS, TEST_KEY, request, runCli, spawnQuietServerFor, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';
+import {
+  SERVER_JS,
+  TEST_KEY,
+  request,
+  runCli,
+  spawnQuietServerFor,
+  spawnServerFor,
+  stopProcess,
+  tempDirFor,
+} from './helpers.js';
 
 const ROOT = resolve(__dirname, '../..');
 
@@ -20,7 +29,10 @@ test('--help names the program as it was started: the installed petstore command
   const installed = await runCli(['--help'], {}, 10_000, { serverJs: bin });
   assert.equal(installed.code, 0, installed.stderr);
   assert.match(installed.stdout, /^ {2}petstore \[options\]$/m);
-  assert.match(installed.stdout, /^ {2}petstore keys create \[--label <text>\] \[--scope <scope>\]… \[--rate-limit <n>\/<s>\] \[--data-dir <dir>\]$/m);
+  assert.match(
+    installed.stdout,
+    /^ {2}petstore keys create \[--label <text>\] \[--scope <scope>\]… \[--rate-limit <n>\/<s>\] \[--data-dir <dir>\]$/m,
+  );
   assert.doesNotMatch(installed.stdout, /node |server\.js/);
   const fromClone = spawnSync(process.execPath, ['dist/server.js', '--help'], { cwd: ROOT, encoding: 'utf8' }).stdout;
   assert.match(fromClone, /^ {2}node dist\/server\.js \[options\]$/m);
@@ -39,13 +51,16 @@ test('a first start that fails (port in use) says why and shows no key: none is 
   const port = await occupiedPort(t);
   const failed = await runCli(['--port', String(port), '--data-dir', dir]);
   assert.equal(failed.code, 1, failed.stderr);
-  assert.equal(failed.stderr, `cannot start: 127.0.0.1:${port} is already in use by another process; stop that process, or choose another port with --port (0 takes any free one)\n`
-    + 'No API key is kept from this start: the next start that serves generates one and shows it.\n');
+  assert.equal(
+    failed.stderr,
+    `cannot start: 127.0.0.1:${port} is already in use by another process; stop that process, or choose another port with --port (0 takes any free one)\n` +
+      'No API key is kept from this start: the next start that serves generates one and shows it.\n',
+  );
   assert.doesNotMatch(failed.stdout + failed.stderr, /pet_/);
   assert.doesNotMatch(failed.stdout, /listening/);
 
   const server = await spawnServerFor(t, ['--data-dir', dir]);
-  const key = /^  (pet_[A-Za-z0-9_-]+)$/m.exec(server.stderr())?.[1];
+  const key = /^ {2}(pet_[A-Za-z0-9_-]+)$/m.exec(server.stderr())?.[1];
   assert.ok(key !== undefined, server.stderr());
   assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: key })).status, 200);
   assert.equal(await stopProcess(server), 0);
@@ -58,7 +73,11 @@ test('keys created and revoked while the server runs are logged by id when it pi
   assert.equal(created.code, 0, created.stderr);
   const id = /^created key (\S+);/.exec(created.stdout)?.[1] as string;
   const key = created.stdout.split('\n')[1] as string;
-  const logged = (msg: string): boolean => server.stdout().split('\n').some((line) => line.includes(`"msg":"${msg}"`) && line.includes(`"keyId":"${id}"`));
+  const logged = (msg: string): boolean =>
+    server
+      .stdout()
+      .split('\n')
+      .some((line) => line.includes(`"msg":"${msg}"`) && line.includes(`"keyId":"${id}"`));
   // The key file is looked at when a request comes, at most once a second: ask until the line is there.
   const untilLogged = async (msg: string): Promise<void> => {
     const deadline = Date.now() + 5000;
@@ -81,10 +100,16 @@ test('failures of commands other than the server name the command, not "cannot s
   await writeFile(join(dir, 'keys.json'), '{not json', { mode: 0o600 });
   const list = await runCli(['keys', 'list', '--data-dir', dir]);
   assert.equal(list.code, 1);
-  assert.match(list.stderr, /^keys list failed: .*keys\.json is not valid JSON: .*; restore it from a backup, or correct it by hand\n$/);
+  assert.match(
+    list.stderr,
+    /^keys list failed: .*keys\.json is not valid JSON: .*; restore it from a backup, or correct it by hand\n$/,
+  );
   const unknownFlag = await runCli(['keys', 'create', '--data-dir', dir, '--bogus']);
   assert.equal(unknownFlag.code, 2);
-  assert.equal(unknownFlag.stderr, 'keys create failed: unknown option --bogus\nRun with --help to see every option.\n');
+  assert.equal(
+    unknownFlag.stderr,
+    'keys create failed: unknown option --bogus\nRun with --help to see every option.\n',
+  );
   const migrate = await runCli(['migrate', '--data-dir', dir]);
   assert.equal(migrate.code, 2);
   assert.match(migrate.stderr, /^migrate failed: "migrate" needs --database-url/);
@@ -102,8 +127,12 @@ test('warnings are "warn" lines on stderr, kept at --log-level error, and gone w
     assert.equal(await stopProcess(server), 0, server.stderr());
     const [stdout, stderr] = [server.stdout(), server.stderr()];
     assert.doesNotMatch(stdout, /warn/, 'warnings are not on stdout');
-    return stderr.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { level: string; msg: string })
-      .filter((line) => line.level === 'warn').map((line) => line.msg);
+    return stderr
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as { level: string; msg: string })
+      .filter((line) => line.level === 'warn')
+      .map((line) => line.msg);
   };
   for (const level of ['info', 'error']) {
     const warnings = await warningsAt(level);

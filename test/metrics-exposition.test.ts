@@ -9,11 +9,11 @@ import { Counter } from '#dist/lib/metrics/counter.js';
 import { formatValue } from '#dist/lib/metrics/exposition.js';
 import { Histogram } from '#dist/lib/metrics/histogram.js';
 import { MetricsRegistry } from '#dist/lib/metrics/registry.js';
-import { parseExposition, valueOf } from './exposition-parser.js';
+import { parseExposition, metricValue } from './exposition-parser.js';
 
-const bucket = (text: string, le: string): number => valueOf(parseExposition(text), 'h_seconds_bucket', { le });
+const bucket = (text: string, le: string): number => metricValue(parseExposition(text), 'h_seconds_bucket', { le });
 
-test('a histogram counts a value equal to a bound in that bound\'s bucket, and a value just above it in the next', async () => {
+test("a histogram counts a value equal to a bound in that bound's bucket, and a value just above it in the next", async () => {
   const registry = new MetricsRegistry();
   const h = registry.add(new Histogram('h_seconds', 'h', [], [0.001, 0.01, 0.1])).labels();
   for (const v of [0, 0.001, 0.001]) h.observe(v); // at or below the first bound
@@ -28,8 +28,11 @@ test('a histogram counts a value equal to a bound in that bound\'s bucket, and a
   assert.equal(bucket(text, '0.1'), 6);
   assert.equal(bucket(text, '+Inf'), 8);
   const families = parseExposition(text);
-  assert.equal(valueOf(families, 'h_seconds_count'), 8);
-  assert.equal(valueOf(families, 'h_seconds_sum'), 0 + 0.001 + 0.001 + 0.0010000000000000002 + 0.01 + 0.1 + 0.10000000000000002 + 1e9);
+  assert.equal(metricValue(families, 'h_seconds_count'), 8);
+  assert.equal(
+    metricValue(families, 'h_seconds_sum'),
+    0 + 0.001 + 0.001 + 0.0010000000000000002 + 0.01 + 0.1 + 0.10000000000000002 + 1e9,
+  );
 });
 
 test('a histogram series starts empty, NaN is no observation, and each label set has its own buckets', async () => {
@@ -41,10 +44,10 @@ test('a histogram series starts empty, NaN is no observation, and each label set
   a.observe(Number.NaN);
   assert.equal(family.labels('/a'), a, 'the same series for the same label values');
   const families = parseExposition(await registry.expose());
-  assert.equal(valueOf(families, 'h_seconds_bucket', { route: '/a', le: '2' }), 1);
-  assert.equal(valueOf(families, 'h_seconds_bucket', { route: '/a', le: '1' }), 0);
-  assert.equal(valueOf(families, 'h_seconds_sum', { route: '/a' }), 1.5);
-  assert.equal(valueOf(families, 'h_seconds_count', { route: '/b' }), 0);
+  assert.equal(metricValue(families, 'h_seconds_bucket', { route: '/a', le: '2' }), 1);
+  assert.equal(metricValue(families, 'h_seconds_bucket', { route: '/a', le: '1' }), 0);
+  assert.equal(metricValue(families, 'h_seconds_sum', { route: '/a' }), 1.5);
+  assert.equal(metricValue(families, 'h_seconds_count', { route: '/b' }), 0);
 });
 
 test('bucket bounds must be finite and ascending; le is no label of a histogram; a counter is named _total and only goes up', () => {
@@ -65,13 +68,16 @@ test('bucket bounds must be finite and ascending; le is no label of a histogram;
 test('label values and help text are escaped as the format says, and read back the same', async () => {
   const registry = new MetricsRegistry();
   const hard = 'back\\slash "quoted"\nnew line {},=';
-  registry.add(new Counter('c_total', `help with \\ and\nline`, ['v'])).labels(hard).inc(2);
+  registry
+    .add(new Counter('c_total', `help with \\ and\nline`, ['v']))
+    .labels(hard)
+    .inc(2);
   const text = await registry.expose();
   assert.match(text, /^# HELP c_total help with \\\\ and\\nline$/m);
   assert.match(text, /^c_total\{v="back\\\\slash \\"quoted\\"\\nnew line \{\},="\} 2$/m);
   const families = parseExposition(text);
   assert.equal(families.get('c_total')?.help, 'help with \\ and\nline');
-  assert.equal(valueOf(families, 'c_total', { v: hard }), 2);
+  assert.equal(metricValue(families, 'c_total', { v: hard }), 2);
 });
 
 test('values are written as Prometheus reads them', () => {
@@ -92,7 +98,10 @@ test('a registry writes its families in order, each once, reading collected ones
   assert.throws(() => registry.add(new Counter('c_total', 'again')), TypeError);
   now = 7;
   const text = await registry.expose();
-  assert.equal(text, '# HELP g a gauge\n# TYPE g gauge\ng 7\n# HELP empty no samples now\n# TYPE empty gauge\n# HELP c_total a counter\n# TYPE c_total counter\nc_total 1\n');
+  assert.equal(
+    text,
+    '# HELP g a gauge\n# TYPE g gauge\ng 7\n# HELP empty no samples now\n# TYPE empty gauge\n# HELP c_total a counter\n# TYPE c_total counter\nc_total 1\n',
+  );
   assert.deepEqual([...parseExposition(text).keys()], ['g', 'empty', 'c_total']);
 });
 

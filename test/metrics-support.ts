@@ -8,7 +8,10 @@ import type { ListenOptions } from './support.js';
 export const EXPOSITION_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 /** A server on port 0 with its metrics listener on another port 0, closed when `t` ends. */
-export async function metricsServer(t: TestContext, options: Partial<ListenOptions> = {}): Promise<TestServer & { metricsUrl: string }> {
+export async function metricsServer(
+  t: TestContext,
+  options: Partial<ListenOptions> = {},
+): Promise<TestServer & { metricsUrl: string }> {
   const server = await startServer({ metricsPort: 0, ...options });
   t.after(() => server.close());
   const metricsUrl = server.running.metricsUrl;
@@ -30,7 +33,7 @@ export function requestCounts(families: Map<string, Family>): Record<string, num
   const counts: Record<string, number> = {};
   for (const s of families.get('http_server_request_duration_seconds')?.series ?? []) {
     if (s.name !== 'http_server_request_duration_seconds_count') continue;
-    counts[`${s.labels['http_request_method']} ${s.labels['http_route']} ${s.labels['http_response_status_code']}`] = s.value;
+    counts[`${s.labels.http_request_method} ${s.labels.http_route} ${s.labels.http_response_status_code}`] = s.value;
   }
   return counts;
 }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
-import { valueOf } from './exposition-parser.js';
+import { metricValue } from './exposition-parser.js';
 import { rawRequest, request, TEST_KEY, type RequestOptions, type Response } from './helpers.js';
 import { byLabel, EXPOSITION_TYPE, metricsServer, requestCounts, scrape } from './metrics-support.js';
 import { openStream } from './stream-support.js';
@@ -25,19 +25,39 @@ async function expectStatus(promise: Promise<Response>, status: number): Promise
 
 test('after a known mix of requests each request series counts exactly those requests, and the counters beside them agree', async (t) => {
   const server = await metricsServer(t, { bodyLimit: 200 });
-  const go = (method: string, path: string, status: number, options: RequestOptions = {}): Promise<Response> => expectStatus(server.request(method, path, options), status);
-  const pet = (body: string, options: RequestOptions = {}): RequestOptions => ({ ...options, body, headers: [JSON_TYPE, ...(options.headers ?? [])] });
+  const go = (method: string, path: string, status: number, options: RequestOptions = {}): Promise<Response> =>
+    expectStatus(server.request(method, path, options), status);
+  const pet = (body: string, options: RequestOptions = {}): RequestOptions => ({
+    ...options,
+    body,
+    headers: [JSON_TYPE, ...(options.headers ?? [])],
+  });
 
   // POST /v1/pets: 201 × 5 (one of them a replay), 400, 401 × 2, 413, 415
   await go('POST', '/v1/pets', 201, pet('{"name":"a","categoryId":1,"status":"available"}'));
   await go('POST', '/v1/pets', 201, pet('{"name":"b","categoryId":2,"status":"sold"}'));
-  await go('POST', '/v1/pets', 201, pet('{"name":"c","categoryId":3,"status":"sold"}', { headers: [['idempotency-key', 'k1']] }));
-  const replay = await go('POST', '/v1/pets', 201, pet('{"name":"c","categoryId":3,"status":"sold"}', { headers: [['idempotency-key', 'k1']] }));
+  await go(
+    'POST',
+    '/v1/pets',
+    201,
+    pet('{"name":"c","categoryId":3,"status":"sold"}', { headers: [['idempotency-key', 'k1']] }),
+  );
+  const replay = await go(
+    'POST',
+    '/v1/pets',
+    201,
+    pet('{"name":"c","categoryId":3,"status":"sold"}', { headers: [['idempotency-key', 'k1']] }),
+  );
   assert.equal(replay.headers['idempotent-replayed'], 'true');
   await go('POST', '/v1/pets', 201, pet('{"name":"d","categoryId":4}'));
   await go('POST', '/v1/pets', 400, pet('{"name":"","categoryId":1}'));
   await go('POST', '/v1/pets', 401, pet('{"name":"e","categoryId":1}', { auth: 'wrong-key-0123456789' }));
-  await go('POST', '/v1/pets', 401, pet('{"name":"e","categoryId":1}', { auth: false, headers: [['authorization', 'Basic YTpi']] }));
+  await go(
+    'POST',
+    '/v1/pets',
+    401,
+    pet('{"name":"e","categoryId":1}', { auth: false, headers: [['authorization', 'Basic YTpi']] }),
+  );
   await go('POST', '/v1/pets', 413, pet(`{"name":"${'x'.repeat(300)}","categoryId":1}`));
   await go('POST', '/v1/pets', 415, { body: '{"name":"e","categoryId":1}', headers: [['content-type', 'text/plain']] });
   // GET /v1/pets: 200 × 3, HEAD 200, 400 × 2, 401
@@ -69,25 +89,57 @@ test('after a known mix of requests each request series counts exactly those req
 
   const { families } = await scrape(server.metricsUrl);
   assert.deepEqual(requestCounts(families), {
-    'POST /v1/pets 201': 5, 'POST /v1/pets 400': 1, 'POST /v1/pets 401': 2, 'POST /v1/pets 413': 1, 'POST /v1/pets 415': 1,
-    'GET /v1/pets 200': 3, 'HEAD /v1/pets 200': 1, 'GET /v1/pets 400': 2, 'GET /v1/pets 401': 1,
-    'GET /v1/pets/{petId} 200': 2, 'GET /v1/pets/{petId} 404': 3, 'GET /v1/pets/{petId} 400': 2, 'GET /v1/pets/{petId} 401': 1, '_OTHER /v1/pets/{petId} 405': 1,
-    'GET /v1/openapi.json 200': 1, 'POST /v1/openapi.json 405': 1, 'GET /healthz 200': 2, 'GET /readyz 200': 1,
-    'DELETE /v1/pets 405': 1, 'GET unmatched 404': 2, 'GET unmatched 401': 1,
+    'POST /v1/pets 201': 5,
+    'POST /v1/pets 400': 1,
+    'POST /v1/pets 401': 2,
+    'POST /v1/pets 413': 1,
+    'POST /v1/pets 415': 1,
+    'GET /v1/pets 200': 3,
+    'HEAD /v1/pets 200': 1,
+    'GET /v1/pets 400': 2,
+    'GET /v1/pets 401': 1,
+    'GET /v1/pets/{petId} 200': 2,
+    'GET /v1/pets/{petId} 404': 3,
+    'GET /v1/pets/{petId} 400': 2,
+    'GET /v1/pets/{petId} 401': 1,
+    '_OTHER /v1/pets/{petId} 405': 1,
+    'GET /v1/openapi.json 200': 1,
+    'POST /v1/openapi.json 405': 1,
+    'GET /healthz 200': 2,
+    'GET /readyz 200': 1,
+    'DELETE /v1/pets 405': 1,
+    'GET unmatched 404': 2,
+    'GET unmatched 401': 1,
   });
   for (const s of families.get('http_server_request_duration_seconds')?.series ?? []) {
-    if (s.name.endsWith('_sum')) assert.ok(s.value > 0 && s.value < 10, `${JSON.stringify(s.labels)}: time spent ${s.value} s`);
+    if (s.name.endsWith('_sum'))
+      assert.ok(s.value > 0 && s.value < 10, `${JSON.stringify(s.labels)}: time spent ${s.value} s`);
   }
-  assert.deepEqual(byLabel(families, 'petstore_auth_failures_total', 'reason'), { missing_key: 3, not_bearer: 1, unknown_key: 1, repeated_header: 1, address_blocked: 0, insufficient_scope: 0 });
-  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 0, idempotency_key_limit: 0, rate_limit: 0, max_streams: 0, max_streams_per_key: 0, store_unavailable: 0 });
-  assert.equal(valueOf(families, 'petstore_idempotent_replays_total'), 1);
+  assert.deepEqual(byLabel(families, 'petstore_auth_failures_total', 'reason'), {
+    missing_key: 3,
+    not_bearer: 1,
+    unknown_key: 1,
+    repeated_header: 1,
+    address_blocked: 0,
+    insufficient_scope: 0,
+  });
+  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), {
+    body_limit: 1,
+    auth_failure_limit: 0,
+    idempotency_key_limit: 0,
+    rate_limit: 0,
+    max_streams: 0,
+    max_streams_per_key: 0,
+    store_unavailable: 0,
+  });
+  assert.equal(metricValue(families, 'petstore_idempotent_replays_total'), 1);
   // Four pets were stored, each by a commit of its own (they came one after another).
-  assert.equal(valueOf(families, 'petstore_store_commits_total'), 4);
-  assert.equal(valueOf(families, 'petstore_store_committed_creates_total'), 4);
-  assert.equal(valueOf(families, 'petstore_store_commit_duration_seconds_count'), 4);
-  assert.equal(valueOf(families, 'petstore_store_commit_failures_total'), 0);
+  assert.equal(metricValue(families, 'petstore_store_commits_total'), 4);
+  assert.equal(metricValue(families, 'petstore_store_committed_creates_total'), 4);
+  assert.equal(metricValue(families, 'petstore_store_commit_duration_seconds_count'), 4);
+  assert.equal(metricValue(families, 'petstore_store_commit_failures_total'), 0);
   assert.deepEqual(byLabel(families, 'petstore_pets', 'status'), { available: 1, pending: 0, sold: 2, none: 1 });
-  assert.equal(valueOf(families, 'petstore_store_ready'), 1);
+  assert.equal(metricValue(families, 'petstore_store_ready'), 1);
 });
 
 /** A small deterministic generator (mulberry32), so that a failure can be replayed from its seed. */
@@ -109,10 +161,28 @@ test('label values stay within fixed sets under random ids, paths and methods: n
   const chars = 'abcXYZ0189%._~-';
   const word = (): string => Array.from({ length: 1 + Math.floor(next() * 12) }, () => pick([...chars])).join('');
   // Methods Node's parser knows (others never reach the service), the router's among them.
-  const methods = [...ROUTER_METHODS, 'PROPFIND', 'PURGE', 'MKCOL', 'COPY', 'MOVE', 'LOCK', 'SEARCH', 'REPORT', 'NOTIFY', 'TRACE'];
+  const methods = [
+    ...ROUTER_METHODS,
+    'PROPFIND',
+    'PURGE',
+    'MKCOL',
+    'COPY',
+    'MOVE',
+    'LOCK',
+    'SEARCH',
+    'REPORT',
+    'NOTIFY',
+    'TRACE',
+  ];
   const paths = [
-    () => `/v1/pets/${Math.floor(next() * 1e12)}`, () => `/v1/pets/${word()}`, () => `/v1/pets/${word()}/${word()}`, () => `/${word()}`,
-    () => `/v1/${word()}`, () => `/v1/pets?limit=${word()}`, () => `/${word()}/${word()}/${word()}`, () => `/v1/pets/-${Math.floor(next() * 1e6)}`,
+    () => `/v1/pets/${Math.floor(next() * 1e12)}`,
+    () => `/v1/pets/${word()}`,
+    () => `/v1/pets/${word()}/${word()}`,
+    () => `/${word()}`,
+    () => `/v1/${word()}`,
+    () => `/v1/pets?limit=${word()}`,
+    () => `/${word()}/${word()}/${word()}`,
+    () => `/v1/pets/-${Math.floor(next() * 1e6)}`,
   ];
   const sent = 300;
   for (let i = 0; i < sent; i++) {
@@ -122,23 +192,53 @@ test('label values stay within fixed sets under random ids, paths and methods: n
     assert.ok(res.status >= 200 && res.status < 500, `${method} ${path} (seed ${seed}): ${res.status} ${res.text}`);
   }
   const { families } = await scrape(server.metricsUrl);
-  const series = (families.get('http_server_request_duration_seconds')?.series ?? []).filter((s) => s.name.endsWith('_count'));
+  const series = (families.get('http_server_request_duration_seconds')?.series ?? []).filter((s) =>
+    s.name.endsWith('_count'),
+  );
   for (const s of series) {
-    assert.ok([...ROUTE_TEMPLATES, 'unmatched'].includes(s.labels['http_route'] as string), `route ${s.labels['http_route']} (seed ${seed})`);
-    assert.ok([...ROUTER_METHODS, '_OTHER'].includes(s.labels['http_request_method'] as string), `method ${s.labels['http_request_method']} (seed ${seed})`);
-    assert.ok(STATUSES.includes(s.labels['http_response_status_code'] as string), `status ${s.labels['http_response_status_code']} (seed ${seed})`);
+    assert.ok(
+      [...ROUTE_TEMPLATES, 'unmatched'].includes(s.labels.http_route as string),
+      `route ${s.labels.http_route} (seed ${seed})`,
+    );
+    assert.ok(
+      [...ROUTER_METHODS, '_OTHER'].includes(s.labels.http_request_method as string),
+      `method ${s.labels.http_request_method} (seed ${seed})`,
+    );
+    assert.ok(
+      STATUSES.includes(s.labels.http_response_status_code as string),
+      `status ${s.labels.http_response_status_code} (seed ${seed})`,
+    );
   }
-  assert.equal(series.reduce((sum, s) => sum + s.value, 0), sent, 'every request is counted once');
+  assert.equal(
+    series.reduce((sum, s) => sum + s.value, 0),
+    sent,
+    'every request is counted once',
+  );
 });
 
-test('each limit that refuses a request is counted by name: body, failed authentications, idempotency keys, a key\'s quota, the store; and a missing scope', async (t) => {
+test("each limit that refuses a request is counted by name: body, failed authentications, idempotency keys, a key's quota, the store; and a missing scope", async (t) => {
   const reader = 'reader-key-0123456789';
-  const server = await metricsServer(t, { bodyLimit: 100, authFailureLimit: 2, idempotencyKeyLimit: 1, rateLimit: { requests: 3, seconds: 3600 }, keys: [TEST_KEY, `${reader}:pets:read`] });
-  await expectStatus(server.request('POST', '/v1/pets', { body: '{"name":"r","categoryId":1}', headers: [JSON_TYPE], auth: reader }), 403);
+  const server = await metricsServer(t, {
+    bodyLimit: 100,
+    authFailureLimit: 2,
+    idempotencyKeyLimit: 1,
+    rateLimit: { requests: 3, seconds: 3600 },
+    keys: [TEST_KEY, `${reader}:pets:read`],
+  });
+  await expectStatus(
+    server.request('POST', '/v1/pets', { body: '{"name":"r","categoryId":1}', headers: [JSON_TYPE], auth: reader }),
+    403,
+  );
   const body = (name: string): string => `{"name":"${name}","categoryId":1}`;
   await expectStatus(server.request('POST', '/v1/pets', { body: body('x'.repeat(200)), headers: [JSON_TYPE] }), 413);
-  await expectStatus(server.request('POST', '/v1/pets', { body: body('a'), headers: [JSON_TYPE, ['idempotency-key', 'one']] }), 201);
-  await expectStatus(server.request('POST', '/v1/pets', { body: body('b'), headers: [JSON_TYPE, ['idempotency-key', 'two']] }), 429);
+  await expectStatus(
+    server.request('POST', '/v1/pets', { body: body('a'), headers: [JSON_TYPE, ['idempotency-key', 'one']] }),
+    201,
+  );
+  await expectStatus(
+    server.request('POST', '/v1/pets', { body: body('b'), headers: [JSON_TYPE, ['idempotency-key', 'two']] }),
+    429,
+  );
   // The key's quota of 3 is used up by the three requests above: the fourth is refused by it.
   await expectStatus(server.request('GET', '/v1/pets'), 429);
   // Two failed authentications from this address, then it is refused before its key is looked at.
@@ -146,8 +246,23 @@ test('each limit that refuses a request is counted by name: body, failed authent
   await expectStatus(server.request('GET', '/v1/pets', { auth: 'wrong-key-0123456789' }), 401);
   await expectStatus(server.request('GET', '/v1/pets'), 429);
   const { families } = await scrape(server.metricsUrl);
-  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), { body_limit: 1, auth_failure_limit: 1, idempotency_key_limit: 1, rate_limit: 1, max_streams: 0, max_streams_per_key: 0, store_unavailable: 0 });
-  assert.deepEqual(byLabel(families, 'petstore_auth_failures_total', 'reason'), { missing_key: 0, not_bearer: 0, unknown_key: 2, repeated_header: 0, address_blocked: 1, insufficient_scope: 1 });
+  assert.deepEqual(byLabel(families, 'petstore_http_refused_total', 'reason'), {
+    body_limit: 1,
+    auth_failure_limit: 1,
+    idempotency_key_limit: 1,
+    rate_limit: 1,
+    max_streams: 0,
+    max_streams_per_key: 0,
+    store_unavailable: 0,
+  });
+  assert.deepEqual(byLabel(families, 'petstore_auth_failures_total', 'reason'), {
+    missing_key: 0,
+    not_bearer: 0,
+    unknown_key: 2,
+    repeated_header: 0,
+    address_blocked: 1,
+    insufficient_scope: 1,
+  });
   assert.equal(requestCounts(families)['GET /v1/pets 429'], 2);
   assert.equal(requestCounts(families)['POST /v1/pets 429'], 1);
 });
@@ -171,9 +286,14 @@ test('the metrics listener serves GET and HEAD /metrics without a key, and answe
     assert.match(res.text, /serves only GET \/metrics/);
   }
   for (const method of ['POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'PROPFIND']) {
-    const res = await request(origin, method, '/metrics', method === 'POST' ? { auth: false, body: 'x=1' } : { auth: false });
+    const res = await request(
+      origin,
+      method,
+      '/metrics',
+      method === 'POST' ? { auth: false, body: 'x=1' } : { auth: false },
+    );
     assert.equal(res.status, 405, method);
-    assert.equal(res.headers['allow'], 'GET, HEAD');
+    assert.equal(res.headers.allow, 'GET, HEAD');
     assert.match(res.headers['content-type'] ?? '', /^text\/plain/);
   }
   // A request line Node cannot parse is refused by Node and the listener goes on.
@@ -194,33 +314,39 @@ test('open connections are counted when scraped, and connections past --max-conn
   const url = new URL(server.url);
   const sockets: Socket[] = [];
   t.after(() => sockets.forEach((s) => s.destroy()));
-  const open = (): Promise<Socket> => new Promise((resolve, reject) => {
-    const socket = connect(Number(url.port), url.hostname, () => resolve(socket));
-    socket.once('error', reject);
-    sockets.push(socket);
-  });
+  const open = (): Promise<Socket> =>
+    new Promise((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => resolve(socket));
+      socket.once('error', reject);
+      sockets.push(socket);
+    });
   // Each brings a request that stays in progress (a create whose body has not come): only then are
   // they not closed to make room.
   for (let i = 0; i < 2; i++) {
     const socket = await open();
-    socket.write(`POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n`);
+    socket.write(
+      `POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n`,
+    );
   }
   await new Promise((resolve) => setTimeout(resolve, 100));
   let families = (await scrape(server.metricsUrl)).families;
-  assert.equal(valueOf(families, 'petstore_http_open_connections'), 2);
-  assert.equal(valueOf(families, 'petstore_http_max_connections'), 2);
-  assert.equal(valueOf(families, 'petstore_http_refused_connections_total'), 0);
+  assert.equal(metricValue(families, 'petstore_http_open_connections'), 2);
+  assert.equal(metricValue(families, 'petstore_http_max_connections'), 2);
+  assert.equal(metricValue(families, 'petstore_http_refused_connections_total'), 0);
   const third = await open();
   await new Promise((resolve) => third.once('close', resolve));
   families = (await scrape(server.metricsUrl)).families;
-  assert.equal(valueOf(families, 'petstore_http_refused_connections_total'), 1);
-  assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 0);
-  assert.equal(valueOf(families, 'petstore_http_open_connections'), 2);
+  assert.equal(metricValue(families, 'petstore_http_refused_connections_total'), 1);
+  assert.equal(metricValue(families, 'petstore_http_evicted_connections_total'), 0);
+  assert.equal(metricValue(families, 'petstore_http_open_connections'), 2);
 });
 
-test('event streams and waiting requests are counted when scraped, and those refused at --max-streams by name', { timeout: 15_000 }, async (t) => {
+test('event streams and waiting requests are counted when scraped, and those refused at --max-streams by name', {
+  timeout: 15_000,
+}, async (t) => {
   const server = await metricsServer(t, { maxStreams: 3 });
-  const held = async (): Promise<Record<string, number>> => byLabel((await scrape(server.metricsUrl)).families, 'petstore_http_held_requests', 'kind');
+  const held = async (): Promise<Record<string, number>> =>
+    byLabel((await scrape(server.metricsUrl)).families, 'petstore_http_held_requests', 'kind');
   /** Scrapes until the gauge reads `expected` (a request is held a moment after it is sent), at most 5 s. */
   const heldBecomes = async (expected: Record<string, number>): Promise<void> => {
     const deadline = Date.now() + 5000;
@@ -233,18 +359,24 @@ test('event streams and waiting requests are counted when scraped, and those ref
   };
   const streams = [await openStream(server.url), await openStream(server.url)];
   t.after(() => streams.forEach((s) => s.close()));
-  assert.deepEqual(streams.map((s) => s.status), [200, 200]);
+  assert.deepEqual(
+    streams.map((s) => s.status),
+    [200, 200],
+  );
   const waiting = server.request('GET', '/v1/pets?wait=10');
   await heldBecomes({ stream: 2, wait: 1 });
-  assert.equal(valueOf((await scrape(server.metricsUrl)).families, 'petstore_http_max_held_requests'), 3);
+  assert.equal(metricValue((await scrape(server.metricsUrl)).families, 'petstore_http_max_held_requests'), 3);
   await expectStatus(server.request('GET', '/v1/pets', { headers: [['accept', 'text/event-stream']] }), 503);
   await expectStatus(server.request('GET', '/v1/pets?wait=1'), 503);
   // A pet ends the wait; closing the streams frees their places: all leave the gauge.
-  await expectStatus(server.request('POST', '/v1/pets', { body: '{"name":"w","categoryId":1}', headers: [JSON_TYPE] }), 201);
+  await expectStatus(
+    server.request('POST', '/v1/pets', { body: '{"name":"w","categoryId":1}', headers: [JSON_TYPE] }),
+    201,
+  );
   assert.equal((await waiting).status, 200);
   streams.forEach((s) => s.close());
   await heldBecomes({ stream: 0, wait: 0 });
   const { families } = await scrape(server.metricsUrl);
-  assert.equal(byLabel(families, 'petstore_http_refused_total', 'reason')['max_streams'], 2);
+  assert.equal(byLabel(families, 'petstore_http_refused_total', 'reason').max_streams, 2);
   assert.equal(requestCounts(families)['GET /v1/pets 503'], 2);
 });

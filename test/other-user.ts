@@ -19,7 +19,10 @@ const ROOT = resolve(__dirname, '../..');
 /** Whether `nobody` can run node and reach the temporary directory here: false, or why not (a skip reason). */
 function whyNot(): string | false {
   if (process.getuid?.() !== 0) return 'needs root to run the server as another user';
-  const probe = spawnSync(process.execPath, ['-e', `require('node:fs').accessSync(${JSON.stringify(tmpdir())}, 1)`], { ...OTHER_USER, stdio: 'ignore' });
+  const probe = spawnSync(process.execPath, ['-e', `require('node:fs').accessSync(${JSON.stringify(tmpdir())}, 1)`], {
+    ...OTHER_USER,
+    stdio: 'ignore',
+  });
   if (probe.error !== undefined || probe.status !== 0) {
     return `uid ${NOBODY} cannot run ${process.execPath} or enter ${tmpdir()} here, so no server can run as another user`;
   }
@@ -34,7 +37,10 @@ export function serverForOtherUser(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-package-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
-  cpSync(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true, filter: (source) => source !== join(ROOT, 'dist', 'test') });
+  cpSync(join(ROOT, 'dist'), join(dir, 'dist'), {
+    recursive: true,
+    filter: (source) => source !== join(ROOT, 'dist', 'test'),
+  });
   openToAll(dir);
   return join(dir, 'dist', 'server.js');
 }
@@ -49,8 +55,16 @@ function openToAll(path: string): void {
 }
 
 /** Starts `node serverJs args` as `nobody` on port 0; resolves once it listens. Killed after `t`. */
-export async function serveAsOtherUser(t: TestContext, serverJs: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
-  const server = await launchServer(process.execPath, [serverJs, '--port', '0', ...args], { ...OTHER_USER, env: { PATH: process.env['PATH'], ...env } });
+export async function serveAsOtherUser(
+  t: TestContext,
+  serverJs: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<ServerProcess> {
+  const server = await launchServer(process.execPath, [serverJs, '--port', '0', ...args], {
+    ...OTHER_USER,
+    env: { PATH: process.env.PATH, ...env },
+  });
   t.after(async () => {
     server.child.kill('SIGKILL');
     await server.exited;

@@ -16,7 +16,10 @@ import type { ListQuery } from '#dist/store/store.js';
 const STATUSES: ReadonlyArray<PetStatus | undefined> = ['available', 'pending', 'sold', undefined];
 
 function add(index: PetIndex, id: number, status: PetStatus | undefined): void {
-  const pet: Pet = status === undefined ? { id, name: `pet ${id}`, categoryId: 7n } : { id, name: `pet ${id}`, categoryId: 7n, status };
+  const pet: Pet =
+    status === undefined
+      ? { id, name: `pet ${id}`, categoryId: 7n }
+      : { id, name: `pet ${id}`, categoryId: 7n, status };
   const text = petJson(pet);
   const line = buildLine(text, undefined);
   index.appendLine(id, status, line, 0, line.length, 1, 1 + Buffer.byteLength(text));
@@ -38,7 +41,10 @@ test('a page with no pet after it is built again once a pet is added; one with m
   assert.equal(JSON.parse(index.listText(first).json.toString()).length, 4, 'the new pet is on the page');
   assert.equal(JSON.parse(index.listText(sold).json.toString()).length, 3);
   add(index, 5, 'sold');
-  assert.deepEqual(JSON.parse(index.listText(sold).json.toString()).map((p: Pet) => p.id), [1, 2, 3, 5]);
+  assert.deepEqual(
+    JSON.parse(index.listText(sold).json.toString()).map((p: Pet) => p.id),
+    [1, 2, 3, 5],
+  );
   const two = { after: 0, limit: 2 };
   const kept = index.listText(two);
   assert.equal(kept.more, true);
@@ -63,7 +69,11 @@ test('whatever is added and asked in whatever order, every page is the one a fre
       continue;
     }
     const status = STATUSES[random(4)];
-    const query: ListQuery = { after: random((added.at(-1)?.[0] ?? 0) + 3), limit: 1 + random(6), ...(status === undefined ? {} : { status }) };
+    const query: ListQuery = {
+      after: random((added.at(-1)?.[0] ?? 0) + 3),
+      limit: 1 + random(6),
+      ...(status === undefined ? {} : { status }),
+    };
     const fresh = new PetIndex();
     for (const [id, s] of added) add(fresh, id, s);
     assert.equal(text(index, query), text(fresh, query), `step ${step}: ${JSON.stringify(query)}`);
@@ -83,7 +93,10 @@ test('the memo keeps at most its number of pages and bytes, the oldest going fir
   assert.ok(memo.bytes <= MEMO_BYTES, `${memo.bytes} bytes kept`);
   assert.ok(memo.get({ after: 9, limit: 100 }, 0) !== undefined);
   memo.set({ after: 9, limit: 100 }, 0, page(10));
-  assert.ok(memo.bytes <= MEMO_BYTES && memo.get({ after: 9, limit: 100 }, 0)?.json.length === 10, 'a page kept again replaces the old, and its bytes');
+  assert.ok(
+    memo.bytes <= MEMO_BYTES && memo.get({ after: 9, limit: 100 }, 0)?.json.length === 10,
+    'a page kept again replaces the old, and its bytes',
+  );
   memo.set({ after: 1, limit: 1 }, 0, page(MEMO_BYTES + 1));
   assert.equal(memo.get({ after: 1, limit: 1 }, 0), undefined, 'a page larger than all the room is not kept');
   assert.equal(memo.get({ after: 9, limit: 100 }, 0)?.json.length, 10, 'and nothing kept went to make room for it');

@@ -49,8 +49,11 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-test('the writer writes the contract\'s fields in order, the int64 exact, no member for no status: as before', () => {
-  assert.deepEqual(PET_FIELDS.map((field) => field.name), ['id', 'name', 'categoryId', 'status']);
+test("the writer writes the contract's fields in order, the int64 exact, no member for no status: as before", () => {
+  assert.deepEqual(
+    PET_FIELDS.map((field) => field.name),
+    ['id', 'name', 'categoryId', 'status'],
+  );
   for (const pet of pets()) {
     assert.equal(petJson(pet), expectedText(pet));
     assert.equal(petJson(pet), tableText(pet), 'the writer follows the field table');
@@ -114,7 +117,7 @@ test('the general reader refuses what a create refuses and an id a store never g
   const reordered = '{"status":"sold","categoryId":-1,"name":"a","id":2}';
   assert.deepEqual(storedPet(parseJson(reordered)), { id: 2, name: 'a', categoryId: -1n, status });
   const pet: Pet = { id: 2, name: 'a', categoryId: -1n, status };
-  assert.equal(isPetText(pet, reordered), false, 'another order is not the store\'s form');
+  assert.equal(isPetText(pet, reordered), false, "another order is not the store's form");
 });
 
 test('the id and status of a text the writer wrote are read from its two ends, as the fast reader reads them', () => {
@@ -127,7 +130,7 @@ test('the id and status of a text the writer wrote are read from its two ends, a
   assert.equal(readWrittenPet(Buffer.from('{"id":,"name":"a"}'), 0, 18, out), false);
 });
 
-test('a pet\'s fields are known in few places: at most 8 modules of src/ name one (grep -l categoryId src)', () => {
+test("a pet's fields are known in few places: at most 8 modules of src/ name one (grep -l categoryId src)", () => {
   const naming = sourceFiles(SRC).filter((file) => readFileSync(join(SRC, file), 'utf8').includes('categoryId'));
   assert.ok(naming.length <= 8, `${naming.length} modules: ${naming.join(', ')}`);
 });

@@ -9,7 +9,9 @@ import type { PetStatus } from '#dist/pet/contract.js';
 const STATUSES: readonly PetStatus[] = ['available', 'pending', 'sold'];
 
 function pet(id: number, status?: PetStatus): Pet {
-  return status === undefined ? { id, name: `pet ${id}`, categoryId: BigInt(id * 10) } : { id, name: `pet ${id}`, categoryId: BigInt(id * 10), status };
+  return status === undefined
+    ? { id, name: `pet ${id}`, categoryId: BigInt(id * 10) }
+    : { id, name: `pet ${id}`, categoryId: BigInt(id * 10), status };
 }
 
 /** Adds a pet as the store does: its line, made for its text, copied in. */
@@ -56,7 +58,8 @@ test('get finds a pet by id and answers undefined for ids in gaps, below and abo
   const index = indexOf([pet(2), pet(3, 'pending'), pet(10), pet(11), pet(40, 'sold')]);
   for (const id of [2, 3, 10, 11, 40]) assert.equal(index.get(id)?.id, id);
   assert.deepEqual(index.get(3), pet(3, 'pending'));
-  for (const id of [0, 1, 4, 9, 12, 39, 41, Number.MAX_SAFE_INTEGER, -1]) assert.equal(index.get(id), undefined, `id ${id}`);
+  for (const id of [0, 1, 4, 9, 12, 39, 41, Number.MAX_SAFE_INTEGER, -1])
+    assert.equal(index.get(id), undefined, `id ${id}`);
 });
 
 test('list pages ascending by id with an exclusive cursor and tells whether more follow', () => {
@@ -75,13 +78,30 @@ test('list pages ascending by id with an exclusive cursor and tells whether more
 });
 
 test('list by status holds only pets of that status, in id order, with the same cursor rules', () => {
-  const index = indexOf([pet(1, 'available'), pet(2), pet(3, 'sold'), pet(4, 'available'), pet(5, 'pending'), pet(6, 'available'), pet(7, 'sold')]);
+  const index = indexOf([
+    pet(1, 'available'),
+    pet(2),
+    pet(3, 'sold'),
+    pet(4, 'available'),
+    pet(5, 'pending'),
+    pet(6, 'available'),
+    pet(7, 'sold'),
+  ]);
   assert.deepEqual(ids(index.list({ after: 0, limit: 10, status: 'available' }).pets), [1, 4, 6]);
   assert.deepEqual(ids(index.list({ after: 0, limit: 10, status: 'sold' }).pets), [3, 7]);
   assert.deepEqual(ids(index.list({ after: 0, limit: 10, status: 'pending' }).pets), [5]);
-  assert.deepEqual(index.list({ after: 0, limit: 2, status: 'available' }), { pets: [pet(1, 'available'), pet(4, 'available')], more: true });
-  assert.deepEqual(index.list({ after: 4, limit: 2, status: 'available' }), { pets: [pet(6, 'available')], more: false });
-  assert.deepEqual(index.list({ after: 2, limit: 1, status: 'available' }), { pets: [pet(4, 'available')], more: true });
+  assert.deepEqual(index.list({ after: 0, limit: 2, status: 'available' }), {
+    pets: [pet(1, 'available'), pet(4, 'available')],
+    more: true,
+  });
+  assert.deepEqual(index.list({ after: 4, limit: 2, status: 'available' }), {
+    pets: [pet(6, 'available')],
+    more: false,
+  });
+  assert.deepEqual(index.list({ after: 2, limit: 1, status: 'available' }), {
+    pets: [pet(4, 'available')],
+    more: true,
+  });
   assert.deepEqual(index.list({ after: 7, limit: 5, status: 'sold' }), { pets: [], more: false });
   // A pet without status is in no status list, but in the full one.
   assert.equal(index.get(2)?.status, undefined);
@@ -132,7 +152,11 @@ test('reads give plain Pet objects and, for the HTTP answers, the exact JSON tex
   assert.deepEqual({ ...none, json: none.json.toString() }, { json: '[]', lastId: undefined, more: false });
   const lines: Array<[number, string]> = [];
   for (const l of index.lines(2)) lines.push([l.id, l.bytes.toString('utf8', l.textStart - 1, l.textEnd + 12)]); // one object, reused
-  assert.deepEqual(lines, [1, 2].map((id) => [id, buildLine(text(id) as string, undefined).toString()]), 'each pet\'s whole line');
+  assert.deepEqual(
+    lines,
+    [1, 2].map((id) => [id, buildLine(text(id) as string, undefined).toString()]),
+    "each pet's whole line",
+  );
 });
 
 test('get finds every pet across gaps in the ids (ids of failed commits are never reused) and nothing else', () => {
@@ -142,6 +166,12 @@ test('get finds every pet across gaps in the ids (ids of failed commits are neve
   for (let id = -1; id <= 41; id++) {
     assert.equal(index.get(id)?.id, ids.includes(id) ? id : undefined, `id ${id}`);
   }
-  assert.deepEqual(index.list({ after: 3, limit: 2 }).pets.map((p) => p.id), [5, 6]);
-  assert.deepEqual(index.list({ after: -5, limit: 1 }).pets.map((p) => p.id), [1]);
+  assert.deepEqual(
+    index.list({ after: 3, limit: 2 }).pets.map((p) => p.id),
+    [5, 6],
+  );
+  assert.deepEqual(
+    index.list({ after: -5, limit: 1 }).pets.map((p) => p.id),
+    [1],
+  );
 });

@@ -17,7 +17,9 @@ function pageOf(pets: readonly Pet[]): Buffer {
 
 function read(page: Buffer): Array<{ id: number; status: string | undefined; text: string }> {
   const found: Array<{ id: number; status: string | undefined; text: string }> = [];
-  const count = eachPet(page, (id, status, start, end) => found.push({ id, status, text: page.toString('utf8', start, end) }));
+  const count = eachPet(page, (id, status, start, end) =>
+    found.push({ id, status, text: page.toString('utf8', start, end) }),
+  );
   assert.equal(count, found.length, 'the count is the pets given');
   return found;
 }
@@ -25,12 +27,18 @@ function read(page: Buffer): Array<{ id: number; status: string | undefined; tex
 test('eachPet finds every pet of a page, its id, status and exact text, over a thousand awkward names', () => {
   // Ids as the copy meets them: from 1, with gaps, and up to the largest safe integer.
   const ids = [1, 2, 9, 10, 99, 100, 12_345, 1_000_000, 2 ** 32, 2 ** 32 + 1, 2 ** 53 - 2];
-  const pets = awkwardPets(1000).map((p, i) => petWithId(ids[i] ?? 2 ** 40 + i, p)).sort((a, b) => a.id - b.id);
+  const pets = awkwardPets(1000)
+    .map((p, i) => petWithId(ids[i] ?? 2 ** 40 + i, p))
+    .sort((a, b) => a.id - b.id);
   pets.push(petWithId(Number.MAX_SAFE_INTEGER, { name: 'the last', categoryId: 1n, status: 'sold' }));
   const found = read(pageOf(pets));
   assert.equal(found.length, pets.length);
   for (const [i, pet] of pets.entries()) {
-    assert.deepEqual(found[i], { id: pet.id, status: pet.status, text: petJson(pet) }, `pet ${i}: ${JSON.stringify(pet.name)}`);
+    assert.deepEqual(
+      found[i],
+      { id: pet.id, status: pet.status, text: petJson(pet) },
+      `pet ${i}: ${JSON.stringify(pet.name)}`,
+    );
   }
 });
 
@@ -44,10 +52,10 @@ test('eachPet: an empty page has no pet; one pet, every status and none', () => 
 
 /** A driver that answers every statement with one row holding `value`, as postgres.js's `.raw()` does. */
 function answering(value: Buffer | null): Sql {
-  return ((() => ({ raw: async () => [[value]] })) as unknown) as Sql;
+  return (() => ({ raw: async () => [[value]] })) as unknown as Sql;
 }
 
-test('readTexts keeps a large page in the driver\'s own buffer when that holds little else, copies it out of a larger one, and passes a small one on', async () => {
+test("readTexts keeps a large page in the driver's own buffer when that holds little else, copies it out of a larger one, and passes a small one on", async () => {
   const large = IN_PLACE_BYTES + 10;
   // As the driver joins a message's chunks: the page's text after a few header bytes, a few bytes of the next messages after it.
   const own = Buffer.alloc(large + 30, 0x61).subarray(11, 11 + large);
@@ -58,6 +66,10 @@ test('readTexts keeps a large page in the driver\'s own buffer when that holds l
   assert.equal(copied.buffer.byteLength, large, 'into memory of its own size');
   assert.ok(copied.equals(shared));
   const small = Buffer.alloc(4 * large, 0x63).subarray(0, 100);
-  assert.equal(await readTexts(answering(small), 0, 10, 10), small, 'a small page is copied pet by pet by the arena: passed on as it is');
+  assert.equal(
+    await readTexts(answering(small), 0, 10, 10),
+    small,
+    'a small page is copied pet by pet by the arena: passed on as it is',
+  );
   assert.equal((await readTexts(answering(null), 0, 10, 10)).length, 0, 'no pet: an empty Buffer');
 });

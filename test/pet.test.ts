@@ -29,12 +29,15 @@ test('petFromJson reads back exactly the pet petJson wrote, as a plain object', 
     assert.equal(petJson(back), petJson(pet));
   }
   assert.equal(petJson(PETS[0] as Pet), '{"id":1,"name":"Rex","categoryId":7,"status":"available"}');
-  assert.equal(petJson(PETS[2] as Pet), `{"id":9007199254740991,"name":"${'x'.repeat(256)}","categoryId":9223372036854775807,"status":"sold"}`);
+  assert.equal(
+    petJson(PETS[2] as Pet),
+    `{"id":9007199254740991,"name":"${'x'.repeat(256)}","categoryId":9223372036854775807,"status":"sold"}`,
+  );
   assert.equal(petsJson(PETS), `[${PETS.map(petJson).join(',')}]`);
   assert.equal(petsJson([]), '[]');
 });
 
-test('the line reader keeps a line in the store\'s own form as the pet\'s text, and refuses every other form', () => {
+test("the line reader keeps a line in the store's own form as the pet's text, and refuses every other form", () => {
   for (const pet of PETS) {
     const line = petJson(pet);
     const buf = Buffer.from(`xx${line}\n`);
@@ -72,7 +75,7 @@ test('the line reader counts a name in UTF-16 units from its UTF-8 bytes, as the
   assert.equal(readPetLine(long, 0, long.length), undefined);
 });
 
-test('a format-2 journal line carries a keyed create\'s record after the pet, whose text is the line without it', () => {
+test("a format-2 journal line carries a keyed create's record after the pet, whose text is the line without it", () => {
   const pet = { id: 9, name: 'Rex', categoryId: -7n, status: 'sold' as const };
   const record = { scope: 'AbC_-09xyzAbC_-09xyzAb', key: 'f47ac10b 58cc', at: 1764130000123 };
   const line = `${petJson(pet).slice(0, -1)},"idempotency":{"scope":"${record.scope}","key":"${record.key}","at":${record.at}}}`;
@@ -84,7 +87,7 @@ test('a format-2 journal line carries a keyed create\'s record after the pet, wh
   const bytes = Buffer.from(`${line}\n${plain}\n${escaped}\n`);
   assert.equal(readLegacyJournal(bytes, 'journal', index, 0, keyed), bytes.length);
   assert.deepEqual(keyed, [9, 11]);
-  assert.equal(index.getText(9)?.toString(), petJson(pet), 'the pet\'s text is the line without its record');
+  assert.equal(index.getText(9)?.toString(), petJson(pet), "the pet's text is the line without its record");
   assert.deepEqual(recordOfLine(index.lineOf(9)), record);
   assert.equal(recordOfLine(index.lineOf(10)), undefined, 'a line without a record leaves none from the last one');
   assert.equal(recordOfLine(index.lineOf(11))?.key, 'with " and \\ escapes');

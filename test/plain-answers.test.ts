@@ -10,22 +10,44 @@ import { resolve } from 'node:path';
 import { test } from 'node:test';
 import { rawRequest, startServer, TEST_KEY } from './helpers.js';
 
-const BEFORE = JSON.parse(readFileSync(resolve(__dirname, '../../test/fixtures/plain-answers.json'), 'utf8')) as string[];
+const BEFORE = JSON.parse(
+  readFileSync(resolve(__dirname, '../../test/fixtures/plain-answers.json'), 'utf8'),
+) as string[];
 
 /** The requests, in order: 25 creates, then reads and errors. */
 function requests(): string[] {
   const send = (method: string, path: string, body?: string, auth = true): string =>
-    `${method} ${path} HTTP/1.1\r\nHost: x\r\n${auth ? `Authorization: Bearer ${TEST_KEY}\r\n` : ''}X-Request-Id: golden\r\nConnection: close\r\n`
-    + `${body === undefined ? '' : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`}\r\n${body ?? ''}`;
+    `${method} ${path} HTTP/1.1\r\nHost: x\r\n${auth ? `Authorization: Bearer ${TEST_KEY}\r\n` : ''}X-Request-Id: golden\r\nConnection: close\r\n` +
+    `${body === undefined ? '' : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`}\r\n${body ?? ''}`;
   const list: string[] = [];
   const statuses = ['available', 'pending', 'sold', undefined];
   for (let i = 1; i <= 25; i++) {
     const status = statuses[i % 4];
     const name = `Pet ${i} ${'é猫🐕"\\'.repeat(i % 3)}`;
-    list.push(send('POST', '/v1/pets', `{"name":${JSON.stringify(name)},"categoryId":${i === 7 ? '9223372036854775807' : i}${status === undefined ? '' : `,"status":"${status}"`}}`));
+    list.push(
+      send(
+        'POST',
+        '/v1/pets',
+        `{"name":${JSON.stringify(name)},"categoryId":${i === 7 ? '9223372036854775807' : i}${status === undefined ? '' : `,"status":"${status}"`}}`,
+      ),
+    );
   }
-  for (const path of ['/v1/pets', '/v1/pets?limit=2', '/v1/pets?limit=2&after=2', '/v1/pets?status=sold', '/v1/pets?after=1000', '/v1/pets?limit=100',
-    '/v1/pets?limit=20&after=20', '/v1/pets/1', '/v1/pets/7', '/v1/pets/999', '/v1/pets/abc', '/v1/pets?limit=0', '/healthz', '/readyz']) {
+  for (const path of [
+    '/v1/pets',
+    '/v1/pets?limit=2',
+    '/v1/pets?limit=2&after=2',
+    '/v1/pets?status=sold',
+    '/v1/pets?after=1000',
+    '/v1/pets?limit=100',
+    '/v1/pets?limit=20&after=20',
+    '/v1/pets/1',
+    '/v1/pets/7',
+    '/v1/pets/999',
+    '/v1/pets/abc',
+    '/v1/pets?limit=0',
+    '/healthz',
+    '/readyz',
+  ]) {
     list.push(send('GET', path));
   }
   list.push(send('HEAD', '/v1/pets?limit=3'), send('HEAD', '/v1/pets/2'), send('GET', '/v1/pets', undefined, false));
@@ -44,7 +66,11 @@ test('without the new headers and parameters every answer is byte for byte what 
     const lines = head.split('\r\n');
     const kept = lines.filter((line) => !/^(etag|vary): /i.test(line));
     if (lines.some((line) => line.startsWith('etag: W/"'))) tagged++;
-    assert.equal([kept.join('\r\n'), ...body].join('\r\n\r\n'), BEFORE[i], `answer ${i + 1}: ${bytes.split('\r\n')[0]}`);
+    assert.equal(
+      [kept.join('\r\n'), ...body].join('\r\n\r\n'),
+      BEFORE[i],
+      `answer ${i + 1}: ${bytes.split('\r\n')[0]}`,
+    );
   }
   assert.equal(tagged, 11, 'the 200s of listPets and getPet carry an ETag');
 });

@@ -18,8 +18,12 @@ export const SKIP_REASON = 'PostgreSQL not installed: apt-get install postgresql
 function findBin(): string | undefined {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
-  const versions = readdirSync(root).filter((v) => /^[0-9]+$/.test(v)).sort((a, b) => Number(b) - Number(a));
-  return versions.map((v) => join(root, v, 'bin')).find((bin) => existsSync(join(bin, 'initdb')) && existsSync(join(bin, 'pg_ctl')));
+  const versions = readdirSync(root)
+    .filter((v) => /^[0-9]+$/.test(v))
+    .sort((a, b) => Number(b) - Number(a));
+  return versions
+    .map((v) => join(root, v, 'bin'))
+    .find((bin) => existsSync(join(bin, 'initdb')) && existsSync(join(bin, 'pg_ctl')));
 }
 
 /**
@@ -32,7 +36,9 @@ export function postgresBin(): string | undefined {
 
 function postgresUser(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined; // not root: the cluster runs as ourselves
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('postgres:'));
   if (line === undefined) throw new Error('running as root, but there is no "postgres" user to run the cluster as');
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
@@ -78,14 +84,17 @@ export async function startCluster(bin: string): Promise<Cluster> {
   if (owner !== undefined) chownSync(dir, owner.uid, owner.gid);
   const data = join(dir, 'data');
   const port = await freePort();
-  const run = (tool: string, args: string[]): Promise<void> => new Promise((resolve, reject) => {
-    const child = spawn(join(bin, tool), args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], ...owner });
-    let output = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (output += s));
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
-    child.once('error', reject);
-    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`${tool} ${args.join(' ')} exited ${code}:\n${output}`))));
-  });
+  const run = (tool: string, args: string[]): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(join(bin, tool), args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], ...owner });
+      let output = '';
+      child.stdout.setEncoding('utf8').on('data', (s: string) => (output += s));
+      child.stderr.setEncoding('utf8').on('data', (s: string) => (output += s));
+      child.once('error', reject);
+      child.once('close', (code) =>
+        code === 0 ? resolve() : reject(new Error(`${tool} ${args.join(' ')} exited ${code}:\n${output}`)),
+      );
+    });
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=on -c synchronous_commit=on`;
   const stopNow = (): void => {
     spawnSync(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop'], { cwd: dir, stdio: 'ignore', ...owner });

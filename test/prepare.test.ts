@@ -12,8 +12,10 @@ import { tempDirFor } from './helpers.js';
 const ROOT = resolve(__dirname, '../..');
 
 test('the prepare step is a script file that opens by saying what it does', async () => {
-  const scripts = (JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  assert.equal(scripts['prepare'], 'node scripts/prepare.js');
+  const scripts = (
+    JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+  ).scripts;
+  assert.equal(scripts.prepare, 'node scripts/prepare.js');
   const text = await readFile(join(ROOT, 'scripts', 'prepare.js'), 'utf8');
   assert.match(text, /^\/\*\*\n \* npm's `prepare` step/);
 });
@@ -24,11 +26,15 @@ test('without TypeScript, prepare keeps a dist/ already built, and without one f
   await mkdir(join(dir, 'scripts'));
   await copyFile(join(ROOT, 'package.json'), join(dir, 'package.json'));
   await copyFile(join(ROOT, 'scripts', 'prepare.js'), join(dir, 'scripts', 'prepare.js'));
-  const prepare = (): { status: number | null; stderr: string } => spawnSync('npm', ['run', '--silent', 'prepare'], { cwd: dir, encoding: 'utf8', env: { PATH: process.env['PATH'] } });
+  const prepare = (): { status: number | null; stderr: string } =>
+    spawnSync('npm', ['run', '--silent', 'prepare'], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH } });
 
   const unbuilt = prepare();
   assert.equal(unbuilt.status, 1, unbuilt.stderr);
-  assert.match(unbuilt.stderr, /TypeScript is not installed, so dist\/ cannot be built\. For a production install run: npm ci && npm prune --omit=dev$/m);
+  assert.match(
+    unbuilt.stderr,
+    /TypeScript is not installed, so dist\/ cannot be built\. For a production install run: npm ci && npm prune --omit=dev$/m,
+  );
 
   await mkdir(join(dir, 'dist'));
   await writeFile(join(dir, 'dist', 'server.js'), '');

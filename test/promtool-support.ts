@@ -13,7 +13,8 @@ const PROMETHEUS = '/usr/bin/prometheus';
 
 /** Where promtool and prometheus are, or undefined (then the tests are skipped); on CI as root the package is installed. */
 export function prometheusBin(): { promtool: string; prometheus: string } | undefined {
-  const find = (): { promtool: string; prometheus: string } | undefined => (existsSync(PROMTOOL) && existsSync(PROMETHEUS) ? { promtool: PROMTOOL, prometheus: PROMETHEUS } : undefined);
+  const find = (): { promtool: string; prometheus: string } | undefined =>
+    existsSync(PROMTOOL) && existsSync(PROMETHEUS) ? { promtool: PROMTOOL, prometheus: PROMETHEUS } : undefined;
   return findOrInstall(find, 'prometheus', PROMETHEUS_SKIP_REASON);
 }
 

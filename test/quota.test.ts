@@ -22,7 +22,7 @@ const LIMIT = /^"per-key";r=(0|[1-9][0-9]*);t=([1-9][0-9]*)$/;
 /** r and t of an answer's RateLimit field, after checking both fields' syntax exactly and the policy's numbers. */
 function rateLimit(res: Response, quota: { q: number; w: number }): { r: number; t: number } {
   const policy = res.headers['ratelimit-policy'];
-  const limit = res.headers['ratelimit'];
+  const limit = res.headers.ratelimit;
   assert.equal(typeof policy, 'string', `RateLimit-Policy on a ${res.status}`);
   assert.equal(typeof limit, 'string', `RateLimit on a ${res.status}`);
   assert.match(policy as string, POLICY);
@@ -33,7 +33,12 @@ function rateLimit(res: Response, quota: { q: number; w: number }): { r: number;
 }
 
 /** What a take found, copied: the counter answers with the key's window, which the next take changes. */
-function take(counter: QuotaCounter, key: string, policy: { requests: number; seconds: number }, now: number): { admitted: boolean; remaining: number; resetSeconds: number } {
+function take(
+  counter: QuotaCounter,
+  key: string,
+  policy: { requests: number; seconds: number },
+  now: number,
+): { admitted: boolean; remaining: number; resetSeconds: number } {
   const { admitted, remaining, resetSeconds } = counter.take(key, policy, now);
   return { admitted, remaining, resetSeconds };
 }
@@ -42,21 +47,54 @@ test('QuotaCounter: a window admits q requests, r counting down to 0, then refus
   const counter = new QuotaCounter();
   const policy = { requests: 3, seconds: 10 };
   assert.deepEqual(take(counter, 'a', policy, 1000), { admitted: true, remaining: 2, resetSeconds: 10 });
-  assert.deepEqual(take(counter, 'a', policy, 1500), { admitted: true, remaining: 1, resetSeconds: 10 }, '9.5 s left: 10');
+  assert.deepEqual(
+    take(counter, 'a', policy, 1500),
+    { admitted: true, remaining: 1, resetSeconds: 10 },
+    '9.5 s left: 10',
+  );
   assert.deepEqual(take(counter, 'a', policy, 2000), { admitted: true, remaining: 0, resetSeconds: 9 });
-  assert.deepEqual(take(counter, 'a', policy, 2001), { admitted: false, remaining: 0, resetSeconds: 9 }, 'past the quota');
-  assert.deepEqual(take(counter, 'a', policy, 10_999), { admitted: false, remaining: 0, resetSeconds: 1 }, '1 ms left: 1, not 0');
-  assert.deepEqual(take(counter, 'b', policy, 10_999), { admitted: true, remaining: 2, resetSeconds: 10 }, 'another key has its own window');
-  assert.deepEqual(take(counter, 'a', policy, 11_000), { admitted: true, remaining: 2, resetSeconds: 10 }, 'refilled when the window ends');
+  assert.deepEqual(
+    take(counter, 'a', policy, 2001),
+    { admitted: false, remaining: 0, resetSeconds: 9 },
+    'past the quota',
+  );
+  assert.deepEqual(
+    take(counter, 'a', policy, 10_999),
+    { admitted: false, remaining: 0, resetSeconds: 1 },
+    '1 ms left: 1, not 0',
+  );
+  assert.deepEqual(
+    take(counter, 'b', policy, 10_999),
+    { admitted: true, remaining: 2, resetSeconds: 10 },
+    'another key has its own window',
+  );
+  assert.deepEqual(
+    take(counter, 'a', policy, 11_000),
+    { admitted: true, remaining: 2, resetSeconds: 10 },
+    'refilled when the window ends',
+  );
 });
 
 test('QuotaCounter: refused requests are not counted, and a clock set back starts a new window instead of blocking', () => {
   const counter = new QuotaCounter();
   const policy = { requests: 1, seconds: 60 };
   assert.equal(take(counter, 'a', policy, 100_000).admitted, true);
-  for (let i = 0; i < 5; i++) assert.deepEqual(take(counter, 'a', policy, 100_001 + i), { admitted: false, remaining: 0, resetSeconds: 60 }, 'r stays 0');
-  assert.deepEqual(take(counter, 'a', policy, 160_000), { admitted: true, remaining: 0, resetSeconds: 60 }, 'exactly one window later');
-  assert.deepEqual(take(counter, 'a', policy, 50_000), { admitted: true, remaining: 0, resetSeconds: 60 }, 'the clock went back 110 s');
+  for (let i = 0; i < 5; i++)
+    assert.deepEqual(
+      take(counter, 'a', policy, 100_001 + i),
+      { admitted: false, remaining: 0, resetSeconds: 60 },
+      'r stays 0',
+    );
+  assert.deepEqual(
+    take(counter, 'a', policy, 160_000),
+    { admitted: true, remaining: 0, resetSeconds: 60 },
+    'exactly one window later',
+  );
+  assert.deepEqual(
+    take(counter, 'a', policy, 50_000),
+    { admitted: true, remaining: 0, resetSeconds: 60 },
+    'the clock went back 110 s',
+  );
 });
 
 test('QuotaCounter: memory stays bounded while 200,000 keys come and go, each in a window of its own', () => {
@@ -79,7 +117,21 @@ test('QuotaCounter: memory stays bounded while 200,000 keys come and go, each in
 test('a rate limit is <requests>/<seconds> with both whole and in range', () => {
   assert.deepEqual(parseQuota('100/60'), { requests: 100, seconds: 60 });
   assert.deepEqual(parseQuota('1/31622400'), { requests: 1, seconds: 31_622_400 });
-  for (const bad of ['', '100', '100/', '/60', '0/60', '100/0', '1.5/60', '-1/60', '100/60s', ' 100/60', '1000000001/1', '1/31622401', '1e3/60']) {
+  for (const bad of [
+    '',
+    '100',
+    '100/',
+    '/60',
+    '0/60',
+    '100/0',
+    '1.5/60',
+    '-1/60',
+    '100/60s',
+    ' 100/60',
+    '1000000001/1',
+    '1/31622401',
+    '1e3/60',
+  ]) {
     assert.throws(() => parseQuota(bad), TypeError, bad);
   }
 });
@@ -89,7 +141,11 @@ test('every answer to an authenticated request carries RateLimit-Policy and Rate
   t.after(() => server.close());
   const answers = [
     await server.request('GET', '/v1/pets', { auth: KEY }),
-    await server.request('POST', '/v1/pets', { auth: KEY, headers: JSON_HEADERS, body: '{"name":"Rex","categoryId":1}' }),
+    await server.request('POST', '/v1/pets', {
+      auth: KEY,
+      headers: JSON_HEADERS,
+      body: '{"name":"Rex","categoryId":1}',
+    }),
     await server.request('GET', '/v1/pets/1', { auth: KEY }),
     await server.request('HEAD', '/v1/pets/1', { auth: KEY }),
     await server.request('GET', '/v1/pets/99', { auth: KEY }),
@@ -97,13 +153,20 @@ test('every answer to an authenticated request carries RateLimit-Policy and Rate
     await server.request('DELETE', '/v1/pets', { auth: KEY }),
     await server.request('GET', '/v1/nothing', { auth: KEY }),
   ];
-  assert.deepEqual(answers.map((a) => a.status), [200, 201, 200, 200, 404, 400, 405, 404]);
+  assert.deepEqual(
+    answers.map((a) => a.status),
+    [200, 201, 200, 200, 404, 400, 405, 404],
+  );
   answers.forEach((res, i) => {
     const { r, t: seconds } = rateLimit(res, { q: 10, w: 60 });
     assert.equal(r, 9 - i, `answer ${i + 1} (${res.status})`);
     assert.ok(seconds >= 59 && seconds <= 60, `t=${seconds}`);
   });
-  const forbidden = await server.request('POST', '/v1/pets', { auth: OTHER, headers: JSON_HEADERS, body: '{"name":"x","categoryId":1}' });
+  const forbidden = await server.request('POST', '/v1/pets', {
+    auth: OTHER,
+    headers: JSON_HEADERS,
+    body: '{"name":"x","categoryId":1}',
+  });
   assert.equal(forbidden.status, 403);
   assert.equal(rateLimit(forbidden, { q: 10, w: 60 }).r, 9, 'another key has a quota of its own; a 403 is counted too');
 
@@ -114,7 +177,7 @@ test('every answer to an authenticated request carries RateLimit-Policy and Rate
     await server.request('GET', '/readyz', { auth: KEY }),
     await server.request('GET', '/v1/openapi.json', { auth: KEY }),
   ]) {
-    assert.equal(res.headers['ratelimit'], undefined, `no RateLimit on a ${res.status} to an unauthenticated request`);
+    assert.equal(res.headers.ratelimit, undefined, `no RateLimit on a ${res.status} to an unauthenticated request`);
     assert.equal(res.headers['ratelimit-policy'], undefined);
   }
 });
@@ -125,7 +188,7 @@ test('without --rate-limit no answer carries a RateLimit field and nothing is re
   for (let i = 0; i < 50; i++) {
     const res = await server.request('GET', '/v1/pets', { auth: KEY });
     assert.equal(res.status, 200);
-    assert.equal(res.headers['ratelimit'], undefined);
+    assert.equal(res.headers.ratelimit, undefined);
     assert.equal(res.headers['ratelimit-policy'], undefined);
   }
 });
@@ -136,25 +199,51 @@ test('a quota runs out (429 rate_limited, Retry-After equal to t) and comes back
   for (let attempt = 1; ; attempt++) {
     const started = Date.now();
     const first = await server.request('GET', '/v1/pets', { auth: KEY });
-    const rest = [await server.request('GET', '/v1/pets', { auth: KEY }), await server.request('GET', '/v1/pets', { auth: KEY })];
-    const refused = await server.request('POST', '/v1/pets', { auth: KEY, headers: JSON_HEADERS, body: '{"name":"late","categoryId":1}' });
+    const rest = [
+      await server.request('GET', '/v1/pets', { auth: KEY }),
+      await server.request('GET', '/v1/pets', { auth: KEY }),
+    ];
+    const refused = await server.request('POST', '/v1/pets', {
+      auth: KEY,
+      headers: JSON_HEADERS,
+      body: '{"name":"late","categoryId":1}',
+    });
     // A machine so loaded that four local requests took a whole window has proved nothing: again.
     if (Date.now() - started >= 2000 && attempt < 3) {
       await new Promise((r) => setTimeout(r, 3100));
       continue;
     }
-    assert.deepEqual([first, ...rest].map((res) => rateLimit(res, { q: 3, w: 3 }).r), [2, 1, 0]);
+    assert.deepEqual(
+      [first, ...rest].map((res) => rateLimit(res, { q: 3, w: 3 }).r),
+      [2, 1, 0],
+    );
     assert.equal(refused.status, 429, refused.text);
-    assert.deepEqual(refused.json, { code: 'rate_limited', message: 'this API key\'s quota of 3 requests per 3 s is used up; retry after Retry-After seconds', status: 429 });
+    assert.deepEqual(refused.json, {
+      code: 'rate_limited',
+      message: "this API key's quota of 3 requests per 3 s is used up; retry after Retry-After seconds",
+      status: 429,
+    });
     const { r, t: seconds } = rateLimit(refused, { q: 3, w: 3 });
     assert.equal(r, 0);
     assert.ok(seconds >= 1 && seconds <= 3, `t=${seconds}`);
     assert.equal(refused.headers['retry-after'], String(seconds), 'Retry-After is the end of the window, as t says');
-    assert.equal((await server.request('GET', '/v1/pets', { auth: OTHER })).status, 200, 'another key is not limited by this one');
-    assert.equal(((await server.request('GET', '/v1/pets', { auth: OTHER })).json as unknown[]).length, 0, 'the refused create stored nothing');
+    assert.equal(
+      (await server.request('GET', '/v1/pets', { auth: OTHER })).status,
+      200,
+      'another key is not limited by this one',
+    );
+    assert.equal(
+      ((await server.request('GET', '/v1/pets', { auth: OTHER })).json as unknown[]).length,
+      0,
+      'the refused create stored nothing',
+    );
 
     await new Promise((r) => setTimeout(r, seconds * 1000));
-    const back = await server.request('POST', '/v1/pets', { auth: KEY, headers: JSON_HEADERS, body: '{"name":"on time","categoryId":1}' });
+    const back = await server.request('POST', '/v1/pets', {
+      auth: KEY,
+      headers: JSON_HEADERS,
+      body: '{"name":"on time","categoryId":1}',
+    });
     assert.equal(back.status, 201, 'after Retry-After seconds the quota is whole again');
     assert.deepEqual(rateLimit(back, { q: 3, w: 3 }), { r: 2, t: 3 });
     return;
@@ -170,17 +259,28 @@ test('/healthz, /readyz and the interface description are never counted, also wi
       assert.equal((await server.request('GET', path, { auth: false })).status, 200, path);
     }
   }
-  assert.equal(rateLimit(await server.request('GET', '/v1/pets', { auth: KEY }), { q: 2, w: 600 }).r, 1, 'the first counted request');
+  assert.equal(
+    rateLimit(await server.request('GET', '/v1/pets', { auth: KEY }), { q: 2, w: 600 }).r,
+    1,
+    'the first counted request',
+  );
 });
 
-test('a key created with its own --rate-limit is held to it, with or without a server quota; other keys to the server\'s', async (t) => {
+test("a key created with its own --rate-limit is held to it, with or without a server quota; other keys to the server's", async (t) => {
   const dir = await tempDirFor(t, 'petstore-quota-');
   const created = await runCli(['keys', 'create', '--label', 'page', '--rate-limit', '2/600', '--data-dir', dir]);
   assert.equal(created.code, 0, created.stderr);
-  assert.match(created.stdout, /^created key \S+ \(page\); scopes pets:read, pets:write; rate limit 2 requests per 600 s; it is shown only this once:$/m);
+  assert.match(
+    created.stdout,
+    /^created key \S+ \(page\); scopes pets:read, pets:write; rate limit 2 requests per 600 s; it is shown only this once:$/m,
+  );
   const own = created.stdout.trim().split('\n').at(-1) as string;
   for (const rateLimitOption of [undefined, { requests: 100, seconds: 60 }]) {
-    const server = await startServer({ dataDir: dir, keys: [KEY], ...(rateLimitOption === undefined ? {} : { rateLimit: rateLimitOption }) });
+    const server = await startServer({
+      dataDir: dir,
+      keys: [KEY],
+      ...(rateLimitOption === undefined ? {} : { rateLimit: rateLimitOption }),
+    });
     try {
       const statuses = [];
       for (let i = 0; i < 3; i++) {
@@ -190,7 +290,8 @@ test('a key created with its own --rate-limit is held to it, with or without a s
       }
       assert.deepEqual(statuses, [200, 200, 429]);
       const other = await server.request('GET', '/v1/pets', { auth: KEY });
-      if (rateLimitOption === undefined) assert.equal(other.headers['ratelimit'], undefined, 'no server quota: the env key is not counted');
+      if (rateLimitOption === undefined)
+        assert.equal(other.headers.ratelimit, undefined, 'no server quota: the env key is not counted');
       else assert.equal(rateLimit(other, { q: 100, w: 60 }).r, 99);
     } finally {
       await server.stop();
@@ -203,12 +304,27 @@ test('--rate-limit and PETSTORE_RATE_LIMIT set the quota; a malformed one exits 
   const server = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: KEY, PETSTORE_RATE_LIMIT: '7/30' });
   rateLimit(await request(server.url, 'GET', '/v1/pets', { auth: KEY }), { q: 7, w: 30 });
   // The server's variable is not a key's own quota: only keys create's flag gives one.
-  assert.equal((await runCli(['keys', 'create', '--label', 'plain', '--data-dir', dir], { PETSTORE_RATE_LIMIT: '7/30' })).code, 0);
-  assert.match((await runCli(['keys', 'list', '--data-dir', dir])).stdout, /  default  plain$/m);
+  assert.equal(
+    (await runCli(['keys', 'create', '--label', 'plain', '--data-dir', dir], { PETSTORE_RATE_LIMIT: '7/30' })).code,
+    0,
+  );
+  assert.match((await runCli(['keys', 'list', '--data-dir', dir])).stdout, / {2}default {2}plain$/m);
   for (const [args, env, stderr] of [
-    [['--rate-limit', '100'], {}, 'cannot start: --rate-limit: a rate limit is <requests>/<seconds>, such as 100/60, got "100"'],
-    [[], { PETSTORE_RATE_LIMIT: '0/60' }, 'cannot start: PETSTORE_RATE_LIMIT: a rate limit\'s requests must be an integer from 1 to 1000000000, got 0'],
-    [['keys', 'create', '--rate-limit', '5/0'], {}, 'keys create failed: --rate-limit: a rate limit\'s seconds must be an integer from 1 to 31622400, got 0'],
+    [
+      ['--rate-limit', '100'],
+      {},
+      'cannot start: --rate-limit: a rate limit is <requests>/<seconds>, such as 100/60, got "100"',
+    ],
+    [
+      [],
+      { PETSTORE_RATE_LIMIT: '0/60' },
+      "cannot start: PETSTORE_RATE_LIMIT: a rate limit's requests must be an integer from 1 to 1000000000, got 0",
+    ],
+    [
+      ['keys', 'create', '--rate-limit', '5/0'],
+      {},
+      "keys create failed: --rate-limit: a rate limit's seconds must be an integer from 1 to 31622400, got 0",
+    ],
   ] as const) {
     const run = await runCli([...args, '--port', '0', '--data-dir', dir], { PETSTORE_API_KEYS: KEY, ...env });
     assert.equal(run.code, 2, run.stderr);

@@ -23,7 +23,13 @@ test('crc32 is CRC-32 as zlib computes it, for every length up to past the switc
   }
   // A file checksummed chunk by chunk, the chunks long and short, gives the checksum of the whole.
   let chained = 0;
-  for (const [from, to] of [[0, 10], [10, 7000], [7000, 7003], [7003, 10_000]] as const) chained = crc32(data, from, to, chained);
+  for (const [from, to] of [
+    [0, 10],
+    [10, 7000],
+    [7000, 7003],
+    [7003, 10_000],
+  ] as const)
+    chained = crc32(data, from, to, chained);
   assert.equal(chained, zlibCrc32(data));
 });
 
@@ -34,7 +40,8 @@ test('hex checksums are written and read as 8 lower-case digits; anything else r
   assert.equal(readHex8(out, 0), 0x0badf00d);
   writeHex8(0xffffffff, out, 0);
   assert.equal(readHex8(out, 0), 0xffffffff);
-  for (const bad of ['0BADF00D', '0badf00', '0badf00g', ' badf00d']) assert.equal(readHex8(Buffer.from(bad), 0), -1, bad);
+  for (const bad of ['0BADF00D', '0badf00', '0badf00g', ' badf00d'])
+    assert.equal(readHex8(Buffer.from(bad), 0), -1, bad);
 });
 
 const PETS: Pet[] = [
@@ -54,7 +61,11 @@ function readTrusting(buf: Buffer, pos: number): Record<string, number | string 
   return { id: pet.id, status: pet.status, textEnd, recordStart, recordEnd, end };
 }
 
-const RECORDS = [undefined, { scope: 'a-B_9', key: 'k', at: 0 }, { scope: 'scope', key: 'k}e"y\\] ,{"', at: 1_764_158_400_000 }];
+const RECORDS = [
+  undefined,
+  { scope: 'a-B_9', key: 'k', at: 0 },
+  { scope: 'scope', key: 'k}e"y\\] ,{"', at: 1_764_158_400_000 },
+];
 
 test('each line the store writes is read back the same, the careful way and the trusting way, with its record', () => {
   for (const pet of PETS) {
@@ -71,7 +82,14 @@ test('each line the store writes is read back the same, the careful way and the 
       assert.deepEqual(tail.recordStart < 0 ? undefined : readRecord(framed, tail.recordStart, tail.recordEnd), record);
       const trusted = readTrusting(framed, 2);
       assert.ok(trusted !== undefined, `${text} ${JSON.stringify(record)}`);
-      assert.deepEqual(trusted, { id: pet.id, status: pet.status, textEnd, recordStart: tail.recordStart, recordEnd: tail.recordEnd, end: tail.end });
+      assert.deepEqual(trusted, {
+        id: pet.id,
+        status: pet.status,
+        textEnd,
+        recordStart: tail.recordStart,
+        recordEnd: tail.recordEnd,
+        end: tail.end,
+      });
     }
   }
 });
@@ -90,7 +108,15 @@ test('a flip of any bit of a line makes its checksum not match, or the line unre
 });
 
 test('lines the trusting reader finds out of form are refused by it, so that the careful reader takes them', () => {
-  for (const bad of ['{"id":1}', '[{"id":,"name":"a","categoryId":1},"00000000"]', '[{"id":99999999999999999,"name":"a","categoryId":1},"00000000"]', '[{"id":1,"name":"a', '[{"id":1,"name":"a","categoryId":1,"status":"lost"},"00000000"]', '[{"id":1,"name":"a","categoryId":1}]', '[{"id":1,"name":"a","categoryId":1},{"scope":"s"']) {
+  for (const bad of [
+    '{"id":1}',
+    '[{"id":,"name":"a","categoryId":1},"00000000"]',
+    '[{"id":99999999999999999,"name":"a","categoryId":1},"00000000"]',
+    '[{"id":1,"name":"a',
+    '[{"id":1,"name":"a","categoryId":1,"status":"lost"},"00000000"]',
+    '[{"id":1,"name":"a","categoryId":1}]',
+    '[{"id":1,"name":"a","categoryId":1},{"scope":"s"',
+  ]) {
     assert.equal(readTrusting(Buffer.from(bad), 0), undefined, bad);
   }
 });
@@ -101,14 +127,24 @@ test('keyed creates whose keys hold quotes, backslashes and braces are kept thro
   const made: Pet[] = [];
   for (const [i, record] of RECORDS.entries()) {
     if (record === undefined) continue;
-    made.push((await store.createOnce({ name: `keyed ${i} "}"`, categoryId: BigInt(i) }, { scope: record.scope, key: record.key })).pet);
+    made.push(
+      (
+        await store.createOnce(
+          { name: `keyed ${i} "}"`, categoryId: BigInt(i) },
+          { scope: record.scope, key: record.key },
+        )
+      ).pet,
+    );
   }
   await store.close();
   const reopened = await FileStore.open(dir);
   defer(t, () => reopened.close());
   for (const [i, record] of RECORDS.entries()) {
     if (record === undefined) continue;
-    const again = await reopened.createOnce({ name: `keyed ${i} "}"`, categoryId: BigInt(i) }, { scope: record.scope, key: record.key });
+    const again = await reopened.createOnce(
+      { name: `keyed ${i} "}"`, categoryId: BigInt(i) },
+      { scope: record.scope, key: record.key },
+    );
     assert.equal(again.replayed, true, `key ${record.key} is remembered`);
   }
   assert.deepEqual(reopened.list({ after: 0, limit: 10 }).pets, made);

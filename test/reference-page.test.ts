@@ -24,7 +24,19 @@ test('GET /v1/docs needs no key and is an HTML page under a strict CSP, at most 
   assert.match(csp, /connect-src 'self'/);
   assert.doesNotMatch(csp, /unsafe|https?:/);
   assert.doesNotMatch(page.text, /(src|href)="(https?:)?\/\//, 'nothing from another host');
-  for (const words of ['listPets', 'createPet', 'getPet', 'Deprecated.', 'Thu, 05 Dec 2030', 'RateLimit', 'Deprecation', 'Sunset', 'ETag', 'Link', 'insufficient_scope']) {
+  for (const words of [
+    'listPets',
+    'createPet',
+    'getPet',
+    'Deprecated.',
+    'Thu, 05 Dec 2030',
+    'RateLimit',
+    'Deprecation',
+    'Sunset',
+    'ETag',
+    'Link',
+    'insufficient_scope',
+  ]) {
     assert.ok(page.text.includes(words), words);
   }
   const { encoding, bytes } = await gzipCoded(`${server.url}/v1/docs`);
@@ -40,7 +52,9 @@ function gzipCoded(url: string): Promise<{ encoding: string | undefined; bytes: 
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ encoding: res.headers['content-encoding'], bytes: Buffer.concat(chunks) }));
-    }).on('error', reject).end();
+    })
+      .on('error', reject)
+      .end();
   });
 }
 
@@ -51,7 +65,7 @@ test('GET / and GET /v1 point to the page and the document, without a key; under
     const index = await server.request('GET', path, { auth: false });
     assert.equal(index.status, 200, path);
     assert.deepEqual(index.json, { docs: '/api/v1/docs', openapi: '/api/v1/openapi.json' });
-    assert.equal(index.headers['link'], '</api/v1/docs>; rel="help", </api/v1/openapi.json>; rel="service-desc"');
+    assert.equal(index.headers.link, '</api/v1/docs>; rel="help", </api/v1/openapi.json>; rel="service-desc"');
   }
   const page = await server.request('GET', '/api/v1/docs', { auth: false });
   assert.equal(page.status, 200);
@@ -68,22 +82,32 @@ test('with --docs off, /v1/docs is any unknown path (401 without a key, 404 with
   assert.deepEqual(docs.json, unknown.json);
   assert.equal((await server.request('GET', '/v1/docs')).status, 404);
   assert.deepEqual((await server.request('GET', '/v1', { auth: false })).json, { openapi: '/v1/openapi.json' });
-  const document = (await server.request('GET', '/v1/openapi.json', { auth: false })).json as { paths: Record<string, unknown> };
+  const document = (await server.request('GET', '/v1/openapi.json', { auth: false })).json as {
+    paths: Record<string, unknown>;
+  };
   assert.equal(document.paths['/docs'], undefined, 'the document does not describe a page that is off');
 });
 
-test('in Chromium the page loads with no error and no outside request, lists the operations, and tries listPets with and without a key',
-  { skip: withoutChromium, timeout: 60_000 }, async (t) => {
-    const server = await startServer();
-    t.after(() => server.close());
-    await server.request('POST', '/v1/pets', { body: '{"name":"Rex","categoryId":7}', headers: [['content-type', 'application/json']] });
-    const page = await openPage(t, `${server.url}/v1/docs`);
-    assert.equal(page.errors.length, 0, `no error on load: ${JSON.stringify(page.errors)}`);
-    const origin = new URL(server.url).origin;
-    assert.deepEqual(page.requests.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith('data:')), []);
-    const listed = await page.evaluate(`[...document.querySelectorAll('nav a')].map((a) => a.textContent)`) as string[];
-    for (const id of ['listPets', 'createPet', 'getPet']) assert.ok(listed.includes(id), id);
-    const tryIt = (key: string): string => `(async () => {
+test('in Chromium the page loads with no error and no outside request, lists the operations, and tries listPets with and without a key', {
+  skip: withoutChromium,
+  timeout: 60_000,
+}, async (t) => {
+  const server = await startServer();
+  t.after(() => server.close());
+  await server.request('POST', '/v1/pets', {
+    body: '{"name":"Rex","categoryId":7}',
+    headers: [['content-type', 'application/json']],
+  });
+  const page = await openPage(t, `${server.url}/v1/docs`);
+  assert.equal(page.errors.length, 0, `no error on load: ${JSON.stringify(page.errors)}`);
+  const origin = new URL(server.url).origin;
+  assert.deepEqual(
+    page.requests.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith('data:')),
+    [],
+  );
+  const listed = (await page.evaluate(`[...document.querySelectorAll('nav a')].map((a) => a.textContent)`)) as string[];
+  for (const id of ['listPets', 'createPet', 'getPet']) assert.ok(listed.includes(id), id);
+  const tryIt = (key: string): string => `(async () => {
       document.getElementById('key').value = ${JSON.stringify(key)};
       const op = document.getElementById('op'); op.value = 'listPets'; op.dispatchEvent(new Event('change'));
       document.getElementById('try').requestSubmit();
@@ -91,16 +115,26 @@ test('in Chromium the page loads with no error and no outside request, lists the
       for (let i = 0; i < 200 && /^(sending|nothing)/.test(status.textContent); i++) await new Promise((r) => setTimeout(r, 25));
       return { status: status.textContent, headers: document.getElementById('result-headers').textContent, body: document.getElementById('result-body').textContent };
     })()`;
-    const withKey = await page.evaluate(tryIt(TEST_KEY)) as { status: string; headers: string; body: string };
-    assert.match(withKey.status, /^200 /);
-    assert.match(withKey.headers, /content-type: application\/json/);
-    assert.deepEqual(JSON.parse(withKey.body), [{ id: 1, name: 'Rex', categoryId: 7 }]);
-    const withoutKey = await page.evaluate(tryIt('')) as { status: string; headers: string; body: string };
-    assert.match(withoutKey.status, /^401 /);
-    assert.match(withoutKey.headers, /www-authenticate: Bearer realm="petstore"/);
-    assert.equal((JSON.parse(withoutKey.body) as { code: string }).code, 'unauthorized');
-    // Chromium reports the 401 itself as a failed load; anything else is a fault of the page.
-    assert.deepEqual(page.errors.filter((e) => !(e.source === 'network' && /401/.test(e.text))), []);
-    assert.equal(await page.evaluate('localStorage.length + sessionStorage.length + document.cookie.length'), 0, 'the key is kept nowhere');
-    assert.deepEqual(page.requests.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith('data:')), []);
-  });
+  const withKey = (await page.evaluate(tryIt(TEST_KEY))) as { status: string; headers: string; body: string };
+  assert.match(withKey.status, /^200 /);
+  assert.match(withKey.headers, /content-type: application\/json/);
+  assert.deepEqual(JSON.parse(withKey.body), [{ id: 1, name: 'Rex', categoryId: 7 }]);
+  const withoutKey = (await page.evaluate(tryIt(''))) as { status: string; headers: string; body: string };
+  assert.match(withoutKey.status, /^401 /);
+  assert.match(withoutKey.headers, /www-authenticate: Bearer realm="petstore"/);
+  assert.equal((JSON.parse(withoutKey.body) as { code: string }).code, 'unauthorized');
+  // Chromium reports the 401 itself as a failed load; anything else is a fault of the page.
+  assert.deepEqual(
+    page.errors.filter((e) => !(e.source === 'network' && /401/.test(e.text))),
+    [],
+  );
+  assert.equal(
+    await page.evaluate('localStorage.length + sessionStorage.length + document.cookie.length'),
+    0,
+    'the key is kept nowhere',
+  );
+  assert.deepEqual(
+    page.requests.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith('data:')),
+    [],
+  );
+});

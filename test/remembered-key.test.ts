@@ -21,10 +21,17 @@ interface Answer {
 }
 
 /** One request on `agent`'s single connection. */
-function send(agent: Agent, url: string, method: string, authorization: string | undefined, body?: string, path = '/v1/pets'): Promise<Answer> {
+function send(
+  agent: Agent,
+  url: string,
+  method: string,
+  authorization: string | undefined,
+  body?: string,
+  path = '/v1/pets',
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
-    if (authorization !== undefined) headers['authorization'] = authorization;
+    if (authorization !== undefined) headers.authorization = authorization;
     const req = httpRequest(`${url}${path}`, { method, agent, headers }, (res) => {
       const port = res.socket.localPort as number;
       res.resume().on('end', () => resolve({ status: res.statusCode as number, port }));
@@ -52,21 +59,35 @@ test('on one connection, each request is judged by its own key: another key, a w
     await send(agent, server.url, 'GET', `bearer ${WRITER}`),
     await send(agent, server.url, 'GET', `Bearer ${READER}`),
   ];
-  assert.deepEqual(answers.map((a) => a.status), [200, 401, 401, 200, 200]);
+  assert.deepEqual(
+    answers.map((a) => a.status),
+    [200, 401, 401, 200, 200],
+  );
   assert.equal(new Set(answers.map((a) => a.port)).size, 1, 'all on one connection');
   // A refusal before the body is read closes the connection (early-answers.test.ts): one pair per connection.
   assert.equal((await send(agent, server.url, 'POST', `Bearer ${WRITER}`, PET)).status, 201);
-  assert.equal((await send(agent, server.url, 'POST', `Bearer ${READER}`, PET)).status, 403, 'the reader after the writer');
+  assert.equal(
+    (await send(agent, server.url, 'POST', `Bearer ${READER}`, PET)).status,
+    403,
+    'the reader after the writer',
+  );
   assert.equal((await send(agent, server.url, 'GET', `Bearer ${READER}`)).status, 200);
   assert.equal((await send(agent, server.url, 'POST', `Bearer ${READER}`, PET)).status, 403, 'the reader after itself');
-  assert.equal((await send(agent, server.url, 'POST', `Bearer ${WRITER}`, PET)).status, 201, 'the writer after the reader');
+  assert.equal(
+    (await send(agent, server.url, 'POST', `Bearer ${WRITER}`, PET)).status,
+    201,
+    'the writer after the reader',
+  );
 });
 
 test('a key revoked while its client keeps its connection open is refused on that connection', async (t) => {
   const dir = await tempDirFor(t, 'petstore-remembered-');
   const created = await runCli(['keys', 'create', '--label', 'kept open', '--data-dir', dir]);
   assert.equal(created.code, 0, created.stderr);
-  const key = created.stdout.split('\n').map((l) => l.trim()).find((l) => /^[A-Za-z0-9\-._~+/]{20,}=*$/.test(l)) as string;
+  const key = created.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .find((l) => /^[A-Za-z0-9\-._~+/]{20,}=*$/.test(l)) as string;
   const id = (await runCli(['keys', 'list', '--data-dir', dir])).stdout.trim().split(/\s+/)[0] as string;
   const server = await spawnServerFor(t, ['--data-dir', dir]);
   const agent = oneConnection(t);
@@ -86,8 +107,18 @@ test('a key revoked while its client keeps its connection open is refused on tha
 });
 
 test('two services embedded side by side (chained with next) on one connection: a key of the first is no key of the second', async (t) => {
-  const a = await createPetstore({ dataDir: await tempDirFor(t, 'petstore-remembered-a-'), keys: [WRITER], basePath: '/a', logger: silentLoggerForTests });
-  const b = await createPetstore({ dataDir: await tempDirFor(t, 'petstore-remembered-b-'), keys: [READER], basePath: '/b', logger: silentLoggerForTests });
+  const a = await createPetstore({
+    dataDir: await tempDirFor(t, 'petstore-remembered-a-'),
+    keys: [WRITER],
+    basePath: '/a',
+    logger: silentLoggerForTests,
+  });
+  const b = await createPetstore({
+    dataDir: await tempDirFor(t, 'petstore-remembered-b-'),
+    keys: [READER],
+    basePath: '/b',
+    logger: silentLoggerForTests,
+  });
   t.after(() => Promise.all([a.close(), b.close()]));
   const server = createServer((req, res) => a.handler(req, res, () => b.handler(req, res)));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -100,6 +131,9 @@ test('two services embedded side by side (chained with next) on one connection: 
     await send(agent, url, 'GET', `Bearer ${READER}`, undefined, '/b/v1/pets'),
     await send(agent, url, 'GET', `Bearer ${READER}`, undefined, '/a/v1/pets'),
   ];
-  assert.deepEqual(answers.map((x) => x.status), [200, 401, 200, 401]);
+  assert.deepEqual(
+    answers.map((x) => x.status),
+    [200, 401, 200, 401],
+  );
   assert.equal(new Set(answers.map((x) => x.port)).size, 1, 'all on one connection');
 });

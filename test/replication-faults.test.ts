@@ -7,34 +7,58 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { DirectoryDestination, nodeDirectoryCalls, type DirectoryCalls } from '#dist/store/file/replication/destinations/directory-destination.js';
+import {
+  DirectoryDestination,
+  nodeDirectoryCalls,
+  type DirectoryCalls,
+} from '#dist/store/file/replication/destinations/directory-destination.js';
 import { Replicator } from '#dist/store/file/replication/replicator.js';
 import { positionKeys, readPosition } from '#dist/store/file/replication/replica.js';
 import { runCli, waitFor, within } from './helpers.js';
 import { dataDir } from './store-support.js';
 
 /** The real calls, made to hang (never return until released) or fail with a code while `mode` says so. */
-function faultyCalls(): { calls: DirectoryCalls; mode: { now: 'ok' | 'hang' | 'EACCES' }; outstanding: () => number; most: () => number; release: () => void } {
+function faultyCalls(): {
+  calls: DirectoryCalls;
+  mode: { now: 'ok' | 'hang' | 'EACCES' };
+  outstanding: () => number;
+  most: () => number;
+  release: () => void;
+} {
   const mode: { now: 'ok' | 'hang' | 'EACCES' } = { now: 'ok' };
   let outstanding = 0;
   let most = 0;
   const held: Array<() => void> = [];
-  const wrap = <A extends unknown[], R>(real: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-    outstanding++;
-    most = Math.max(most, outstanding);
-    try {
-      if (mode.now === 'hang') await new Promise<void>((r) => held.push(r));
-      if (mode.now === 'EACCES') throw Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
-      return await real(...args);
-    } finally {
-      outstanding--;
-    }
+  const wrap =
+    <A extends unknown[], R>(real: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      outstanding++;
+      most = Math.max(most, outstanding);
+      try {
+        if (mode.now === 'hang') await new Promise<void>((r) => held.push(r));
+        if (mode.now === 'EACCES') throw Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
+        return await real(...args);
+      } finally {
+        outstanding--;
+      }
+    };
+  const calls = Object.fromEntries(
+    Object.entries(nodeDirectoryCalls).map(([name, fn]) => [name, wrap(fn as (...a: unknown[]) => Promise<unknown>)]),
+  ) as unknown as DirectoryCalls;
+  return {
+    calls,
+    mode,
+    outstanding: () => outstanding,
+    most: () => most,
+    release: () => held.splice(0).forEach((r) => r()),
   };
-  const calls = Object.fromEntries(Object.entries(nodeDirectoryCalls).map(([name, fn]) => [name, wrap(fn as (...a: unknown[]) => Promise<unknown>)])) as unknown as DirectoryCalls;
-  return { calls, mode, outstanding: () => outstanding, most: () => most, release: () => held.splice(0).forEach((r) => r()) };
 }
 
-interface Line { level: string; msg: string; fields: Record<string, unknown> | undefined }
+interface Line {
+  level: string;
+  msg: string;
+  fields: Record<string, unknown> | undefined;
+}
 
 async function replicating(t: import('node:test').TestContext, calls: DirectoryCalls, compactAfterBytes?: number) {
   let done = async (): Promise<void> => {};
@@ -44,12 +68,20 @@ async function replicating(t: import('node:test').TestContext, calls: DirectoryC
   const store = await FileStore.open(join(root, 'data'), compactAfterBytes === undefined ? {} : { compactAfterBytes });
   const lines: Line[] = [];
   const logger = {
-    request() {}, info: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'info', msg, fields }),
+    request() {},
+    info: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'info', msg, fields }),
     error: (msg: string) => void lines.push({ level: 'error', msg, fields: undefined }),
     warn: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'warn', msg, fields }),
   };
   const destination = new DirectoryDestination(join(root, 'replica'), calls, 200);
-  const replicator = await Replicator.start({ dataDir: join(root, 'data'), store, destination, intervalMs: 50, logger, retentionMs: 86_400_000 });
+  const replicator = await Replicator.start({
+    dataDir: join(root, 'data'),
+    store,
+    destination,
+    intervalMs: 50,
+    logger,
+    retentionMs: 86_400_000,
+  });
   replicator.begin();
   done = async () => {
     done = async () => {};
@@ -72,14 +104,27 @@ test('a destination that hangs: creates go on, one file call at most is outstand
   await waitFor(() => replicator.stats().lastSuccess !== undefined, 5000, 'the first position');
   fault.mode.now = 'hang';
   const began = Date.now();
-  for (let i = 0; i < 200; i++) await within(store.create({ name: `pet ${i}`, categoryId: '1' } as never), 2000, 'a create while the destination hangs');
+  for (let i = 0; i < 200; i++)
+    await within(
+      store.create({ name: `pet ${i}`, categoryId: '1' } as never),
+      2000,
+      'a create while the destination hangs',
+    );
   const createsMs = Date.now() - began;
-  await waitFor(() => (replicator.stats().failures.get('timeout') ?? 0) >= 1 && (replicator.stats().failures.get('busy') ?? 0) >= 1, 5000, 'a timeout, then busy rounds');
+  await waitFor(
+    () => (replicator.stats().failures.get('timeout') ?? 0) >= 1 && (replicator.stats().failures.get('busy') ?? 0) >= 1,
+    5000,
+    'a timeout, then busy rounds',
+  );
   assert.equal(fault.most(), 1, 'never two file calls at once');
   assert.equal(fault.outstanding(), 1, 'the hung call is still out');
   assert.ok(replicator.stats().lagBytes > 0);
   assert.ok(replicator.stats().lagSeconds > 0);
-  assert.equal(lines.filter((l) => l.msg.startsWith('replication is falling behind')).length, 1, 'one line, however many rounds fail');
+  assert.equal(
+    lines.filter((l) => l.msg.startsWith('replication is falling behind')).length,
+    1,
+    'one line, however many rounds fail',
+  );
   assert.equal(lines.find((l) => l.msg.startsWith('replication is falling behind'))?.level, 'warn');
   fault.mode.now = 'ok';
   fault.release();
@@ -99,14 +144,16 @@ test('a destination that refuses writes: rounds counted as refused, the store un
   assert.equal(store.ready, true);
   assert.deepEqual([...replicator.stats().failures.keys()], ['refused']);
   assert.equal(lines.filter((l) => l.msg.startsWith('replication is falling behind')).length, 1);
-  assert.equal(lines.find((l) => l.msg.startsWith('replication is falling behind'))?.fields?.['reason'], 'refused');
+  assert.equal(lines.find((l) => l.msg.startsWith('replication is falling behind'))?.fields?.reason, 'refused');
   fault.mode.now = 'ok';
   await waitFor(() => replicator.stats().lagBytes === 0 && replicator.stats().lagSeconds === 0, 5000, 'caught up');
   assert.equal(await newestShippedBytes(destination), store.durableJournal().length);
   assert.equal(lines.filter((l) => l.msg === 'replication has caught up').length, 1);
 });
 
-test('30 s offline while pets are created and the journals compacted: everything arrives once the destination is back, and restores', { timeout: 60_000 }, async (t) => {
+test('30 s offline while pets are created and the journals compacted: everything arrives once the destination is back, and restores', {
+  timeout: 60_000,
+}, async (t) => {
   const fault = faultyCalls();
   const { store, replicator, lines, root } = await replicating(t, fault.calls, 2000);
   await waitFor(() => replicator.stats().lastSuccess !== undefined, 5000, 'the first position');
@@ -124,5 +171,7 @@ test('30 s offline while pets are created and the journals compacted: everything
   const restored = await runCli(['restore', join(root, 'restored'), '--from', join(root, 'replica')]);
   assert.equal(restored.code, 0, restored.stderr);
   assert.match(restored.stdout, new RegExp(`^restored ${store.size} pets \\(last id ${store.size}\\)`));
-  t.diagnostic(`${store.size} pets created during 30 s offline, journal generation ${store.durableJournal().generation} at the end`);
+  t.diagnostic(
+    `${store.size} pets created during 30 s offline, journal generation ${store.durableJournal().generation} at the end`,
+  );
 });

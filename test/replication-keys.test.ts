@@ -13,8 +13,15 @@ import { request, runCli, startServer } from './helpers.js';
 import { dataDir } from './store-support.js';
 
 const BAD_KEYS = [
-  'lineages/L/data/../../../../outside.txt', '../outside.txt', '/etc/passwd', 'lineages\\..\\x', 'lineages/a\0b',
-  'lineages//x', 'lineages/./x', '', '..',
+  'lineages/L/data/../../../../outside.txt',
+  '../outside.txt',
+  '/etc/passwd',
+  'lineages\\..\\x',
+  'lineages/a\0b',
+  'lineages//x',
+  'lineages/./x',
+  '',
+  '..',
 ];
 
 test('a position naming an object outside the replica directory: verify --from and restore refuse it, naming the key, and never read the file', async (t) => {
@@ -23,7 +30,8 @@ test('a position naming an object outside the replica directory: verify --from a
   const server = await startServer({ dataDir: join(root, 'data'), replicateTo: replica, replicateInterval: 0.05 });
   for (let i = 1; i <= 3; i++) {
     const created = await request(server.url, 'POST', '/v1/pets', {
-      headers: [['content-type', 'application/json']], body: JSON.stringify({ name: `pet ${i}`, categoryId: 7 }),
+      headers: [['content-type', 'application/json']],
+      body: JSON.stringify({ name: `pet ${i}`, categoryId: 7 }),
     });
     assert.equal(created.status, 201);
   }
@@ -53,7 +61,9 @@ test('a directory destination refuses every key that names no object under it, t
   const destination = new DirectoryDestination(join(root, 'replica'));
   await destination.put('store.json', Buffer.from('{}'));
   for (const key of BAD_KEYS) {
-    const refused = { message: new RegExp(`${JSON.stringify(key).replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')} names no object`) };
+    const refused = {
+      message: new RegExp(`${JSON.stringify(key).replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')} names no object`),
+    };
     await assert.rejects(destination.get(key), refused, key);
     await assert.rejects(destination.put(key, Buffer.from('x')), refused, key);
     await assert.rejects(destination.delete(key), refused, key);
@@ -64,10 +74,14 @@ test('a directory destination refuses every key that names no object under it, t
 
 test('an S3 listing holding a key that climbs out is refused naming it; S3 keys are checked before any request', async (t) => {
   const s3 = await fakeS3(t, (_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/xml' }).end(listAnswer(['lineages/a/x', 'lineages/a/../../../outside.txt']));
+    res
+      .writeHead(200, { 'content-type': 'application/xml' })
+      .end(listAnswer(['lineages/a/x', 'lineages/a/../../../outside.txt']));
   });
   const destination = s3.destination();
-  await assert.rejects(destination.list('lineages/'), { message: /"lineages\/a\/\.\.\/\.\.\/\.\.\/outside\.txt" names no object/ });
+  await assert.rejects(destination.list('lineages/'), {
+    message: /"lineages\/a\/\.\.\/\.\.\/\.\.\/outside\.txt" names no object/,
+  });
   const asked = s3.seen.length;
   for (const key of BAD_KEYS) {
     await assert.rejects(destination.get(key), { message: /names no object/ }, key);

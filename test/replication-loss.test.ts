@@ -19,7 +19,12 @@ const UPLOAD_ALLOWANCE_MS = 1500;
 const ROUNDS = 3;
 const CLIENTS = 8;
 
-interface Sent { name: string; ackedAt?: number; text?: string; id?: number }
+interface Sent {
+  name: string;
+  ackedAt?: number;
+  text?: string;
+  id?: number;
+}
 
 test(`kill -9 and rm -rf of the data directory under ${CLIENTS} clients creating, then restore: every pet acknowledged more than ${INTERVAL_S} s + ${UPLOAD_ALLOWANCE_MS} ms before the loss comes back, unaltered, and nothing else (${ROUNDS} rounds)`, async (t) => {
   const root = await dataDir(t);
@@ -27,14 +32,30 @@ test(`kill -9 and rm -rf of the data directory under ${CLIENTS} clients creating
   for (let round = 1; round <= ROUNDS; round++) {
     const dir = join(root, `data-${round}`);
     const replica = join(root, `replica-${round}`);
-    const server = await spawnQuietServerFor(t, ['--data-dir', dir, '--replicate-to', replica, '--replicate-interval', String(INTERVAL_S), '--log-level', 'error'], { PETSTORE_API_KEYS: TEST_KEY });
+    const server = await spawnQuietServerFor(
+      t,
+      [
+        '--data-dir',
+        dir,
+        '--replicate-to',
+        replica,
+        '--replicate-interval',
+        String(INTERVAL_S),
+        '--log-level',
+        'error',
+      ],
+      { PETSTORE_API_KEYS: TEST_KEY },
+    );
     const sent: Sent[] = [];
     let stop = false;
     const client = async (c: number): Promise<void> => {
       for (let i = 0; !stop; i++) {
         const entry: Sent = { name: `r${round} c${c} #${i}` };
         sent.push(entry);
-        const res = await request(server.url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: JSON.stringify({ name: entry.name, categoryId: c }) }).catch(() => undefined);
+        const res = await request(server.url, 'POST', '/v1/pets', {
+          headers: [['content-type', 'application/json']],
+          body: JSON.stringify({ name: entry.name, categoryId: c }),
+        }).catch(() => undefined);
         if (res?.status !== 201) return; // the server is gone
         entry.ackedAt = Date.now();
         entry.text = res.text;
@@ -72,9 +93,14 @@ test(`kill -9 and rm -rf of the data directory under ${CLIENTS} clients creating
     const missing = acked.filter((s) => index.getText(s.id as number) === undefined);
     const window = missing.length === 0 ? 0 : lostAt - Math.min(...missing.map((s) => s.ackedAt as number));
     windows.push(window);
-    assert.ok(window <= INTERVAL_S * 1000 + UPLOAD_ALLOWANCE_MS, `lost pets acknowledged up to ${window} ms before the loss (${missing.length} of ${acked.length})`);
+    assert.ok(
+      window <= INTERVAL_S * 1000 + UPLOAD_ALLOWANCE_MS,
+      `lost pets acknowledged up to ${window} ms before the loss (${missing.length} of ${acked.length})`,
+    );
     assert.ok(continuesAfter >= Math.max(...acked.map((s) => s.id as number)), 'no id handed out again');
-    t.diagnostic(`round ${round}: ${acked.length} acknowledged in ${1500 + round * 300} ms, ${index.size} restored, ${missing.length} lost, the oldest of them acknowledged ${window} ms before the loss`);
+    t.diagnostic(
+      `round ${round}: ${acked.length} acknowledged in ${1500 + round * 300} ms, ${index.size} restored, ${missing.length} lost, the oldest of them acknowledged ${window} ms before the loss`,
+    );
   }
   t.diagnostic(`loss windows (ms): ${windows.join(', ')}`);
 });

@@ -12,7 +12,14 @@ import { post, stopsFor } from './replication-support.js';
 import { dataDir } from './store-support.js';
 
 /** A server that ships only at its start and its stop: each run makes two positions, the first as the run found the directory. */
-async function run(t: import('node:test').TestContext, dir: string, replica: string, lineages: number, from: number, to: number): Promise<void> {
+async function run(
+  t: import('node:test').TestContext,
+  dir: string,
+  replica: string,
+  lineages: number,
+  from: number,
+  to: number,
+): Promise<void> {
   const servers = stopsFor(t);
   const server = await startServer({ dataDir: dir, replicateTo: replica, replicateInterval: 3600 });
   servers.push(server);
@@ -20,8 +27,13 @@ async function run(t: import('node:test').TestContext, dir: string, replica: str
   const firsts = async (): Promise<number> => (await readdir(join(replica, 'lineages')).catch(() => [])).length;
   const deadline = Date.now() + 5000;
   while ((await firsts()) < lineages + 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  const created = await Promise.all(Array.from({ length: to - from + 1 }, (_, i) => post(server.url, `pet ${from + i}`)));
-  assert.deepEqual(created.map((r) => r.status), created.map(() => 201));
+  const created = await Promise.all(
+    Array.from({ length: to - from + 1 }, (_, i) => post(server.url, `pet ${from + i}`)),
+  );
+  assert.deepEqual(
+    created.map((r) => r.status),
+    created.map(() => 201),
+  );
   await server.stop();
 }
 
@@ -34,9 +46,20 @@ test('restore --until <id> gives every pet up to the id and none above, from a p
 
   const listed = await runCli(['restore', '--list', '--from', replica]);
   assert.equal(listed.code, 0, listed.stderr);
-  const rows = listed.stdout.trim().split('\n').slice(1).map((line) => line.trim().split(/ +/));
-  assert.deepEqual(rows.map(([, generation, seq, , highest, pets]) => [generation, seq, highest, pets]),
-    [['1', '1', '0', '0'], ['1', '2', '10', '10'], ['2', '1', '10', '10'], ['2', '2', '20', '20']]);
+  const rows = listed.stdout
+    .trim()
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/ +/));
+  assert.deepEqual(
+    rows.map(([, generation, seq, , highest, pets]) => [generation, seq, highest, pets]),
+    [
+      ['1', '1', '0', '0'],
+      ['1', '2', '10', '10'],
+      ['2', '1', '10', '10'],
+      ['2', '2', '20', '20'],
+    ],
+  );
   const [first, second] = rows as [string[], string[]];
 
   const exact = await runCli(['restore', join(root, 'fifteen'), '--from', replica, '--until', '15']);
@@ -45,28 +68,66 @@ test('restore --until <id> gives every pet up to the id and none above, from a p
   const server = await startServer({ dataDir: join(root, 'fifteen') });
   t.after(() => server.stop());
   const page = (await server.request('GET', '/v1/pets?limit=100')).json as Array<{ id: number; name: string }>;
-  assert.deepEqual(page.map((pet) => pet.id), Array.from({ length: 15 }, (_, i) => i + 1));
+  assert.deepEqual(
+    page.map((pet) => pet.id),
+    Array.from({ length: 15 }, (_, i) => i + 1),
+  );
   assert.equal((await server.request('GET', '/v1/pets/16')).status, 404);
 
   const past = await runCli(['restore', join(root, 'past'), '--from', replica, '--until', '25']);
   assert.equal(past.code, 1);
-  assert.match(past.stderr, /--until 25 is past the newest restore point of .*, which holds pets up to id 20 \(.*\): .*restore without --until/);
+  assert.match(
+    past.stderr,
+    /--until 25 is past the newest restore point of .*, which holds pets up to id 20 \(.*\): .*restore without --until/,
+  );
 
   const atTime = await runCli(['restore', join(root, 'at-time'), '--from', replica, '--until', second[3] as string]);
   assert.equal(atTime.code, 0, atTime.stderr);
   assert.match(atTime.stdout, /^restored 10 pets \(last id 10\)/);
-  const after = await runCli(['restore', join(root, 'after'), '--from', replica, '--until', new Date(Date.now() + 60_000).toISOString()]);
+  const after = await runCli([
+    'restore',
+    join(root, 'after'),
+    '--from',
+    replica,
+    '--until',
+    new Date(Date.now() + 60_000).toISOString(),
+  ]);
   assert.equal(after.code, 1);
-  assert.match(after.stderr, /is after the newest restore point of .*: what was created after it is not there; restore without --until for it\n$/);
-  const before = await runCli(['restore', join(root, 'before'), '--from', replica, '--until', new Date(Date.parse(first[3] as string) - 1000).toISOString()]);
+  assert.match(
+    after.stderr,
+    /is after the newest restore point of .*: what was created after it is not there; restore without --until for it\n$/,
+  );
+  const before = await runCli([
+    'restore',
+    join(root, 'before'),
+    '--from',
+    replica,
+    '--until',
+    new Date(Date.parse(first[3] as string) - 1000).toISOString(),
+  ]);
   assert.equal(before.code, 1);
-  assert.match(before.stderr, new RegExp(`is before the oldest restore point of .* \\(${first[3]}, lineage ${first[0]}, position 1\\)`));
+  assert.match(
+    before.stderr,
+    new RegExp(`is before the oldest restore point of .* \\(${first[3]}, lineage ${first[0]}, position 1\\)`),
+  );
 });
 
 test('restore --until refuses a time that is no date (February 30th, hour 24) or carries no zone, instead of another time', async (t) => {
   const root = await dataDir(t);
-  for (const until of ['2026-02-30T00:00:00Z', '2026-11-27T24:00:00Z', '2026-11-27T01:30:00', '2026-11-27T01:30Z junk']) {
-    const refused = await runCli(['restore', join(root, 'restored'), '--from', join(root, 'replica'), '--until', until]);
+  for (const until of [
+    '2026-02-30T00:00:00Z',
+    '2026-11-27T24:00:00Z',
+    '2026-11-27T01:30:00',
+    '2026-11-27T01:30Z junk',
+  ]) {
+    const refused = await runCli([
+      'restore',
+      join(root, 'restored'),
+      '--from',
+      join(root, 'replica'),
+      '--until',
+      until,
+    ]);
     assert.equal(refused.code, 2, `${until}: ${refused.stderr}`);
     assert.match(refused.stderr, /--until must be a pet id or an ISO 8601 time with its zone/);
   }

@@ -18,7 +18,14 @@ const silent = { request() {}, info() {}, error() {} };
 /** Runs a store replicating to `replica` through `rounds` positions, each after a few creates, compacting often. */
 async function lineageOf(dir: string, replica: string, rounds: number): Promise<string> {
   const store = await FileStore.open(dir, { compactAfterBytes: 400 });
-  const replicator = await Replicator.start({ dataDir: dir, store, destination: new DirectoryDestination(replica), intervalMs: 20, logger: silent, retentionMs: 86_400_000 });
+  const replicator = await Replicator.start({
+    dataDir: dir,
+    store,
+    destination: new DirectoryDestination(replica),
+    intervalMs: 20,
+    logger: silent,
+    retentionMs: 86_400_000,
+  });
   replicator.begin();
   try {
     for (let round = 0; round < rounds; round++) {
@@ -49,12 +56,26 @@ test('retention removes the positions before the newest one older than the windo
   const removed = await applyRetention(destination, store, second, 1000, Date.parse(pivot.time) + 1001);
   const after = await destination.list('lineages/');
   assert.equal(after.length, before - removed);
-  assert.ok(after.every((key) => !key.includes(first)), 'the older lineage went');
+  assert.ok(
+    after.every((key) => !key.includes(first)),
+    'the older lineage went',
+  );
   const left = (await positionKeys(destination)).map((key) => Number(/([0-9]{12})\.json$/.exec(key)?.[1]));
-  assert.deepEqual(left, Array.from({ length: own.length - 4 }, (_, i) => pivot.seq + i), 'from the pivot on');
+  assert.deepEqual(
+    left,
+    Array.from({ length: own.length - 4 }, (_, i) => pivot.seq + i),
+    'from the pivot on',
+  );
   assert.ok(after.some((key) => key.includes('/data/')) && removed > 4, `objects went too: ${removed} removed`);
   assert.deepEqual(await verifyReplicas(destination, () => {}), []);
-  const restored = await runCli(['restore', join(root, 'restored'), '--from', replica, '--until', new Date(Date.parse(pivot.time)).toISOString()]);
+  const restored = await runCli([
+    'restore',
+    join(root, 'restored'),
+    '--from',
+    replica,
+    '--until',
+    new Date(Date.parse(pivot.time)).toISOString(),
+  ]);
   assert.equal(restored.code, 0, restored.stderr);
   assert.match(restored.stdout, new RegExp(`position ${pivot.seq}\\)`));
   const newest = await runCli(['restore', join(root, 'newest'), '--from', replica]);

@@ -15,7 +15,9 @@ import { dataDir } from './store-support.js';
 const NAME = 'Quokka the Unforgettable';
 
 async function filesBelow(dir: string): Promise<string[]> {
-  return (await readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => join(e.parentPath ?? e.path, e.name));
+  return (await readdir(dir, { recursive: true, withFileTypes: true }))
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath ?? e.path, e.name));
 }
 
 async function keyFile(root: string, name: string): Promise<string> {
@@ -35,16 +37,26 @@ test('sealed replicas hold no pet, name or key hash in clear, restore and verify
   const key = await keyFile(root, 'replica.key');
   const keyed = await runCli(['keys', 'create', '--label', 'ops', '--data-dir', dir]);
   assert.equal(keyed.code, 0, keyed.stderr);
-  const server = await startServer({ dataDir: dir, replicateTo: replica, replicateInterval: 0.05, metricsPort: 0, replicateKeyFile: key });
+  const server = await startServer({
+    dataDir: dir,
+    replicateTo: replica,
+    replicateInterval: 0.05,
+    metricsPort: 0,
+    replicateKeyFile: key,
+  });
   servers.push(server);
   for (let i = 1; i <= 5; i++) assert.equal((await post(server.url, `${NAME} ${i}`)).status, 201);
   await caughtUp(server.running.metricsUrl as string);
   await server.stop();
 
-  const hash = (JSON.parse(await readFile(join(dir, 'keys.json'), 'utf8')) as { keys: Array<{ sha256: string }> }).keys[0]?.sha256 as string;
+  const hash = (JSON.parse(await readFile(join(dir, 'keys.json'), 'utf8')) as { keys: Array<{ sha256: string }> })
+    .keys[0]?.sha256 as string;
   for (const file of await filesBelow(replica)) {
     const bytes = await readFile(file);
-    assert.ok(!bytes.includes(NAME) && !bytes.includes('Quokka') && !bytes.includes(hash), `${file} holds something in clear`);
+    assert.ok(
+      !bytes.includes(NAME) && !bytes.includes('Quokka') && !bytes.includes(hash),
+      `${file} holds something in clear`,
+    );
     if (!file.endsWith('store.json')) assert.equal(bytes.subarray(0, 6).toString(), 'PSEAL1', file);
   }
   const restored = await runCli(['restore', join(root, 'restored'), '--from', replica, '--replicate-key-file', key]);
@@ -55,11 +67,17 @@ test('sealed replicas hold no pet, name or key hash in clear, restore and verify
 
   const without = await runCli(['restore', join(root, 'without'), '--from', replica]);
   assert.equal(without.code, 1);
-  assert.match(without.stderr, /^restore failed: lineages\/.* is sealed: give the key file it was sealed with \(--replicate-key-file\)\n$/);
+  assert.match(
+    without.stderr,
+    /^restore failed: lineages\/.* is sealed: give the key file it was sealed with \(--replicate-key-file\)\n$/,
+  );
   const other = await keyFile(root, 'other.key');
   const wrong = await runCli(['restore', join(root, 'wrong'), '--from', replica, '--replicate-key-file', other]);
   assert.equal(wrong.code, 1);
-  assert.match(wrong.stderr, /^restore failed: lineages\/.* is sealed with key [0-9a-f]{16}, which the key file does not hold\n$/);
+  assert.match(
+    wrong.stderr,
+    /^restore failed: lineages\/.* is sealed with key [0-9a-f]{16}, which the key file does not hold\n$/,
+  );
 });
 
 test('a sealed position replayed into another round, an altered object and a forged position in clear are refused, each named', async (t) => {
@@ -67,14 +85,20 @@ test('a sealed position replayed into another round, an altered object and a for
   const root = await dataDir(t);
   const replica = join(root, 'replica');
   const key = await keyFile(root, 'replica.key');
-  const server = await startServer({ dataDir: join(root, 'data'), replicateTo: replica, replicateInterval: 0.05, metricsPort: 0, replicateKeyFile: key });
+  const server = await startServer({
+    dataDir: join(root, 'data'),
+    replicateTo: replica,
+    replicateInterval: 0.05,
+    metricsPort: 0,
+    replicateKeyFile: key,
+  });
   servers.push(server);
   for (let round = 1; round <= 3; round++) {
     assert.equal((await post(server.url, `pet ${round}`)).status, 201);
     await caughtUp(server.running.metricsUrl as string);
   }
   await server.stop();
-  const [lineage] = await readdir(join(replica, 'lineages')) as [string];
+  const [lineage] = (await readdir(join(replica, 'lineages'))) as [string];
   const positions = join(replica, 'lineages', lineage, 'positions');
   const names = (await readdir(positions)).sort();
   const newest = names.at(-1) as string;
@@ -83,7 +107,10 @@ test('a sealed position replayed into another round, an altered object and a for
   await copyFile(join(positions, names.at(-2) as string), join(positions, newest));
   const replayed = await runCli(['restore', join(root, 'replayed'), '--from', replica, '--replicate-key-file', key]);
   assert.equal(replayed.code, 1);
-  assert.match(replayed.stderr, new RegExp(`${newest} does not open under its key: forged, altered or moved from another name`));
+  assert.match(
+    replayed.stderr,
+    new RegExp(`${newest} does not open under its key: forged, altered or moved from another name`),
+  );
   const verifyReplayed = await runCli(['verify', '--from', replica, '--replicate-key-file', key]);
   assert.equal(verifyReplayed.code, 1);
   assert.match(verifyReplayed.stdout, new RegExp(`positions/${newest} does not open under its key`));
@@ -109,7 +136,13 @@ test('a rotated key file seals the next lineage with its new key and still opens
   const dir = join(root, 'data');
   const replica = join(root, 'replica');
   const key = await keyFile(root, 'replica.key');
-  const first = await startServer({ dataDir: dir, replicateTo: replica, replicateInterval: 0.05, metricsPort: 0, replicateKeyFile: key });
+  const first = await startServer({
+    dataDir: dir,
+    replicateTo: replica,
+    replicateInterval: 0.05,
+    metricsPort: 0,
+    replicateKeyFile: key,
+  });
   servers.push(first);
   assert.equal((await post(first.url, 'under the first key')).status, 201);
   await caughtUp(first.running.metricsUrl as string);
@@ -117,7 +150,13 @@ test('a rotated key file seals the next lineage with its new key and still opens
   const rotated = await runCli(['replicate-key', 'rotate', key]);
   assert.equal(rotated.code, 0, rotated.stderr);
   const newId = /added replica key ([0-9a-f]{16})/.exec(rotated.stdout)?.[1] as string;
-  const second = await startServer({ dataDir: dir, replicateTo: replica, replicateInterval: 0.05, metricsPort: 0, replicateKeyFile: key });
+  const second = await startServer({
+    dataDir: dir,
+    replicateTo: replica,
+    replicateInterval: 0.05,
+    metricsPort: 0,
+    replicateKeyFile: key,
+  });
   servers.push(second);
   assert.equal((await post(second.url, 'under the second key')).status, 201);
   await caughtUp(second.running.metricsUrl as string);

@@ -8,10 +8,14 @@ import type { TestContext } from 'node:test';
 import { request, type Response, type ServerProcess } from './helpers.js';
 import { scrape } from './metrics-support.js';
 
-export const post = (url: string, name: string, key?: string): Promise<Response> => request(url, 'POST', '/v1/pets', {
-  headers: [['content-type', 'application/json'], ...(key === undefined ? [] : [['idempotency-key', key] as [string, string]])],
-  body: JSON.stringify({ name, categoryId: 7 }),
-});
+export const post = (url: string, name: string, key?: string): Promise<Response> =>
+  request(url, 'POST', '/v1/pets', {
+    headers: [
+      ['content-type', 'application/json'],
+      ...(key === undefined ? [] : [['idempotency-key', key] as [string, string]]),
+    ],
+    body: JSON.stringify({ name, categoryId: 7 }),
+  });
 
 /** Polls the metrics until nothing durable is unshipped and a position was written. */
 export async function caughtUp(metricsUrl: string): Promise<void> {
@@ -19,8 +23,12 @@ export async function caughtUp(metricsUrl: string): Promise<void> {
   for (;;) {
     const { families } = await scrape(metricsUrl);
     const value = (name: string): number | undefined => families.get(name)?.series[0]?.value;
-    if (value('petstore_replication_lag_seconds') === 0 && value('petstore_replication_lag_bytes') === 0
-      && value('petstore_replication_last_success_timestamp_seconds') !== undefined) return;
+    if (
+      value('petstore_replication_lag_seconds') === 0 &&
+      value('petstore_replication_lag_bytes') === 0 &&
+      value('petstore_replication_last_success_timestamp_seconds') !== undefined
+    )
+      return;
     if (Date.now() > deadline) throw new Error('replication did not catch up within 10 s');
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -48,12 +56,15 @@ export function stopsFor(t: TestContext): Array<{ stop(): Promise<void> }> {
  */
 export async function shiftedClock(dir: string, offsetMs: number): Promise<NodeJS.ProcessEnv> {
   const preload = join(dir, 'shift-clock.cjs');
-  await writeFile(preload, `const Real = Date;
+  await writeFile(
+    preload,
+    `const Real = Date;
 class Shifted extends Real {
   constructor(...args) { if (args.length === 0) super(Real.now() + ${offsetMs}); else super(...args); }
   static now() { return Real.now() + ${offsetMs}; }
 }
 globalThis.Date = Shifted;
-`);
+`,
+  );
   return { NODE_OPTIONS: `--require ${preload}` };
 }

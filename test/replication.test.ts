@@ -12,7 +12,15 @@ import { dataDir } from './store-support.js';
 
 const positions = async (replica: string): Promise<string[]> => {
   const lineages = await readdir(join(replica, 'lineages'));
-  return (await Promise.all(lineages.map(async (l) => (await readdir(join(replica, 'lineages', l, 'positions'))).map((p) => `${l}/positions/${p}`)))).flat().sort();
+  return (
+    await Promise.all(
+      lineages.map(async (l) =>
+        (await readdir(join(replica, 'lineages', l, 'positions'))).map((p) => `${l}/positions/${p}`),
+      ),
+    )
+  )
+    .flat()
+    .sort();
 };
 
 test('what a server replicates restores to a new directory that serves the same pets, keeps the key hashes and Idempotency-Keys, and hands out ids past every one handed out', async (t) => {
@@ -25,7 +33,8 @@ test('what a server replicates restores to a new directory that serves the same 
   const apiKey = /pet_[A-Za-z0-9_-]+/.exec(keyed.stdout)?.[0] as string;
   const server = await startServer({ dataDir: dir, replicateTo: replica, replicateInterval: 0.05, metricsPort: 0 });
   servers.push(server);
-  for (let i = 1; i <= 30; i++) assert.equal((await post(server.url, `pet ${i}`, i % 3 === 0 ? `key-${i}` : undefined)).status, 201);
+  for (let i = 1; i <= 30; i++)
+    assert.equal((await post(server.url, `pet ${i}`, i % 3 === 0 ? `key-${i}` : undefined)).status, 201);
   await caughtUp(server.running.metricsUrl as string);
   const before = await server.request('GET', '/v1/pets?limit=100');
 
@@ -33,21 +42,46 @@ test('what a server replicates restores to a new directory that serves the same 
   const target = join(root, 'restored');
   const restored = await runCli(['restore', target, '--from', replica]);
   assert.equal(restored.code, 0, restored.stderr);
-  assert.match(restored.stdout, /^restored 30 pets \(last id 30\) as of .* from .* to .*; new pets get ids after [0-9]+\n$/);
-  assert.deepEqual((await readdir(target)).sort(), ['keys.json', 'pets-ids.json', 'pets-journal.1.jsonl', 'pets.json', 'replication.json']);
+  assert.match(
+    restored.stdout,
+    /^restored 30 pets \(last id 30\) as of .* from .* to .*; new pets get ids after [0-9]+\n$/,
+  );
+  assert.deepEqual((await readdir(target)).sort(), [
+    'keys.json',
+    'pets-ids.json',
+    'pets-journal.1.jsonl',
+    'pets.json',
+    'replication.json',
+  ]);
   assert.equal(await readFile(join(target, 'keys.json'), 'utf8'), await readFile(join(dir, 'keys.json'), 'utf8'));
   const store = JSON.parse(await readFile(join(dir, 'replication.json'), 'utf8')).store as string;
-  assert.equal(JSON.parse(await readFile(join(target, 'replication.json'), 'utf8')).store, store, 'the same store goes on');
+  assert.equal(
+    JSON.parse(await readFile(join(target, 'replication.json'), 'utf8')).store,
+    store,
+    'the same store goes on',
+  );
 
   // The restored store is the same store, but its history is not the newest at the destination until it is told to take it over.
   const refused = await runCli(['--data-dir', target, '--replicate-to', replica], { PETSTORE_API_KEYS: TEST_KEY });
   assert.equal(refused.code, 1);
-  assert.match(refused.stderr, new RegExp(`this directory was restored from it .*start with --replicate-take-over ${store}; `
-    + 'for a restore drill, start without --replicate-to\n$'));
-  const again = await spawnServerFor(t, ['--data-dir', target, '--replicate-to', replica, '--replicate-interval', '0.05',
-    '--replicate-take-over', store], { PETSTORE_API_KEYS: TEST_KEY });
+  assert.match(
+    refused.stderr,
+    new RegExp(
+      `this directory was restored from it .*start with --replicate-take-over ${store}; ` +
+        'for a restore drill, start without --replicate-to\n$',
+    ),
+  );
+  const again = await spawnServerFor(
+    t,
+    ['--data-dir', target, '--replicate-to', replica, '--replicate-interval', '0.05', '--replicate-take-over', store],
+    { PETSTORE_API_KEYS: TEST_KEY },
+  );
   assert.equal((await request(again.url, 'GET', '/v1/pets?limit=100')).text, before.text);
-  assert.equal((await request(again.url, 'GET', '/v1/pets/1', { auth: apiKey })).status, 200, 'the key made with keys create works');
+  assert.equal(
+    (await request(again.url, 'GET', '/v1/pets/1', { auth: apiKey })).status,
+    200,
+    'the key made with keys create works',
+  );
   const retry = await post(again.url, 'pet 9', 'key-9');
   assert.equal(retry.status, 201);
   assert.equal(retry.headers['idempotent-replayed'], 'true');
@@ -67,7 +101,12 @@ test('verify --from finds an object changed at the destination and a position mi
   const servers = stopsFor(t);
   const root = await dataDir(t);
   const replica = join(root, 'replica');
-  const server = await startServer({ dataDir: join(root, 'data'), replicateTo: replica, replicateInterval: 0.05, metricsPort: 0 });
+  const server = await startServer({
+    dataDir: join(root, 'data'),
+    replicateTo: replica,
+    replicateInterval: 0.05,
+    metricsPort: 0,
+  });
   servers.push(server);
   for (let round = 0; round < 4; round++) {
     assert.equal((await post(server.url, `pet ${round}`)).status, 201);
@@ -102,27 +141,39 @@ test('verify --from finds an object changed at the destination and a position mi
   assert.match(usage.stderr, /usage: restore <new-dir> --from <replica-dir | s3:\/\/bucket\/prefix>/);
 });
 
-test('a destination that cannot be used refuses the start: inside the data directory, another store\'s (until taken over by its id), a URL', async (t) => {
+test("a destination that cannot be used refuses the start: inside the data directory, another store's (until taken over by its id), a URL", async (t) => {
   const root = await dataDir(t);
   const dir = join(root, 'data');
-  const inside = await runCli(['--data-dir', dir, '--replicate-to', join(dir, 'replica')], { PETSTORE_API_KEYS: TEST_KEY });
+  const inside = await runCli(['--data-dir', dir, '--replicate-to', join(dir, 'replica')], {
+    PETSTORE_API_KEYS: TEST_KEY,
+  });
   assert.equal(inside.code, 1);
-  assert.match(inside.stderr, /^cannot start: --replicate-to .*\/data\/replica is the data directory or inside it; replicas go elsewhere/);
-  const url = await runCli(['--data-dir', dir, '--replicate-to', 'ftp://user:secret@host/x'], { PETSTORE_API_KEYS: TEST_KEY });
+  assert.match(
+    inside.stderr,
+    /^cannot start: --replicate-to .*\/data\/replica is the data directory or inside it; replicas go elsewhere/,
+  );
+  const url = await runCli(['--data-dir', dir, '--replicate-to', 'ftp://user:secret@host/x'], {
+    PETSTORE_API_KEYS: TEST_KEY,
+  });
   assert.equal(url.code, 1);
   assert.doesNotMatch(url.stderr, /secret/);
 
   const replica = join(root, 'replica');
   const first = await startServer({ dataDir: join(root, 'one'), replicateTo: replica });
   await first.stop();
-  const other = await runCli(['--data-dir', join(root, 'two'), '--replicate-to', replica], { PETSTORE_API_KEYS: TEST_KEY });
+  const other = await runCli(['--data-dir', join(root, 'two'), '--replicate-to', replica], {
+    PETSTORE_API_KEYS: TEST_KEY,
+  });
   assert.equal(other.code, 1);
   const owner = /another store \(([0-9a-f]{32})\)/.exec(other.stderr)?.[1];
   assert.ok(owner !== undefined, other.stderr);
   assert.match(other.stderr, new RegExp(`or to make it this store's: --replicate-take-over ${owner}\\n$`));
   const taken = await startServer({ dataDir: join(root, 'two'), replicateTo: replica, replicateTakeOver: owner });
   await taken.stop();
-  assert.equal(JSON.parse(await readFile(join(replica, 'store.json'), 'utf8')).store, JSON.parse(await readFile(join(root, 'two', 'replication.json'), 'utf8')).store);
+  assert.equal(
+    JSON.parse(await readFile(join(replica, 'store.json'), 'utf8')).store,
+    JSON.parse(await readFile(join(root, 'two', 'replication.json'), 'utf8')).store,
+  );
 });
 
 test('after repair the new directory is a store of its own: its start with the old destination is refused until told to take it over, and it then writes a lineage of its own', async (t) => {
@@ -142,7 +193,13 @@ test('after repair the new directory is a store of its own: its start with the o
   assert.equal(refused.code, 1);
   const owner = /another store \(([0-9a-f]{32})\)/.exec(refused.stderr)?.[1] as string;
   assert.equal(owner, JSON.parse(await readFile(join(dir, 'replication.json'), 'utf8')).store);
-  const taken = await startServer({ dataDir: repaired, replicateTo: replica, replicateInterval: 0.05, replicateTakeOver: owner, metricsPort: 0 });
+  const taken = await startServer({
+    dataDir: repaired,
+    replicateTo: replica,
+    replicateInterval: 0.05,
+    replicateTakeOver: owner,
+    metricsPort: 0,
+  });
   servers.push(taken);
   await caughtUp(taken.running.metricsUrl as string);
   await taken.stop();

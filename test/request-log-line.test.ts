@@ -23,13 +23,22 @@ function written(entry: RequestLogEntry, at = 5, size = 4096, time = TIME): stri
   const end = writeRequestLine(buffer, at, time, entry);
   if (end === -1) return undefined;
   assert.equal(buffer.subarray(0, at).toString('latin1'), '*'.repeat(at), 'nothing is written before `at`');
-  assert.ok(buffer.subarray(end).every((b) => b === 0x2a), 'nothing is written after the end it returns');
+  assert.ok(
+    buffer.subarray(end).every((b) => b === 0x2a),
+    'nothing is written after the end it returns',
+  );
   return buffer.toString('utf8', at, end);
 }
 
-const base: RequestLogEntry = { id: '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0', method: 'GET', path: '/v1/pets/17', status: 200, ms: 0.37 };
+const base: RequestLogEntry = {
+  id: '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0',
+  method: 'GET',
+  path: '/v1/pets/17',
+  status: 200,
+  ms: 0.37,
+};
 
-test('the bytes of a line are JSON.stringify\'s, to the byte, with every optional field and every status and ms', () => {
+test("the bytes of a line are JSON.stringify's, to the byte, with every optional field and every status and ms", () => {
   const entries: RequestLogEntry[] = [
     base,
     { ...base, method: 'POST', path: '/v1/pets', status: 201, ms: 12 },
@@ -38,13 +47,41 @@ test('the bytes of a line are JSON.stringify\'s, to the byte, with every optiona
     { ...base, traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' },
     { ...base, client: '203.0.113.9' },
     { ...base, client: '2001:db8::17', status: 401, code: 'unauthorized' },
-    { ...base, status: 429, code: 'rate_limited', keyId: 'k', client: '::1', traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' },
+    {
+      ...base,
+      status: 429,
+      code: 'rate_limited',
+      keyId: 'k',
+      client: '::1',
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      spanId: '00f067aa0ba902b7',
+    },
     { ...base, id: '', path: '', method: '' },
     { ...base, path: ` !#$%&'()*+,-./09:;<=>?@AZ[]^_\`az{|}~` }, // every kind of printable ASCII but '"' and '\'
   ];
   for (let status = 100; status <= 999; status++) entries.push({ ...base, status });
   // Whole hundredths, as the app gives them, and what an embedder may: JavaScript's own digits for each.
-  for (const ms of [0, -0, 0.01, 0.1, 0.5, 1, 9.99, 10, 100.05, 123.45, 99999.99, 1 / 3, 0.125, 1e21, 1e-7, 2 ** 53, -1.5, 2 ** 46 / 100, 77923018788499.6]) {
+  for (const ms of [
+    0,
+    -0,
+    0.01,
+    0.1,
+    0.5,
+    1,
+    9.99,
+    10,
+    100.05,
+    123.45,
+    99999.99,
+    1 / 3,
+    0.125,
+    1e21,
+    1e-7,
+    2 ** 53,
+    -1.5,
+    2 ** 46 / 100,
+    77923018788499.6,
+  ]) {
     entries.push({ ...base, ms });
   }
   for (const entry of entries) {
@@ -77,14 +114,24 @@ test('a line whose fields need escaping, are not ASCII, or whose status is not t
   for (const entry of refused) {
     assert.equal(written(entry), undefined, JSON.stringify(entry));
     const line = requestLine(TIME, entry);
-    if (Number.isInteger(entry.status)) assert.equal(line, expected(TIME, entry), `the text path writes it: ${JSON.stringify(entry)}`);
+    if (Number.isInteger(entry.status))
+      assert.equal(line, expected(TIME, entry), `the text path writes it: ${JSON.stringify(entry)}`);
   }
 });
 
 test('a line is refused when it does not fit, at every length short of its own, and fits exactly at its own', () => {
-  const entry = { ...base, status: 404, client: '198.51.100.7', code: 'not_found', keyId: 'reader', traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
+  const entry = {
+    ...base,
+    status: 404,
+    client: '198.51.100.7',
+    code: 'not_found',
+    keyId: 'reader',
+    traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+    spanId: '00f067aa0ba902b7',
+  };
   const length = Buffer.byteLength(expected(TIME, entry));
-  for (let room = 0; room < length; room++) assert.equal(written(entry, 3, 3 + room), undefined, `${room} bytes of room`);
+  for (let room = 0; room < length; room++)
+    assert.equal(written(entry, 3, 3 + room), undefined, `${room} bytes of room`);
   assert.equal(written(entry, 3, 3 + length), expected(TIME, entry));
 });
 
@@ -106,7 +153,7 @@ test('ms is written as JavaScript writes the number: every hundredth to 2,000 ms
   check((2 ** 46 - 1) / 100);
 });
 
-test('an embedder\'s entry with a number or nothing where a string belongs, or NaN, takes the text path, which writes JSON', () => {
+test("an embedder's entry with a number or nothing where a string belongs, or NaN, takes the text path, which writes JSON", () => {
   const odd = [
     { ...base, id: 42 as unknown as string },
     { ...base, path: undefined as unknown as string },
@@ -117,11 +164,15 @@ test('an embedder\'s entry with a number or nothing where a string belongs, or N
   for (const entry of odd) {
     assert.equal(written(entry), undefined, String(entry.id));
     const line = JSON.parse(requestLine(TIME, entry)) as Record<string, unknown>;
-    assert.equal(line['msg'], 'request');
+    assert.equal(line.msg, 'request');
   }
-  assert.equal(JSON.parse(requestLine(TIME, odd[0] as RequestLogEntry))['id'], '42', 'written as before: the number as a string');
-  assert.equal(JSON.parse(requestLine(TIME, odd[3] as RequestLogEntry))['status'], null);
-  assert.equal(JSON.parse(requestLine(TIME, odd[4] as RequestLogEntry))['ms'], null);
+  assert.equal(
+    JSON.parse(requestLine(TIME, odd[0] as RequestLogEntry)).id,
+    '42',
+    'written as before: the number as a string',
+  );
+  assert.equal(JSON.parse(requestLine(TIME, odd[3] as RequestLogEntry)).status, null);
+  assert.equal(JSON.parse(requestLine(TIME, odd[4] as RequestLogEntry)).ms, null);
 });
 
 test('a first line whose time is empty still gets its head', () => {

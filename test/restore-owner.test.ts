@@ -23,7 +23,10 @@ async function varLib(t: TestContext): Promise<{ root: string; target: string; r
   const replica = join(root, 'replica');
   const server = await startServer({ dataDir: data, replicateTo: replica, replicateInterval: 0.05 });
   for (let i = 1; i <= 3; i++) {
-    const created = await request(server.url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: JSON.stringify({ name: `pet ${i}`, categoryId: 1 }) });
+    const created = await request(server.url, 'POST', '/v1/pets', {
+      headers: [['content-type', 'application/json']],
+      body: JSON.stringify({ name: `pet ${i}`, categoryId: 1 }),
+    });
     assert.equal(created.status, 201);
   }
   await server.stop();
@@ -41,13 +44,15 @@ async function chownTree(path: string, uid: number): Promise<void> {
 async function ownersBelow(path: string): Promise<number[]> {
   const owners = [(await stat(path)).uid];
   for (const entry of await readdir(path, { withFileTypes: true })) {
-    if (entry.isDirectory()) owners.push(...await ownersBelow(join(path, entry.name)));
+    if (entry.isDirectory()) owners.push(...(await ownersBelow(join(path, entry.name))));
     else owners.push((await stat(join(path, entry.name))).uid);
   }
   return owners;
 }
 
-test('restore and backup as the service user into an empty directory it owns, in a parent it cannot write to', { skip: asOtherUser }, async (t) => {
+test('restore and backup as the service user into an empty directory it owns, in a parent it cannot write to', {
+  skip: asOtherUser,
+}, async (t) => {
   const serverJs = serverForOtherUser(t);
   const { root, target, replica, data } = await varLib(t);
   await chownTree(replica, NOBODY);
@@ -56,7 +61,10 @@ test('restore and backup as the service user into an empty directory it owns, in
   assert.match(restored.stdout, /^restored 3 pets/);
   assert.deepEqual((await readdir(root)).sort(), ['data', 'petstore', 'replica'], 'nothing left beside the target');
   const served = await serveAsOtherUser(t, serverJs, ['--data-dir', target], { PETSTORE_API_KEYS: TEST_KEY });
-  assert.equal(JSON.parse((await request(served.url, 'GET', '/v1/pets', { headers: [['x-api-key', TEST_KEY]] })).text).length, 3);
+  assert.equal(
+    JSON.parse((await request(served.url, 'GET', '/v1/pets', { headers: [['x-api-key', TEST_KEY]] })).text).length,
+    3,
+  );
   served.child.kill('SIGTERM');
   await served.exited;
 
@@ -69,30 +77,42 @@ test('restore and backup as the service user into an empty directory it owns, in
   assert.ok((await readdir(backupDir)).includes('pets.json'));
 });
 
-test('a restore as root into a directory the service user owns leaves every file that user\'s, and its server starts on it', { skip: asOtherUser }, async (t) => {
+test("a restore as root into a directory the service user owns leaves every file that user's, and its server starts on it", {
+  skip: asOtherUser,
+}, async (t) => {
   const serverJs = serverForOtherUser(t);
   const { target, replica } = await varLib(t);
   const restored = await runCli(['restore', target, '--from', replica]);
   assert.equal(restored.code, 0, restored.stderr);
   assert.deepEqual([...new Set(await ownersBelow(target))], [NOBODY]);
   const served = await serveAsOtherUser(t, serverJs, ['--data-dir', target], { PETSTORE_API_KEYS: TEST_KEY });
-  assert.equal(JSON.parse((await request(served.url, 'GET', '/v1/pets', { headers: [['x-api-key', TEST_KEY]] })).text).length, 3);
+  assert.equal(
+    JSON.parse((await request(served.url, 'GET', '/v1/pets', { headers: [['x-api-key', TEST_KEY]] })).text).length,
+    3,
+  );
 });
 
-test('a start as the service user on a data directory root keeps closed names the directory and its owner, not the lock\'s text', { skip: asOtherUser }, async (t) => {
+test("a start as the service user on a data directory root keeps closed names the directory and its owner, not the lock's text", {
+  skip: asOtherUser,
+}, async (t) => {
   const serverJs = serverForOtherUser(t);
   const root = await mkdtemp(join(tmpdir(), 'petstore-varlib-'));
   t.after(() => rm(root, { recursive: true, force: true }));
   await chmod(root, 0o755);
   const data = join(root, 'petstore');
   await mkdir(data, { mode: 0o700 });
-  const refused = await runCli(['--port', '0', '--data-dir', data], { PETSTORE_API_KEYS: TEST_KEY }, 10_000, { serverJs, user: OTHER_USER });
+  const refused = await runCli(['--port', '0', '--data-dir', data], { PETSTORE_API_KEYS: TEST_KEY }, 10_000, {
+    serverJs,
+    user: OTHER_USER,
+  });
   assert.equal(refused.code, 1);
   assert.ok(refused.stderr.includes(`${data} belongs to root (uid 0) with mode 700`), refused.stderr);
   assert.doesNotMatch(refused.stderr, /may not create [0-9]+ /);
 });
 
-test('as root, --replicate-to a directory another user owns is refused in words, and the failed start shows no generated key', { skip: asOtherUser }, async (t) => {
+test('as root, --replicate-to a directory another user owns is refused in words, and the failed start shows no generated key', {
+  skip: asOtherUser,
+}, async (t) => {
   const root = await mkdtemp(join(tmpdir(), 'petstore-varlib-'));
   t.after(() => rm(root, { recursive: true, force: true }));
   const replica = join(root, 'replica');
@@ -100,6 +120,11 @@ test('as root, --replicate-to a directory another user owns is refused in words,
   await chown(replica, NOBODY, NOBODY);
   const refused = await runCli(['--port', '0', '--data-dir', join(root, 'data'), '--replicate-to', replica]);
   assert.equal(refused.code, 1);
-  assert.ok(refused.stderr.startsWith(`cannot start: --replicate-to ${replica} cannot be used: ${replica} is owned by uid ${NOBODY}, neither this user (uid 0) nor root`), refused.stderr);
+  assert.ok(
+    refused.stderr.startsWith(
+      `cannot start: --replicate-to ${replica} cannot be used: ${replica} is owned by uid ${NOBODY}, neither this user (uid 0) nor root`,
+    ),
+    refused.stderr,
+  );
   assert.doesNotMatch(refused.stderr, /ERR_UNSAFE_FILE|pet_/);
 });

@@ -21,13 +21,21 @@ async function servicesDirectory(t: TestContext): Promise<{ dir: string; key: st
   await mkdir(dir, { mode: 0o700 });
   const { key, record } = newKey('ops');
   await updateKeyFile(join(dir, 'keys.json'), () => ({ keys: [record], result: undefined }));
-  await writeFile(join(dir, 'pets.json'), `{"format":"petstore-pets/1","pets":[\n${petJson({ id: 1, name: 'Rex', categoryId: 7n })}\n]}\n`, { mode: 0o600 });
-  await writeFile(join(dir, 'pets-journal.1.jsonl'), petJson({ id: 2, name: 'Tom', categoryId: 7n }) + '\n', { mode: 0o600 });
+  await writeFile(
+    join(dir, 'pets.json'),
+    `{"format":"petstore-pets/1","pets":[\n${petJson({ id: 1, name: 'Rex', categoryId: 7n })}\n]}\n`,
+    { mode: 0o600 },
+  );
+  await writeFile(join(dir, 'pets-journal.1.jsonl'), `${petJson({ id: 2, name: 'Tom', categoryId: 7n })}\n`, {
+    mode: 0o600,
+  });
   for (const name of ['', ...(await readdir(dir))]) await chown(join(dir, name), NOBODY, NOBODY);
   return { dir, key, id: record.id };
 }
 
-test('as root on the service user\'s directory, "keys list", "verify" and "backup" work and leave its server serving', { skip: asOtherUser }, async (t) => {
+test('as root on the service user\'s directory, "keys list", "verify" and "backup" work and leave its server serving', {
+  skip: asOtherUser,
+}, async (t) => {
   const serverJs = serverForOtherUser(t);
   const { dir, key, id } = await servicesDirectory(t);
   const listed = await runCli(['keys', 'list', '--data-dir', dir], {}, 5000, { serverJs });
@@ -39,18 +47,24 @@ test('as root on the service user\'s directory, "keys list", "verify" and "backu
   const dest = join(dir, '..', 'backup');
   const backedUp = await runCli(['backup', dest, '--data-dir', dir], {}, 5000, { serverJs });
   assert.equal(backedUp.code, 0, backedUp.stderr);
-  assert.equal((await stat(join(dest, 'keys.json'))).uid, 0, 'the backup is the caller\'s');
-  for (const name of await readdir(dir)) assert.equal((await stat(join(dir, name))).uid, NOBODY, `${name} is still the service user's`);
+  assert.equal((await stat(join(dest, 'keys.json'))).uid, 0, "the backup is the caller's");
+  for (const name of await readdir(dir))
+    assert.equal((await stat(join(dir, name))).uid, NOBODY, `${name} is still the service user's`);
   const server = await serveAsOtherUser(t, serverJs, ['--data-dir', dir]);
   assert.equal((await request(server.url, 'GET', '/v1/pets', { auth: key })).status, 200);
 });
 
-test('a file of a third user in the directory is refused without advising a chown, and "verify" exits 2 there, not 1 (damage)', { skip: asOtherUser }, async (t) => {
+test('a file of a third user in the directory is refused without advising a chown, and "verify" exits 2 there, not 1 (damage)', {
+  skip: asOtherUser,
+}, async (t) => {
   const serverJs = serverForOtherUser(t);
   const { dir } = await servicesDirectory(t);
   await chown(join(dir, 'pets.json'), 12345, 12345);
   const verified = await runCli(['verify', '--data-dir', dir], {}, 5000, { serverJs });
   assert.equal(verified.code, 2, verified.stdout + verified.stderr);
-  assert.equal(verified.stderr, `verify failed: ${dir}/pets.json is owned by uid 12345, neither this user (uid 0) nor root; refusing to use it: run this as the user it belongs to (uid 12345)\n`);
+  assert.equal(
+    verified.stderr,
+    `verify failed: ${dir}/pets.json is owned by uid 12345, neither this user (uid 0) nor root; refusing to use it: run this as the user it belongs to (uid 12345)\n`,
+  );
   assert.doesNotMatch(verified.stderr, /chown/);
 });

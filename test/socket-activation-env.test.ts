@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { test } from 'node:test';
 import { activatedSocket } from '#dist/service/socket-activation.js';
 
-test('variables naming another pid are not this process\'s: no socket, and they are left alone', () => {
+test("variables naming another pid are not this process's: no socket, and they are left alone", () => {
   const env = { LISTEN_PID: '1', LISTEN_FDS: '1' };
   assert.equal(activatedSocket(env, 4242), undefined);
   assert.deepEqual(env, { LISTEN_PID: '1', LISTEN_FDS: '1' });
@@ -23,11 +23,14 @@ test('more than one socket, or a count that is not one, refuses with a message t
   ] as const;
   for (const [count, said] of cases) {
     const env = { LISTEN_PID: '4242', LISTEN_FDS: count };
-    assert.throws(() => activatedSocket(env, 4242), (error: Error & { code?: string }) => {
-      assert.equal(error.code, 'ERR_PETSTORE_SOCKET_ACTIVATION');
-      assert.ok(error.message.startsWith(said), error.message);
-      return true;
-    });
+    assert.throws(
+      () => activatedSocket(env, 4242),
+      (error: Error & { code?: string }) => {
+        assert.equal(error.code, 'ERR_PETSTORE_SOCKET_ACTIVATION');
+        assert.ok(error.message.startsWith(said), error.message);
+        return true;
+      },
+    );
     assert.deepEqual(env, {}, 'the variables are removed once read');
   }
 });

@@ -50,10 +50,13 @@ test(restart, { ...needsPython, timeout: 120_000 }, async (t) => {
   const client = async (n: number): Promise<void> => {
     for (let i = 0; running; i++) {
       const started = performance.now();
-      const res = i % 2 === 0
-        ? await request(url, 'POST', '/v1/pets', { body: JSON.stringify({ name: `${n} ${i}`, categoryId: n }),
-          headers: JSON_TYPE }).catch((e: Error) => e)
-        : await request(url, 'GET', '/v1/pets?limit=20').catch((e: Error) => e);
+      const res =
+        i % 2 === 0
+          ? await request(url, 'POST', '/v1/pets', {
+              body: JSON.stringify({ name: `${n} ${i}`, categoryId: n }),
+              headers: JSON_TYPE,
+            }).catch((e: Error) => e)
+          : await request(url, 'GET', '/v1/pets?limit=20').catch((e: Error) => e);
       longest = Math.max(longest, performance.now() - started);
       if (res instanceof Error) failures.push(`client ${n}: ${res.message}`);
       else if (res.status !== (i % 2 === 0 ? 201 : 200)) failures.push(`client ${n}: ${res.status} ${res.text}`);
@@ -75,13 +78,17 @@ test(restart, { ...needsPython, timeout: 120_000 }, async (t) => {
   const all = await request(url, 'GET', `/v1/pets?limit=100&after=${Math.min(...created) - 1}`);
   assert.equal(all.status, 200);
   const listed = new Set<number>();
-  for (let page = all; ;) {
+  for (let page = all; ; ) {
     for (const pet of page.json as { id: number }[]) listed.add(pet.id);
-    const next = /<[^>]*after=(\d+)>; rel="next"/.exec(String(page.headers['link'] ?? ''));
+    const next = /<[^>]*after=(\d+)>; rel="next"/.exec(String(page.headers.link ?? ''));
     if (next === null) break;
     page = await request(url, 'GET', `/v1/pets?limit=100&after=${next[1]}`);
   }
-  assert.deepEqual(created.filter((id) => !listed.has(id)), [], 'every acknowledged pet is served by the new process');
+  assert.deepEqual(
+    created.filter((id) => !listed.has(id)),
+    [],
+    'every acknowledged pet is served by the new process',
+  );
   t.diagnostic(`${created.length} pets created, longest wait ${Math.round(longest)} ms`);
   assert.equal(await launcher.stop(), 0);
 });

@@ -12,8 +12,8 @@ import { SERVER_JS, waitFor, within } from './helpers.js';
 const LAUNCHER = resolve(__dirname, '../../bench/socket-launcher.py');
 
 /** Test options: skipped, saying why, where python3 is missing. */
-export const needsPython = spawnSync('python3', ['--version']).status === 0 ? {}
-  : { skip: 'python3 is not installed: no launcher' };
+export const needsPython =
+  spawnSync('python3', ['--version']).status === 0 ? {} : { skip: 'python3 is not installed: no launcher' };
 
 export interface SocketLauncher {
   /** The port of the socket it holds. */
@@ -29,10 +29,15 @@ export interface SocketLauncher {
  * ended (and its server killed) when `t` ends.
  */
 export async function socketLauncher(
-  t: TestContext, args: string[], env: NodeJS.ProcessEnv, serverJs = SERVER_JS,
+  t: TestContext,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  serverJs = SERVER_JS,
 ): Promise<SocketLauncher> {
-  const child = spawn('python3', [LAUNCHER, process.execPath, serverJs, ...args],
-    { env: { PATH: process.env['PATH'], ...env }, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn('python3', [LAUNCHER, process.execPath, serverJs, ...args], {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
   t.after(async () => {
     child.stdin.end();

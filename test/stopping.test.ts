@@ -46,7 +46,7 @@ class Wire {
   /** The final answers received so far (interim 1xx skipped). */
   answers(): RawAnswer[] {
     const answers: RawAnswer[] = [];
-    for (let rest = this.data; rest.length > 0;) {
+    for (let rest = this.data; rest.length > 0; ) {
       const parsed = parseResponse(rest, false, false);
       if (parsed === undefined) break;
       answers.push(parsed.answer);
@@ -74,7 +74,7 @@ const exitOf = (server: ServerProcess): Promise<{ code: number | null; signal: N
 
 async function listAll(url: string): Promise<Array<{ id: number; name: string }>> {
   const pets: Array<{ id: number; name: string }> = [];
-  for (let after = 0; ;) {
+  for (let after = 0; ; ) {
     const page = await request(url, 'GET', `/v1/pets?limit=100&after=${after}`, { auth: KEY });
     const batch = page.json as Array<{ id: number; name: string }>;
     pets.push(...batch);
@@ -104,7 +104,7 @@ for (const first of ['SIGTERM', 'SIGINT'] as const) {
     await waitFor(() => wire.answers().length === 1, 5000, 'the in-flight answer');
     const answer = wire.answers()[0] as RawAnswer;
     assert.equal(answer.status, 201);
-    assert.deepEqual(answer.headers['connection'], ['close'], 'a response sent during the stop says close');
+    assert.deepEqual(answer.headers.connection, ['close'], 'a response sent during the stop says close');
     assert.deepEqual(await exitOf(server), { code: 0, signal: null });
     await assertStopped(dir);
     assert.ok(!(await readdir(dir)).includes('petstore.lock'), 'the lock is released');
@@ -160,7 +160,7 @@ test('during the stop, a request arriving on an open keep-alive connection gets 
   await waitFor(() => open.answers().length === 2, 5000, 'the answer to the late request');
   const refused = open.answers()[1] as RawAnswer;
   assert.equal(refused.status, 503, refused.head);
-  assert.deepEqual(refused.headers['connection'], ['close']);
+  assert.deepEqual(refused.headers.connection, ['close']);
   assert.ok(refused.headers['retry-after'] !== undefined, 'Retry-After');
   assert.deepEqual(refused.headers['content-type'], ['application/json']);
   assert.equal((JSON.parse(refused.body.toString('utf8')) as { code: string }).code, 'unavailable');
@@ -169,11 +169,15 @@ test('during the stop, a request arriving on an open keep-alive connection gets 
   inFlight.socket.write(PET('Kept'));
   await waitFor(() => inFlight.answers().length === 1, 5000, 'the in-flight answer');
   assert.equal(inFlight.answers()[0]?.status, 201);
-  assert.deepEqual(inFlight.answers()[0]?.headers['connection'], ['close']);
+  assert.deepEqual(inFlight.answers()[0]?.headers.connection, ['close']);
   assert.deepEqual(await exitOf(server), { code: 0, signal: null });
 
   const again = await spawnServerFor(t, ['--data-dir', dir], ENV);
-  assert.deepEqual((await listAll(again.url)).map((p) => p.name), ['Kept'], 'the refused create stored nothing');
+  assert.deepEqual(
+    (await listAll(again.url)).map((p) => p.name),
+    ['Kept'],
+    'the refused create stored nothing',
+  );
   again.child.kill('SIGTERM');
   assert.deepEqual(await exitOf(again), { code: 0, signal: null });
 });
@@ -217,20 +221,40 @@ async function createLoop(url: string, label: string, max: number, onCreated: ()
       const name = `${label}-${i}`;
       const body = PET(name);
       const outcome = await new Promise<Outcome>((resolvePromise) => {
-        const req = httpRequest({
-          host: hostname, port, method: 'POST', path: '/v1/pets', agent,
-          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        }, (res) => {
-          let text = '';
-          res.setEncoding('utf8').on('data', (s: string) => (text += s)).on('end', () => {
-            const json = JSON.parse(text) as { id?: number; code?: string };
-            resolvePromise({
-              name, status: res.statusCode ?? 0, connection: res.headers.connection, retryAfter: res.headers['retry-after'],
-              ...(json.id === undefined ? {} : { id: json.id }), ...(json.code === undefined ? {} : { code: json.code }),
-            });
-          });
-        });
-        req.on('error', (error: NodeJS.ErrnoException) => resolvePromise({ name, error: `${error.code ?? ''} ${error.message}` }));
+        const req = httpRequest(
+          {
+            host: hostname,
+            port,
+            method: 'POST',
+            path: '/v1/pets',
+            agent,
+            headers: {
+              authorization: `Bearer ${KEY}`,
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(body),
+            },
+          },
+          (res) => {
+            let text = '';
+            res
+              .setEncoding('utf8')
+              .on('data', (s: string) => (text += s))
+              .on('end', () => {
+                const json = JSON.parse(text) as { id?: number; code?: string };
+                resolvePromise({
+                  name,
+                  status: res.statusCode ?? 0,
+                  connection: res.headers.connection,
+                  retryAfter: res.headers['retry-after'],
+                  ...(json.id === undefined ? {} : { id: json.id }),
+                  ...(json.code === undefined ? {} : { code: json.code }),
+                });
+              });
+          },
+        );
+        req.on('error', (error: NodeJS.ErrnoException) =>
+          resolvePromise({ name, error: `${error.code ?? ''} ${error.message}` }),
+        );
         req.end(body);
       });
       outcomes.push(outcome);
@@ -243,7 +267,9 @@ async function createLoop(url: string, label: string, max: number, onCreated: ()
   return outcomes;
 }
 
-test('keep-alive clients creating pets while SIGTERM arrives: no reset, every answer 201 or 503, every 201 kept', { timeout: 60_000 }, async (t) => {
+test('keep-alive clients creating pets while SIGTERM arrives: no reset, every answer 201 or 503, every 201 kept', {
+  timeout: 60_000,
+}, async (t) => {
   const CLIENTS = 12;
   for (let round = 0; round < 3; round++) {
     const dir = await tempDirFor(t, 'petstore-stop-');
@@ -256,14 +282,25 @@ test('keep-alive clients creating pets while SIGTERM arrives: no reset, every an
         server.child.kill('SIGTERM');
       }
     };
-    const results = await Promise.all(Array.from({ length: CLIENTS }, (_, c) => createLoop(server.url, `r${round}c${c}`, 2_000, onCreated)));
+    const results = await Promise.all(
+      Array.from({ length: CLIENTS }, (_, c) => createLoop(server.url, `r${round}c${c}`, 2_000, onCreated)),
+    );
     assert.ok(signalled, 'the stop began while clients were creating');
     assert.deepEqual(await exitOf(server), { code: 0, signal: null });
 
     const all = results.flat();
     const errors = all.filter((o) => o.error !== undefined).map((o) => o.error as string);
-    assert.deepEqual(errors.filter((e) => !e.startsWith('ECONNREFUSED')), [], 'only refused connections, never a reset');
-    assert.deepEqual([...new Set(all.filter((o) => o.status !== undefined).map((o) => o.status))].filter((s) => s !== 201 && s !== 503), []);
+    assert.deepEqual(
+      errors.filter((e) => !e.startsWith('ECONNREFUSED')),
+      [],
+      'only refused connections, never a reset',
+    );
+    assert.deepEqual(
+      [...new Set(all.filter((o) => o.status !== undefined).map((o) => o.status))].filter(
+        (s) => s !== 201 && s !== 503,
+      ),
+      [],
+    );
     for (const o of all.filter((x) => x.status === 503)) {
       assert.equal(o.connection, 'close');
       assert.equal(o.code, 'unavailable');
@@ -287,11 +324,18 @@ test('keep-alive clients creating pets while SIGTERM arrives: no reset, every an
 const ROOT = resolve(__dirname, '../..');
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  test(`npm start passes ${signal} on: the server stops gracefully when npm itself is signalled`, { timeout: 30_000 }, async (t) => {
+  test(`npm start passes ${signal} on: the server stops gracefully when npm itself is signalled`, {
+    timeout: 30_000,
+  }, async (t) => {
     const dir = await tempDirFor(t, 'petstore-npm-');
     const npm = spawn('npm', ['start', '--', '--port', '0', '--data-dir', dir], {
       cwd: ROOT,
-      env: { PATH: process.env['PATH'], HOME: process.env['HOME'], PETSTORE_API_KEYS: KEY, npm_config_update_notifier: 'false' },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        PETSTORE_API_KEYS: KEY,
+        npm_config_update_notifier: 'false',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -308,7 +352,16 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     assert.ok(match !== null, out);
     serverPid = Number(match[2]);
     assert.notEqual(serverPid, npm.pid, 'the server runs in a child of npm');
-    assert.equal((await request(match[1] as string, 'POST', '/v1/pets', { auth: KEY, headers: [['content-type', 'application/json']], body: PET('ViaNpm') })).status, 201);
+    assert.equal(
+      (
+        await request(match[1] as string, 'POST', '/v1/pets', {
+          auth: KEY,
+          headers: [['content-type', 'application/json']],
+          body: PET('ViaNpm'),
+        })
+      ).status,
+      201,
+    );
 
     npm.kill(signal);
     await waitFor(() => !alive(serverPid as number), 10_000, 'the server process ends');

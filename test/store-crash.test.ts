@@ -6,7 +6,20 @@ import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreUnavailableError } from '#dist/store/store.js';
 import type { NewPet, Pet } from '#dist/pet/pet.js';
 import { TEST_KEY, request, spawnServer, within, type ServerProcess } from './helpers.js';
-import { Crash, TestFileSystem, assertStopped, deadLock, dataDir, dataFiles, defer, isJournalPath, isTempPath, journalText, plain, type Call } from './store-support.js';
+import {
+  Crash,
+  TestFileSystem,
+  assertStopped,
+  deadLock,
+  dataDir,
+  dataFiles,
+  defer,
+  isJournalPath,
+  isTempPath,
+  journalText,
+  plain,
+  type Call,
+} from './store-support.js';
 
 function newPet(i: number): NewPet {
   const pet = { name: `pet ${i} ${'·'.repeat(i % 5)}`, categoryId: BigInt(i) * 7919n - 50_000n };
@@ -25,10 +38,21 @@ async function copyTarget(t: TestContext): Promise<string> {
  * Opens the crash copy as a restarted server would and checks that it holds exactly `acknowledged`,
  * that open removed any temp snapshot, and that ids continue above the largest.
  */
-async function assertRecovered(t: TestContext, copy: string, acknowledged: readonly Pet[], tempLeft: boolean): Promise<void> {
-  assert.equal((await dataFiles(copy)).some(isTempPath), tempLeft, `a temp snapshot is${tempLeft ? '' : ' not'} in the copy: ${(await dataFiles(copy)).join(' ')}`);
+async function assertRecovered(
+  t: TestContext,
+  copy: string,
+  acknowledged: readonly Pet[],
+  tempLeft: boolean,
+): Promise<void> {
+  assert.equal(
+    (await dataFiles(copy)).some(isTempPath),
+    tempLeft,
+    `a temp snapshot is${tempLeft ? '' : ' not'} in the copy: ${(await dataFiles(copy)).join(' ')}`,
+  );
   // The ids reserved before the crash (pets-ids.json): any of them may have been handed out.
-  const reserved = Number(/"reserved":(\d+),"stopped":false/.exec(await readFile(join(copy, 'pets-ids.json'), 'utf8'))?.[1]);
+  const reserved = Number(
+    /"reserved":(\d+),"stopped":false/.exec(await readFile(join(copy, 'pets-ids.json'), 'utf8'))?.[1],
+  );
   const store = await FileStore.open(copy);
   defer(t, () => store.close());
   assert.deepEqual(allPets(store).map(plain), [...acknowledged].sort(byId).map(plain));
@@ -45,15 +69,49 @@ async function assertRecovered(t: TestContext, copy: string, acknowledged: reado
 }
 
 const isNewJournalOpen = (call: Call | undefined): boolean =>
-  call !== undefined && call.op === 'open' && call.flags === 'wx' && isJournalPath(call.path) && !call.path.endsWith('.1.jsonl');
+  call !== undefined &&
+  call.op === 'open' &&
+  call.flags === 'wx' &&
+  isJournalPath(call.path) &&
+  !call.path.endsWith('.1.jsonl');
 
 /** Crash points in a background compaction. `holdsCommits`: creates wait while the point is held. */
-const COMPACTION_CRASHES: ReadonlyArray<{ point: string; at: (call: Call, done: readonly Call[]) => boolean; holdsCommits: boolean; tempLeft: boolean }> = [
-  { point: 'after the next journal is created, before the directory sync', at: (c, done) => c.op === 'syncDir' && isNewJournalOpen(done.at(-1)), holdsCommits: true, tempLeft: false },
-  { point: 'after the temp write, before its fdatasync', at: (c) => c.op === 'datasync' && isTempPath(c.path), holdsCommits: false, tempLeft: true },
-  { point: 'before the rename', at: (c) => c.op === 'rename' && isTempPath(c.path), holdsCommits: false, tempLeft: true },
-  { point: 'after the rename, before the directory sync', at: (c, done) => c.op === 'syncDir' && done.some((d) => d.op === 'rename' && isTempPath(d.path)), holdsCommits: false, tempLeft: false },
-  { point: 'before the journal is cut', at: (c) => c.op === 'unlink' && isJournalPath(c.path), holdsCommits: false, tempLeft: false },
+const COMPACTION_CRASHES: ReadonlyArray<{
+  point: string;
+  at: (call: Call, done: readonly Call[]) => boolean;
+  holdsCommits: boolean;
+  tempLeft: boolean;
+}> = [
+  {
+    point: 'after the next journal is created, before the directory sync',
+    at: (c, done) => c.op === 'syncDir' && isNewJournalOpen(done.at(-1)),
+    holdsCommits: true,
+    tempLeft: false,
+  },
+  {
+    point: 'after the temp write, before its fdatasync',
+    at: (c) => c.op === 'datasync' && isTempPath(c.path),
+    holdsCommits: false,
+    tempLeft: true,
+  },
+  {
+    point: 'before the rename',
+    at: (c) => c.op === 'rename' && isTempPath(c.path),
+    holdsCommits: false,
+    tempLeft: true,
+  },
+  {
+    point: 'after the rename, before the directory sync',
+    at: (c, done) => c.op === 'syncDir' && done.some((d) => d.op === 'rename' && isTempPath(d.path)),
+    holdsCommits: false,
+    tempLeft: false,
+  },
+  {
+    point: 'before the journal is cut',
+    at: (c) => c.op === 'unlink' && isJournalPath(c.path),
+    holdsCommits: false,
+    tempLeft: false,
+  },
 ];
 
 for (const { point, at, holdsCommits, tempLeft } of COMPACTION_CRASHES) {
@@ -84,12 +142,28 @@ for (const { point, at, holdsCommits, tempLeft } of COMPACTION_CRASHES) {
 }
 
 /** Crash points in the snapshot that close writes. */
-const CLOSE_CRASHES: ReadonlyArray<{ point: string; at: (call: Call, done: readonly Call[]) => boolean; tempLeft: boolean }> = [
-  { point: 'after the temp write, before its fdatasync', at: (c) => c.op === 'datasync' && isTempPath(c.path), tempLeft: true },
+const CLOSE_CRASHES: ReadonlyArray<{
+  point: string;
+  at: (call: Call, done: readonly Call[]) => boolean;
+  tempLeft: boolean;
+}> = [
+  {
+    point: 'after the temp write, before its fdatasync',
+    at: (c) => c.op === 'datasync' && isTempPath(c.path),
+    tempLeft: true,
+  },
   { point: 'before the rename', at: (c) => c.op === 'rename' && isTempPath(c.path), tempLeft: true },
-  { point: 'after the rename, before the directory sync', at: (c, done) => c.op === 'syncDir' && done.some((d) => d.op === 'rename' && isTempPath(d.path)), tempLeft: false },
+  {
+    point: 'after the rename, before the directory sync',
+    at: (c, done) => c.op === 'syncDir' && done.some((d) => d.op === 'rename' && isTempPath(d.path)),
+    tempLeft: false,
+  },
   { point: 'before the journal is cut', at: (c) => c.op === 'unlink' && isJournalPath(c.path), tempLeft: false },
-  { point: 'after the journal is cut, before the directory sync', at: (c, done) => c.op === 'syncDir' && done.at(-1)?.op === 'unlink', tempLeft: false },
+  {
+    point: 'after the journal is cut, before the directory sync',
+    at: (c, done) => c.op === 'syncDir' && done.at(-1)?.op === 'unlink',
+    tempLeft: false,
+  },
 ];
 
 for (const { point, at, tempLeft } of CLOSE_CRASHES) {
@@ -181,14 +255,17 @@ async function start(t: TestContext, dir: string): Promise<ServerProcess> {
 }
 
 function post(url: string, body: Record<string, unknown>): ReturnType<typeof request> {
-  return request(url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: JSON.stringify(body) });
+  return request(url, 'POST', '/v1/pets', {
+    headers: [['content-type', 'application/json']],
+    body: JSON.stringify(body),
+  });
 }
 
 /** Every pet the server lists, paging with the `after` cursor. */
 async function listAll(url: string): Promise<Array<Record<string, unknown>>> {
   const pets: Array<Record<string, unknown>> = [];
   for (;;) {
-    const after = pets.length === 0 ? 0 : Number(pets.at(-1)?.['id']);
+    const after = pets.length === 0 ? 0 : Number(pets.at(-1)?.id);
     const page = await request(url, 'GET', `/v1/pets?limit=100&after=${after}`);
     assert.equal(page.status, 200, page.text);
     const body = page.json as Array<Record<string, unknown>>;
@@ -197,12 +274,16 @@ async function listAll(url: string): Promise<Array<Record<string, unknown>>> {
   }
 }
 
-test('a server stopped with SIGTERM and started again on its data directory has every pet, ids continue, and stopping leaves one pets.json and its empty journal', { timeout: 20_000 }, async (t) => {
+test('a server stopped with SIGTERM and started again on its data directory has every pet, ids continue, and stopping leaves one pets.json and its empty journal', {
+  timeout: 20_000,
+}, async (t) => {
   const dir = await dataDir(t);
   const first = await start(t, dir);
   const created: unknown[] = [];
   for (let i = 0; i < 3; i++) created.push((await post(first.url, { name: `seq ${i}`, categoryId: i })).json);
-  const concurrent = await Promise.all(Array.from({ length: 5 }, (_, i) => post(first.url, { name: `par ${i}`, categoryId: -i, status: 'sold' })));
+  const concurrent = await Promise.all(
+    Array.from({ length: 5 }, (_, i) => post(first.url, { name: `par ${i}`, categoryId: -i, status: 'sold' })),
+  );
   for (const res of concurrent) assert.equal(res.status, 201);
   created.push(...concurrent.map((res) => res.json));
   first.child.kill('SIGTERM');
@@ -211,7 +292,10 @@ test('a server stopped with SIGTERM and started again on its data directory has 
 
   const second = await start(t, dir);
   const listed = await listAll(second.url);
-  assert.deepEqual(listed, [...(created as Array<{ id: number }>)].sort((a, b) => a.id - b.id));
+  assert.deepEqual(
+    listed,
+    [...(created as Array<{ id: number }>)].sort((a, b) => a.id - b.id),
+  );
   const next = await post(second.url, { name: 'after restart', categoryId: 9 });
   assert.equal(next.status, 201);
   assert.equal((next.json as { id: number }).id, 9);
@@ -234,7 +318,9 @@ function random(seed: number): () => number {
   };
 }
 
-test('kill -9 during concurrent creates, round after round, never loses an acknowledged pet nor reuses an id', { timeout: 20_000 }, async (t) => {
+test('kill -9 during concurrent creates, round after round, never loses an acknowledged pet nor reuses an id', {
+  timeout: 20_000,
+}, async (t) => {
   const dir = await dataDir(t);
   const next = random(0x5eed);
   /** Every 201 body ever received, by id. */
@@ -242,10 +328,15 @@ test('kill -9 during concurrent creates, round after round, never loses an ackno
 
   const verify = async (url: string): Promise<number> => {
     const listed = await listAll(url);
-    const ids = listed.map((p) => Number(p['id']));
-    assert.deepEqual(ids, [...new Set(ids)].sort((a, b) => a - b), 'ids are unique and ascending');
-    const byListedId = new Map(listed.map((p) => [Number(p['id']), p]));
-    for (const [id, pet] of acknowledged) assert.deepEqual(byListedId.get(id), pet, `acknowledged pet ${id} survived exactly`);
+    const ids = listed.map((p) => Number(p.id));
+    assert.deepEqual(
+      ids,
+      [...new Set(ids)].sort((a, b) => a - b),
+      'ids are unique and ascending',
+    );
+    const byListedId = new Map(listed.map((p) => [Number(p.id), p]));
+    for (const [id, pet] of acknowledged)
+      assert.deepEqual(byListedId.get(id), pet, `acknowledged pet ${id} survived exactly`);
     return Math.max(0, ...ids);
   };
 
@@ -257,7 +348,11 @@ test('kill -9 during concurrent creates, round after round, never loses an ackno
     let killed = false;
     const client = async (c: number): Promise<void> => {
       for (let n = 0; !killed; n++) {
-        const body = { name: `round ${round} client ${c} #${n}`, categoryId: round * 1_000_000 + c * 1000 + n, ...(n % 2 === 0 ? { status: 'pending' } : {}) };
+        const body = {
+          name: `round ${round} client ${c} #${n}`,
+          categoryId: round * 1_000_000 + c * 1000 + n,
+          ...(n % 2 === 0 ? { status: 'pending' } : {}),
+        };
         let res;
         try {
           res = await post(server.url, body);
@@ -267,7 +362,7 @@ test('kill -9 during concurrent creates, round after round, never loses an ackno
         }
         assert.equal(res.status, 201, res.text);
         const pet = res.json as Record<string, unknown>;
-        const id = Number(pet['id']);
+        const id = Number(pet.id);
         assert.deepEqual(pet, { id, ...body });
         assert.ok(id > floor, `id ${id} is above every id the server had at start (${floor})`);
         assert.ok(!acknowledged.has(id), `id ${id} was not given out before`);

@@ -7,11 +7,25 @@ import { StoreOpenError, StoreUnavailableError } from '#dist/store/store.js';
 import type { NewPet, Pet } from '#dist/pet/pet.js';
 import { startServer } from './helpers.js';
 import {
-  TestFileSystem, assertStopped, dataDir, dataFiles, defer, fileBytes, isJournalPath, isTempPath, journalText, plain, snapshotText, type Call, type Fault,
+  TestFileSystem,
+  assertStopped,
+  dataDir,
+  dataFiles,
+  defer,
+  fileBytes,
+  isJournalPath,
+  isTempPath,
+  journalText,
+  plain,
+  snapshotText,
+  type Call,
+  type Fault,
 } from './store-support.js';
 
 function newPet(i: number): NewPet {
-  return i % 3 === 0 ? { name: `pet ${i}`, categoryId: BigInt(i) } : { name: `pet ${i}`, categoryId: BigInt(-i), status: 'pending' };
+  return i % 3 === 0
+    ? { name: `pet ${i}`, categoryId: BigInt(i) }
+    : { name: `pet ${i}`, categoryId: BigInt(-i), status: 'pending' };
 }
 
 const allPets = (store: FileStore): Pet[] => [...store.list({ after: 0, limit: Number.MAX_SAFE_INTEGER }).pets];
@@ -103,15 +117,43 @@ test('when the disk keeps failing, close still releases the directory and every 
 });
 
 /** Steps of a background compaction, each of which may fail once. */
-const COMPACTION_STEPS: ReadonlyArray<{ step: string; fault: Fault; at: (call: Call, done: readonly Call[]) => boolean }> = [
-  { step: 'creating the next journal', fault: { code: 'ENOSPC' }, at: (c) => c.op === 'open' && c.flags === 'wx' && isJournalPath(c.path) && !c.path.endsWith('.1.jsonl') },
-  { step: 'syncing the directory for the next journal', fault: { code: 'EIO' }, at: (c, done) => c.op === 'syncDir' && done.at(-1)?.op === 'open' && isJournalPath(done.at(-1)?.path ?? '') && !(done.at(-1)?.path ?? '').endsWith('.1.jsonl') },
+const COMPACTION_STEPS: ReadonlyArray<{
+  step: string;
+  fault: Fault;
+  at: (call: Call, done: readonly Call[]) => boolean;
+}> = [
+  {
+    step: 'creating the next journal',
+    fault: { code: 'ENOSPC' },
+    at: (c) => c.op === 'open' && c.flags === 'wx' && isJournalPath(c.path) && !c.path.endsWith('.1.jsonl'),
+  },
+  {
+    step: 'syncing the directory for the next journal',
+    fault: { code: 'EIO' },
+    at: (c, done) =>
+      c.op === 'syncDir' &&
+      done.at(-1)?.op === 'open' &&
+      isJournalPath(done.at(-1)?.path ?? '') &&
+      !(done.at(-1)?.path ?? '').endsWith('.1.jsonl'),
+  },
   { step: 'creating the temp snapshot', fault: { code: 'ENOSPC' }, at: (c) => c.op === 'open' && isTempPath(c.path) },
-  { step: 'writing the temp snapshot', fault: { code: 'ENOSPC', partial: true }, at: (c) => c.op === 'write' && isTempPath(c.path) },
-  { step: 'fdatasync of the temp snapshot', fault: { code: 'EIO' }, at: (c) => c.op === 'datasync' && isTempPath(c.path) },
+  {
+    step: 'writing the temp snapshot',
+    fault: { code: 'ENOSPC', partial: true },
+    at: (c) => c.op === 'write' && isTempPath(c.path),
+  },
+  {
+    step: 'fdatasync of the temp snapshot',
+    fault: { code: 'EIO' },
+    at: (c) => c.op === 'datasync' && isTempPath(c.path),
+  },
   { step: 'closing the temp snapshot', fault: { code: 'EIO' }, at: (c) => c.op === 'close' && isTempPath(c.path) },
   { step: 'renaming it over pets.json', fault: { code: 'EIO' }, at: (c) => c.op === 'rename' && isTempPath(c.path) },
-  { step: 'syncing the directory after the rename', fault: { code: 'EIO' }, at: (c, done) => c.op === 'syncDir' && done.some((d) => d.op === 'rename' && isTempPath(d.path)) },
+  {
+    step: 'syncing the directory after the rename',
+    fault: { code: 'EIO' },
+    at: (c, done) => c.op === 'syncDir' && done.some((d) => d.op === 'rename' && isTempPath(d.path)),
+  },
   { step: 'removing a covered journal', fault: { code: 'EIO' }, at: (c) => c.op === 'unlink' && isJournalPath(c.path) },
 ];
 
@@ -127,7 +169,11 @@ for (const { step, fault, at } of COMPACTION_STEPS) {
       return fault;
     };
     const errors: unknown[] = [];
-    const store = await FileStore.open(dir, { fileSystem: fs, compactAfterBytes: 100, onBackgroundError: (error) => errors.push(error) });
+    const store = await FileStore.open(dir, {
+      fileSystem: fs,
+      compactAfterBytes: 100,
+      onBackgroundError: (error) => errors.push(error),
+    });
     defer(t, () => store.close());
     opened = fs.done.length;
     const created: Pet[] = [];
@@ -135,11 +181,18 @@ for (const { step, fault, at } of COMPACTION_STEPS) {
     for (let i = 0; i < 300 && !compactedAfterFailure; i++) {
       created.push(await store.create(newPet(i)));
       assert.equal(store.ready, true, 'a failed compaction does not stop creates');
-      compactedAfterFailure = failedAt >= 0 && fs.log.slice(failedAt + 1).some((entry) => /^unlink pets-journal\.\d+\.jsonl$/.test(entry));
+      compactedAfterFailure =
+        failedAt >= 0 && fs.log.slice(failedAt + 1).some((entry) => /^unlink pets-journal\.\d+\.jsonl$/.test(entry));
     }
     assert.ok(failedAt >= 0, 'the step was reached');
-    assert.ok(errors.some((error) => (error as NodeJS.ErrnoException).code === fault.code), `the failure was reported: ${errors.map(String).join('; ')}`);
-    assert.ok(compactedAfterFailure, `a later compaction completed and cut its journals:\n${fs.log.slice(failedAt).join('\n')}`);
+    assert.ok(
+      errors.some((error) => (error as NodeJS.ErrnoException).code === fault.code),
+      `the failure was reported: ${errors.map(String).join('; ')}`,
+    );
+    assert.ok(
+      compactedAfterFailure,
+      `a later compaction completed and cut its journals:\n${fs.log.slice(failedAt).join('\n')}`,
+    );
     assert.deepEqual(allPets(store), created);
     await store.close();
     await assertStopped(dir); // one snapshot, the empty journal it names, no temp file
@@ -150,7 +203,8 @@ for (const { step, fault, at } of COMPACTION_STEPS) {
 test('a failed rotation is not tried again until as much again has been written (back-off on a full disk)', async (t) => {
   const dir = await dataDir(t);
   const fs = new TestFileSystem();
-  const isRotation = (c: Call): boolean => c.op === 'open' && c.flags === 'wx' && isJournalPath(c.path) && !c.path.endsWith('.1.jsonl');
+  const isRotation = (c: Call): boolean =>
+    c.op === 'open' && c.flags === 'wx' && isJournalPath(c.path) && !c.path.endsWith('.1.jsonl');
   let attempts = 0;
   fs.hook = (call) => {
     if (!isRotation(call)) return undefined;
@@ -178,11 +232,16 @@ test('a journal cut back on a full disk stays not ready until a write succeeds, 
   await store.create(newPet(1));
   failing.on = true;
   await assert.rejects(store.create(newPet(2)), StoreUnavailableError);
-  const failedWrites = (): number => fs.log.filter((entry) => /^write pets-journal\.1\.jsonl !ENOSPC$/.test(entry)).length;
+  const failedWrites = (): number =>
+    fs.log.filter((entry) => /^write pets-journal\.1\.jsonl !ENOSPC$/.test(entry)).length;
   const firstFailures = failedWrites();
-  for (let waited = 0; failedWrites() === firstFailures && waited < 3000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+  for (let waited = 0; failedWrites() === firstFailures && waited < 3000; waited += 50)
+    await new Promise((r) => setTimeout(r, 50));
   assert.ok(failedWrites() > firstFailures, 'a recovery was attempted in the background');
-  assert.ok(fs.log.some((entry) => entry === 'truncate pets-journal.1.jsonl'), 'the cut-back itself succeeded');
+  assert.ok(
+    fs.log.some((entry) => entry === 'truncate pets-journal.1.jsonl'),
+    'the cut-back itself succeeded',
+  );
   assert.equal(store.ready, false, 'not ready while every write still fails');
   failing.on = false;
   for (let waited = 0; !store.ready && waited < 3000; waited += 50) await new Promise((r) => setTimeout(r, 50));
@@ -191,8 +250,16 @@ test('a journal cut back on a full disk stays not ready until a write succeeds, 
 });
 
 const CLOSE_FAULTS: ReadonlyArray<{ step: string; fault: Fault; at: (call: Call) => boolean }> = [
-  { step: 'writing the temp snapshot', fault: { code: 'ENOSPC', partial: true }, at: (c) => c.op === 'write' && isTempPath(c.path) },
-  { step: 'fdatasync of the temp snapshot', fault: { code: 'EIO' }, at: (c) => c.op === 'datasync' && isTempPath(c.path) },
+  {
+    step: 'writing the temp snapshot',
+    fault: { code: 'ENOSPC', partial: true },
+    at: (c) => c.op === 'write' && isTempPath(c.path),
+  },
+  {
+    step: 'fdatasync of the temp snapshot',
+    fault: { code: 'EIO' },
+    at: (c) => c.op === 'datasync' && isTempPath(c.path),
+  },
   { step: 'renaming it over pets.json', fault: { code: 'EIO' }, at: (c) => c.op === 'rename' && isTempPath(c.path) },
   { step: 'removing the journal', fault: { code: 'EIO' }, at: (c) => c.op === 'unlink' && isJournalPath(c.path) },
 ];
@@ -212,7 +279,10 @@ for (const { step, fault, at } of CLOSE_FAULTS) {
     defer(t, () => store.close());
     opened = true;
     const created = await Promise.all([1, 2, 3, 4, 5].map((i) => store.create(newPet(i))));
-    await store.close().then(() => undefined, (error: unknown) => assert.equal((error as NodeJS.ErrnoException).code, fault.code));
+    await store.close().then(
+      () => undefined,
+      (error: unknown) => assert.equal((error as NodeJS.ErrnoException).code, fault.code),
+    );
     assert.ok(failed, 'the step was reached');
     assert.deepEqual(await reopenedPets(t, dir), created);
     assert.deepEqual((await readdir(dir)).filter(isTempPath), []);
@@ -225,7 +295,10 @@ test('over HTTP a create that cannot be made durable is a 503 "unavailable", and
   const server = await startServer({ dataDir: dir, store: await FileStore.open(dir, { fileSystem: fs }) });
   defer(t, () => server.stop());
   const post = (name: string): ReturnType<typeof server.request> =>
-    server.request('POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: JSON.stringify({ name, categoryId: 1 }) });
+    server.request('POST', '/v1/pets', {
+      headers: [['content-type', 'application/json']],
+      body: JSON.stringify({ name, categoryId: 1 }),
+    });
 
   assert.equal((await post('before')).status, 201);
   assert.equal((await server.request('GET', '/readyz', { auth: false })).status, 200);
@@ -245,7 +318,10 @@ test('over HTTP a create that cannot be made durable is a 503 "unavailable", and
   assert.equal(after.status, 201);
   assert.equal((await server.request('GET', '/readyz', { auth: false })).status, 200);
   await server.stop();
-  assert.deepEqual((await reopenedPets(t, dir)).map((p) => p.name), ['before', 'after']);
+  assert.deepEqual(
+    (await reopenedPets(t, dir)).map((p) => p.name),
+    ['before', 'after'],
+  );
 });
 
 test('/readyz turns 200 again once the disk works, without waiting for a create', async (t) => {
@@ -256,7 +332,10 @@ test('/readyz turns 200 again once the disk works, without waiting for a create'
   const server = await startServer({ dataDir: dir, store: await FileStore.open(dir, { fileSystem: fs }) });
   defer(t, () => server.stop());
   failing.on = true;
-  const refused = await server.request('POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"lost","categoryId":1}' });
+  const refused = await server.request('POST', '/v1/pets', {
+    headers: [['content-type', 'application/json']],
+    body: '{"name":"lost","categoryId":1}',
+  });
   assert.equal(refused.status, 503);
   assert.equal((await server.request('GET', '/readyz', { auth: false })).status, 503);
   failing.on = false;
@@ -279,50 +358,179 @@ const badPetInSnapshot = (pet: string): Record<string, string> => ({ 'pets.json'
 const BAD_DATA: ReadonlyArray<{ what: string; files: Record<string, string | Buffer>; names: string }> = [
   { what: 'pets.json that is not JSON', files: { 'pets.json': snapshot(pet1, pet2).slice(0, 60) }, names: 'pets.json' },
   { what: 'an empty pets.json', files: { 'pets.json': '' }, names: 'pets.json' },
-  { what: 'pets.json of another format', files: { 'pets.json': '{"format":"something-else/2","pets":[]}' }, names: 'pets.json' },
-  { what: 'pets.json of format 2 without its journal generation', files: { 'pets.json': '{"format":"petstore-pets/2","pets":[]}' }, names: 'pets.json' },
-  { what: 'pets.json of format 2 with a journal generation 0', files: { 'pets.json': '{"format":"petstore-pets/2","journal":0,"pets":[]}', 'pets-journal.0.jsonl': '' }, names: 'pets.json' },
+  {
+    what: 'pets.json of another format',
+    files: { 'pets.json': '{"format":"something-else/2","pets":[]}' },
+    names: 'pets.json',
+  },
+  {
+    what: 'pets.json of format 2 without its journal generation',
+    files: { 'pets.json': '{"format":"petstore-pets/2","pets":[]}' },
+    names: 'pets.json',
+  },
+  {
+    what: 'pets.json of format 2 with a journal generation 0',
+    files: { 'pets.json': '{"format":"petstore-pets/2","journal":0,"pets":[]}', 'pets-journal.0.jsonl': '' },
+    names: 'pets.json',
+  },
   { what: 'pets.json that is a bare array', files: { 'pets.json': `[${pet1}]` }, names: 'pets.json' },
-  { what: 'pets.json without a pets array', files: { 'pets.json': '{"format":"petstore-pets/1","pets":{}}' }, names: 'pets.json' },
-  { what: 'a pet with an empty name', files: badPetInSnapshot('{"id":2,"name":"","categoryId":1}'), names: 'pets.json' },
-  { what: 'a pet whose categoryId is a string', files: badPetInSnapshot('{"id":2,"name":"a","categoryId":"1"}'), names: 'pets.json' },
-  { what: 'a pet whose categoryId is beyond int64', files: badPetInSnapshot('{"id":2,"name":"a","categoryId":9223372036854775808}'), names: 'pets.json' },
-  { what: 'a pet with an unknown field', files: badPetInSnapshot('{"id":2,"name":"a","categoryId":1,"owner":"me"}'), names: 'pets.json' },
-  { what: 'a pet with an unknown status', files: badPetInSnapshot('{"id":2,"name":"a","categoryId":1,"status":"lost"}'), names: 'pets.json' },
+  {
+    what: 'pets.json without a pets array',
+    files: { 'pets.json': '{"format":"petstore-pets/1","pets":{}}' },
+    names: 'pets.json',
+  },
+  {
+    what: 'a pet with an empty name',
+    files: badPetInSnapshot('{"id":2,"name":"","categoryId":1}'),
+    names: 'pets.json',
+  },
+  {
+    what: 'a pet whose categoryId is a string',
+    files: badPetInSnapshot('{"id":2,"name":"a","categoryId":"1"}'),
+    names: 'pets.json',
+  },
+  {
+    what: 'a pet whose categoryId is beyond int64',
+    files: badPetInSnapshot('{"id":2,"name":"a","categoryId":9223372036854775808}'),
+    names: 'pets.json',
+  },
+  {
+    what: 'a pet with an unknown field',
+    files: badPetInSnapshot('{"id":2,"name":"a","categoryId":1,"owner":"me"}'),
+    names: 'pets.json',
+  },
+  {
+    what: 'a pet with an unknown status',
+    files: badPetInSnapshot('{"id":2,"name":"a","categoryId":1,"status":"lost"}'),
+    names: 'pets.json',
+  },
   { what: 'a pet without an id', files: badPetInSnapshot('{"name":"a","categoryId":1}'), names: 'pets.json' },
-  { what: 'a pet with id 0', files: { 'pets.json': snapshot('{"id":0,"name":"a","categoryId":1}') }, names: 'pets.json' },
-  { what: 'a pet with a fractional id', files: badPetInSnapshot('{"id":2.5,"name":"a","categoryId":1}'), names: 'pets.json' },
-  { what: 'a pet with an id beyond 2^53', files: badPetInSnapshot('{"id":9007199254740993,"name":"a","categoryId":1}'), names: 'pets.json' },
+  {
+    what: 'a pet with id 0',
+    files: { 'pets.json': snapshot('{"id":0,"name":"a","categoryId":1}') },
+    names: 'pets.json',
+  },
+  {
+    what: 'a pet with a fractional id',
+    files: badPetInSnapshot('{"id":2.5,"name":"a","categoryId":1}'),
+    names: 'pets.json',
+  },
+  {
+    what: 'a pet with an id beyond 2^53',
+    files: badPetInSnapshot('{"id":9007199254740993,"name":"a","categoryId":1}'),
+    names: 'pets.json',
+  },
   { what: 'pets out of id order', files: { 'pets.json': snapshot(pet2, pet1) }, names: 'pets.json' },
   { what: 'two pets with one id', files: { 'pets.json': snapshot(pet1, pet1) }, names: 'pets.json' },
-  { what: 'a pets.json cut off at the end of a line', files: { 'pets.json': `{"format":"petstore-pets/1","pets":[\n${pet1},\n` }, names: 'pets.json' },
-  { what: 'a trailing comma after the last pet', files: { 'pets.json': `{"format":"petstore-pets/1","pets":[\n${pet1},\n]}\n` }, names: 'pets.json' },
+  {
+    what: 'a pets.json cut off at the end of a line',
+    files: { 'pets.json': `{"format":"petstore-pets/1","pets":[\n${pet1},\n` },
+    names: 'pets.json',
+  },
+  {
+    what: 'a trailing comma after the last pet',
+    files: { 'pets.json': `{"format":"petstore-pets/1","pets":[\n${pet1},\n]}\n` },
+    names: 'pets.json',
+  },
   { what: 'data after the end of pets.json', files: { 'pets.json': `${snapshot(pet1)}{}\n` }, names: 'pets.json' },
-  { what: 'a pet name longer than 256 characters', files: badPetInSnapshot(`{"id":2,"name":"${'x'.repeat(257)}","categoryId":1}`), names: 'pets.json' },
-  { what: 'a pet name with a raw control character', files: badPetInSnapshot('{"id":2,"name":"a\u0001b","categoryId":1}'), names: 'pets.json' },
-  { what: 'a categoryId of minus zero', files: badPetInSnapshot('{"id":2,"name":"a","categoryId":-0}'), names: 'pets.json' },
-  { what: 'a categoryId with a leading zero', files: badPetInSnapshot('{"id":2,"name":"a","categoryId":07}'), names: 'pets.json' },
-  { what: 'an id with a leading zero', files: badPetInSnapshot('{"id":02,"name":"a","categoryId":7}'), names: 'pets.json' },
-  { what: 'data after a pet on its line', files: badPetInSnapshot('{"id":2,"name":"a","categoryId":7}x'), names: 'pets.json' },
-  { what: 'non-UTF-8 bytes in pets.json', files: { 'pets.json': Buffer.from(snapshot(pet1).replace('Rex', 'R\u00ffx'), 'latin1') }, names: 'pets.json' },
-  { what: 'a corrupt line in the middle of the journal', files: { 'pets-journal.1.jsonl': `${pet1}\n{"id":2,"name":"To\n${pet3}\n` }, names: 'pets-journal.1.jsonl' },
-  { what: 'a complete but corrupt last journal line', files: { 'pets-journal.1.jsonl': `${pet1}\n${pet2}\nxx\n` }, names: 'pets-journal.1.jsonl' },
-  { what: 'an empty line in the journal', files: { 'pets-journal.1.jsonl': `${pet1}\n\n${pet3}\n` }, names: 'pets-journal.1.jsonl' },
-  { what: 'a journal line that is not an object', files: { 'pets-journal.1.jsonl': `${pet1}\n[2]\n` }, names: 'pets-journal.1.jsonl' },
-  { what: 'a journal pet with a bad field', files: { 'pets.json': snapshot(pet1), 'pets-journal.2.jsonl': `${pet2}\n{"id":3,"name":"Kit","categoryId":1.5}\n` }, names: 'pets-journal.2.jsonl' },
-  { what: 'non-UTF-8 bytes in a journal line', files: { 'pets-journal.1.jsonl': Buffer.concat([Buffer.from(`${pet1}\n{"id":2,"name":"`), Buffer.from([0xc3, 0x28]), Buffer.from(`","categoryId":1}\n${pet3}\n`)]) }, names: 'pets-journal.1.jsonl' },
-  { what: 'a torn line in a journal that is not the newest', files: { 'pets-journal.1.jsonl': `${pet1}\n{"id":2,"na`, 'pets-journal.2.jsonl': `${pet3}\n` }, names: 'pets-journal.1.jsonl' },
-  { what: 'journal ids that go backwards', files: { 'pets-journal.1.jsonl': `${pet1}\n${pet3}\n${pet2}\n` }, names: 'pets-journal.1.jsonl' },
+  {
+    what: 'a pet name longer than 256 characters',
+    files: badPetInSnapshot(`{"id":2,"name":"${'x'.repeat(257)}","categoryId":1}`),
+    names: 'pets.json',
+  },
+  {
+    what: 'a pet name with a raw control character',
+    files: badPetInSnapshot('{"id":2,"name":"a\u0001b","categoryId":1}'),
+    names: 'pets.json',
+  },
+  {
+    what: 'a categoryId of minus zero',
+    files: badPetInSnapshot('{"id":2,"name":"a","categoryId":-0}'),
+    names: 'pets.json',
+  },
+  {
+    what: 'a categoryId with a leading zero',
+    files: badPetInSnapshot('{"id":2,"name":"a","categoryId":07}'),
+    names: 'pets.json',
+  },
+  {
+    what: 'an id with a leading zero',
+    files: badPetInSnapshot('{"id":02,"name":"a","categoryId":7}'),
+    names: 'pets.json',
+  },
+  {
+    what: 'data after a pet on its line',
+    files: badPetInSnapshot('{"id":2,"name":"a","categoryId":7}x'),
+    names: 'pets.json',
+  },
+  {
+    what: 'non-UTF-8 bytes in pets.json',
+    files: { 'pets.json': Buffer.from(snapshot(pet1).replace('Rex', 'R\u00ffx'), 'latin1') },
+    names: 'pets.json',
+  },
+  {
+    what: 'a corrupt line in the middle of the journal',
+    files: { 'pets-journal.1.jsonl': `${pet1}\n{"id":2,"name":"To\n${pet3}\n` },
+    names: 'pets-journal.1.jsonl',
+  },
+  {
+    what: 'a complete but corrupt last journal line',
+    files: { 'pets-journal.1.jsonl': `${pet1}\n${pet2}\nxx\n` },
+    names: 'pets-journal.1.jsonl',
+  },
+  {
+    what: 'an empty line in the journal',
+    files: { 'pets-journal.1.jsonl': `${pet1}\n\n${pet3}\n` },
+    names: 'pets-journal.1.jsonl',
+  },
+  {
+    what: 'a journal line that is not an object',
+    files: { 'pets-journal.1.jsonl': `${pet1}\n[2]\n` },
+    names: 'pets-journal.1.jsonl',
+  },
+  {
+    what: 'a journal pet with a bad field',
+    files: { 'pets.json': snapshot(pet1), 'pets-journal.2.jsonl': `${pet2}\n{"id":3,"name":"Kit","categoryId":1.5}\n` },
+    names: 'pets-journal.2.jsonl',
+  },
+  {
+    what: 'non-UTF-8 bytes in a journal line',
+    files: {
+      'pets-journal.1.jsonl': Buffer.concat([
+        Buffer.from(`${pet1}\n{"id":2,"name":"`),
+        Buffer.from([0xc3, 0x28]),
+        Buffer.from(`","categoryId":1}\n${pet3}\n`),
+      ]),
+    },
+    names: 'pets-journal.1.jsonl',
+  },
+  {
+    what: 'a torn line in a journal that is not the newest',
+    files: { 'pets-journal.1.jsonl': `${pet1}\n{"id":2,"na`, 'pets-journal.2.jsonl': `${pet3}\n` },
+    names: 'pets-journal.1.jsonl',
+  },
+  {
+    what: 'journal ids that go backwards',
+    files: { 'pets-journal.1.jsonl': `${pet1}\n${pet3}\n${pet2}\n` },
+    names: 'pets-journal.1.jsonl',
+  },
 ];
 
 /** Opens `dir` expecting a refusal that names `file`, and checks that nothing on disk was changed. */
-async function assertRefused(dir: string, file: string, options: Parameters<typeof FileStore.open>[1] = {}): Promise<void> {
+async function assertRefused(
+  dir: string,
+  file: string,
+  options: Parameters<typeof FileStore.open>[1] = {},
+): Promise<void> {
   const before = await fileBytes(dir);
   const listing = (await readdir(dir)).sort();
-  const error = await FileStore.open(dir, options).then(async (store) => {
-    await store.close();
-    return assert.fail('open should have refused the data');
-  }, (e: unknown) => e);
+  const error = await FileStore.open(dir, options).then(
+    async (store) => {
+      await store.close();
+      return assert.fail('open should have refused the data');
+    },
+    (e: unknown) => e,
+  );
   assert.ok(error instanceof StoreOpenError, `a StoreOpenError, not ${String(error)}`);
   assert.ok(error.message.includes(join(dir, file)), `"${error.message}" names ${join(dir, file)}`);
   assert.deepEqual((await readdir(dir)).sort(), listing, 'no file was added or removed, and the lock was released');
@@ -399,7 +607,10 @@ test('a data directory that cannot be written gives a StoreOpenError saying so',
   if (process.getuid?.() === 0) {
     // chmod does not stop root; sysfs refuses new files even to root.
     const sysDir = '/sys/kernel';
-    const isDir = await stat(sysDir).then((s) => s.isDirectory(), () => false);
+    const isDir = await stat(sysDir).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
     if (!isDir) return t.skip('running as root without /sys/kernel');
     dir = sysDir;
   } else {
@@ -439,7 +650,10 @@ test('a data directory where files cannot be created for another reason gives a 
   });
 });
 
-for (const { what, before } of [{ what: 'a fresh store', before: 0 }, { what: 'a store whose journal is empty after a clean stop', before: 2 }]) {
+for (const { what, before } of [
+  { what: 'a fresh store', before: 0 },
+  { what: 'a store whose journal is empty after a clean stop', before: 2 },
+]) {
   test(`on ${what}, a clean stop after a refused create (EIO on fdatasync) leaves a directory that starts, handing out ids past the refused one`, async (t) => {
     const dir = await dataDir(t);
     if (before > 0) {

@@ -13,7 +13,19 @@ import type { Pet } from '#dist/pet/pet.js';
 import { tempDir } from './helpers.js';
 import { referenceCrc32 } from './reference-crc32.js';
 
-export type Op = 'open' | 'readFile' | 'readdir' | 'mkdir' | 'rename' | 'unlink' | 'syncDir' | 'statfs' | 'write' | 'datasync' | 'truncate' | 'close';
+export type Op =
+  | 'open'
+  | 'readFile'
+  | 'readdir'
+  | 'mkdir'
+  | 'rename'
+  | 'unlink'
+  | 'syncDir'
+  | 'statfs'
+  | 'write'
+  | 'datasync'
+  | 'truncate'
+  | 'close';
 
 export interface Call {
   op: Op;
@@ -36,7 +48,11 @@ export interface Fault {
 export type Hook = (call: Call) => Fault | undefined | Promise<Fault | undefined>;
 
 export function systemError(code: string, call: Call): NodeJS.ErrnoException {
-  return Object.assign(new Error(`${code}: simulated failure, ${call.op} '${call.path}'`), { code, syscall: call.op, path: call.path });
+  return Object.assign(new Error(`${code}: simulated failure, ${call.op} '${call.path}'`), {
+    code,
+    syscall: call.op,
+    path: call.path,
+  });
 }
 
 /** A short, stable name for a path in the log: the temp snapshot's random part becomes `*`. */
@@ -67,7 +83,10 @@ export class TestFileSystem implements FileSystem {
 
   async #run<T>(call: Call, action: () => Promise<T>, partial?: () => Promise<void>): Promise<T> {
     const fault = await this.hook?.(call);
-    const entry = call.op === 'rename' ? `rename ${shortName(call.path)} -> ${shortName(call.to ?? '')}` : `${call.op} ${shortName(call.path)}`;
+    const entry =
+      call.op === 'rename'
+        ? `rename ${shortName(call.path)} -> ${shortName(call.to ?? '')}`
+        : `${call.op} ${shortName(call.path)}`;
     if (fault !== undefined) {
       if (fault.partial === true && partial !== undefined) await partial();
       this.log.push(`${entry} !${fault.code}`);
@@ -94,17 +113,19 @@ export class TestFileSystem implements FileSystem {
     const file = await this.#run({ op: 'open', path, flags }, () => this.#base.open(path, flags));
     this.#open.add(file);
     return {
-      write: (data, position) => this.#run(
-        { op: 'write', path, data },
-        () => file.write(data, position),
-        () => file.write(data.subarray(0, Math.floor(data.length / 2)), position),
-      ),
+      write: (data, position) =>
+        this.#run(
+          { op: 'write', path, data },
+          () => file.write(data, position),
+          () => file.write(data.subarray(0, Math.floor(data.length / 2)), position),
+        ),
       datasync: () => this.#run({ op: 'datasync', path }, () => file.datasync()),
       truncate: (length) => this.#run({ op: 'truncate', path }, () => file.truncate(length)),
-      close: () => this.#run({ op: 'close', path }, async () => {
-        await file.close();
-        this.#open.delete(file);
-      }),
+      close: () =>
+        this.#run({ op: 'close', path }, async () => {
+          await file.close();
+          this.#open.delete(file);
+        }),
     };
   }
 
@@ -154,7 +175,10 @@ export class Crash {
   #crashed = false;
   #held = false;
 
-  constructor(readonly dir: string, at: (call: Call, done: readonly Call[]) => boolean) {
+  constructor(
+    readonly dir: string,
+    at: (call: Call, done: readonly Call[]) => boolean,
+  ) {
     let onReached!: (call: Call) => void;
     this.reached = new Promise((resolve) => (onReached = resolve));
     this.fileSystem.hook = (call) => {
@@ -193,7 +217,9 @@ export async function dataFiles(dir: string): Promise<string[]> {
  * nothing else besides the lock file and `besides`. Returns the generation of that journal.
  */
 export async function assertStopped(dir: string, besides: readonly string[] = ['pets-ids.json']): Promise<number> {
-  const head = /^\{"format":"petstore-pets\/4","journal":([1-9][0-9]*),"pets":\[\n/.exec(await readFile(join(dir, 'pets.json'), 'utf8'));
+  const head = /^\{"format":"petstore-pets\/4","journal":([1-9][0-9]*),"pets":\[\n/.exec(
+    await readFile(join(dir, 'pets.json'), 'utf8'),
+  );
   assert.ok(head !== null, 'pets.json of format 4 names its journal');
   const journal = `pets-journal.${head[1]}.jsonl`;
   assert.deepEqual(await dataFiles(dir), [...besides, journal, 'pets.json'].sort());
@@ -237,16 +263,23 @@ export function skipLine(from: number, to: number): string {
  */
 export function journalText(pets: readonly Pet[], after = (pets[0]?.id ?? 1) - 1): string {
   let previous = after;
-  return pets.map((p) => {
-    const skip = p.id > previous + 1 ? skipLine(previous + 1, p.id - 1) : '';
-    previous = p.id;
-    return `${skip}${recordLine(p)}\n`;
-  }).join('');
+  return pets
+    .map((p) => {
+      const skip = p.id > previous + 1 ? skipLine(previous + 1, p.id - 1) : '';
+      previous = p.id;
+      return `${skip}${recordLine(p)}\n`;
+    })
+    .join('');
 }
 
 /** Pet as plain comparable data (`categoryId` as its decimal digits). */
 export function plain(pet: Pet): Record<string, unknown> {
-  return { id: pet.id, name: pet.name, categoryId: String(pet.categoryId), ...(pet.status === undefined ? {} : { status: pet.status }) };
+  return {
+    id: pet.id,
+    name: pet.name,
+    categoryId: String(pet.categoryId),
+    ...(pet.status === undefined ? {} : { status: pet.status }),
+  };
 }
 
 export async function fileBytes(dir: string): Promise<Map<string, Buffer>> {

@@ -7,7 +7,20 @@ import { StoreOpenError, StoreUnavailableError } from '#dist/store/store.js';
 import { petJson } from '#dist/pet/codec.js';
 import type { NewPet, Pet } from '#dist/pet/pet.js';
 import type { PetStatus } from '#dist/pet/contract.js';
-import { DEAD_PID, TestFileSystem, assertStopped, dataDir, dataFiles, defer, idsText, isJournalPath, journalText, plain, recordLine, snapshotText } from './store-support.js';
+import {
+  DEAD_PID,
+  TestFileSystem,
+  assertStopped,
+  dataDir,
+  dataFiles,
+  defer,
+  idsText,
+  isJournalPath,
+  journalText,
+  plain,
+  recordLine,
+  snapshotText,
+} from './store-support.js';
 import { waitFor, within } from './helpers.js';
 
 const STATUSES: ReadonlyArray<PetStatus | undefined> = [undefined, 'available', 'pending', 'sold'];
@@ -23,9 +36,10 @@ function allPets(store: FileStore): Pet[] {
 }
 
 /** A snapshot of format 1, as servers before format 2 wrote it. */
-const snapshotTextV1 = (pets: readonly Pet[]): string => `{"format":"petstore-pets/1","pets":[\n${pets.map(petJson).join(',\n')}${pets.length > 0 ? '\n' : ''}]}\n`;
+const snapshotTextV1 = (pets: readonly Pet[]): string =>
+  `{"format":"petstore-pets/1","pets":[\n${pets.map(petJson).join(',\n')}${pets.length > 0 ? '\n' : ''}]}\n`;
 /** Journal lines of formats 1 and 2: each pet's text alone. */
-const legacyJournalText = (pets: readonly Pet[]): string => pets.map((p) => petJson(p) + '\n').join('');
+const legacyJournalText = (pets: readonly Pet[]): string => pets.map((p) => `${petJson(p)}\n`).join('');
 
 /** Asserts that each entry occurs in `log`, the first occurrence of each after that of the previous. */
 function assertInOrder(log: readonly string[], entries: readonly string[]): void {
@@ -47,7 +61,11 @@ test('open creates a missing data directory with an empty journal and the empty 
   assert.equal(store.get(1), undefined);
   assert.deepEqual(await dataFiles(dir), ['pets-ids.json', 'pets-journal.1.jsonl', 'pets.json']);
   assert.equal(await readFile(join(dir, 'pets.json'), 'utf8'), snapshotText([], 1));
-  assert.match(await readlink(join(dir, 'petstore.lock')), new RegExp(`^${process.pid} `), 'the lock names this process');
+  assert.match(
+    await readlink(join(dir, 'petstore.lock')),
+    new RegExp(`^${process.pid} `),
+    'the lock names this process',
+  );
   await store.close();
 });
 
@@ -75,7 +93,10 @@ test('create assigns ids 1, 2, 3… and keeps name, status and int64 categoryIds
   ];
   const created: Pet[] = [];
   for (const input of inputs) created.push(await store.create(input));
-  assert.deepEqual(created.map(plain), inputs.map((input, i) => plain({ id: i + 1, ...input })));
+  assert.deepEqual(
+    created.map(plain),
+    inputs.map((input, i) => plain({ id: i + 1, ...input })),
+  );
   assert.deepEqual(allPets(store), created);
   assert.deepEqual(store.get(2), created[1]);
   assert.deepEqual(store.list({ after: 0, limit: 10, status: 'sold' }).pets, [created[2]]);
@@ -92,12 +113,12 @@ test('an acknowledged create is already in the journal on disk', async (t) => {
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
   const first = await store.create(newPet(1));
-  assert.equal(await readFile(join(dir, 'pets-journal.1.jsonl'), 'utf8'), recordLine(first) + '\n');
+  assert.equal(await readFile(join(dir, 'pets-journal.1.jsonl'), 'utf8'), `${recordLine(first)}\n`);
   const second = await store.create(newPet(2));
   assert.equal(await readFile(join(dir, 'pets-journal.1.jsonl'), 'utf8'), journalText([first, second]));
 });
 
-test('a create is written to the journal, then fdatasync\'ed, and only then acknowledged', async (t) => {
+test("a create is written to the journal, then fdatasync'ed, and only then acknowledged", async (t) => {
   const dir = await dataDir(t);
   const fs = new TestFileSystem();
   const store = await FileStore.open(dir, { fileSystem: fs });
@@ -106,7 +127,14 @@ test('a create is written to the journal, then fdatasync\'ed, and only then ackn
   await store.create(newPet(1)).then(() => fs.log.push('resolved'));
   // The first create after a start reserves a block of ids first (pets-ids.json, replaced as pets.json is).
   const reserve = ['open', 'write', 'datasync', 'close'].map((op) => `${op} .pets-ids.json.*.tmp`);
-  assert.deepEqual(fs.log, [...reserve, 'rename .pets-ids.json.*.tmp -> pets-ids.json', `syncDir ${basename(dir)}`, 'write pets-journal.1.jsonl', 'datasync pets-journal.1.jsonl', 'resolved']);
+  assert.deepEqual(fs.log, [
+    ...reserve,
+    'rename .pets-ids.json.*.tmp -> pets-ids.json',
+    `syncDir ${basename(dir)}`,
+    'write pets-journal.1.jsonl',
+    'datasync pets-journal.1.jsonl',
+    'resolved',
+  ]);
   // The next finds its id reserved: one write and one fdatasync, nothing else.
   fs.log.length = 0;
   await store.create(newPet(2)).then(() => fs.log.push('resolved'));
@@ -122,13 +150,23 @@ test('a new journal is created and the directory synced before its first line is
   defer(t, () => store.close());
   for (let i = 1; i <= 3; i++) await store.create(newPet(i));
   await store.close();
-  assertInOrder(fs.log, ['open pets-journal.1.jsonl', sync, 'write pets-journal.1.jsonl', 'datasync pets-journal.1.jsonl']);
-  assertInOrder(fs.log, ['open pets-journal.2.jsonl', sync, 'write pets-journal.2.jsonl', 'datasync pets-journal.2.jsonl']);
+  assertInOrder(fs.log, [
+    'open pets-journal.1.jsonl',
+    sync,
+    'write pets-journal.1.jsonl',
+    'datasync pets-journal.1.jsonl',
+  ]);
+  assertInOrder(fs.log, [
+    'open pets-journal.2.jsonl',
+    sync,
+    'write pets-journal.2.jsonl',
+    'datasync pets-journal.2.jsonl',
+  ]);
   // The new journal's name is durable before the old one is given up.
   assertInOrder(fs.log, ['open pets-journal.2.jsonl', sync, 'close pets-journal.1.jsonl']);
 });
 
-test('a snapshot is written to a temp file, fdatasync\'ed, closed, renamed over pets.json and the directory synced before any journal is removed', async (t) => {
+test("a snapshot is written to a temp file, fdatasync'ed, closed, renamed over pets.json and the directory synced before any journal is removed", async (t) => {
   const dir = await dataDir(t);
   const fs = new TestFileSystem();
   const sync = `syncDir ${basename(dir)}`;
@@ -148,8 +186,15 @@ test('a snapshot is written to a temp file, fdatasync\'ed, closed, renamed over 
   const firstUnlink = log.findIndex((entry) => entry.startsWith('unlink pets-journal.'));
   assert.ok(lastTempWrite >= 0 && lastTempWrite < datasync, log.join('\n'));
   assert.ok(datasync < close && close < rename && rename < dirSync && dirSync < firstUnlink, log.join('\n'));
-  assert.equal(log.indexOf(`open ${temp}`), log.findIndex((entry) => entry.includes(temp)), 'the temp file is opened first');
-  assert.ok(log.slice(log.indexOf('write pets-journal.1.jsonl')).every((entry) => !entry.includes('!')), `no call failed:\n${log.join('\n')}`);
+  assert.equal(
+    log.indexOf(`open ${temp}`),
+    log.findIndex((entry) => entry.includes(temp)),
+    'the temp file is opened first',
+  );
+  assert.ok(
+    log.slice(log.indexOf('write pets-journal.1.jsonl')).every((entry) => !entry.includes('!')),
+    `no call failed:\n${log.join('\n')}`,
+  );
   // Then the clean stop is written down in pets-ids.json (id-reservation.ts), last.
   const stopped = log.indexOf('open .pets-ids.json.*.tmp', firstUnlink);
   assert.equal(log[stopped - 2], sync, 'removing journals is made durable too');
@@ -166,8 +211,12 @@ test('200 concurrent creates all resolve, with distinct ids 1..200, in few group
   defer(t, () => store.close());
   const inputs = Array.from({ length: 200 }, (_, i) => newPet(i));
   const created = await Promise.all(inputs.map((input) => store.create(input)));
-  for (const [i, pet] of created.entries()) assert.deepEqual({ ...plain(pet), id: 0 }, plain({ id: 0, ...inputs[i] as NewPet }));
-  assert.deepEqual(created.map((p) => p.id).sort((a, b) => a - b), Array.from({ length: 200 }, (_, i) => i + 1));
+  for (const [i, pet] of created.entries())
+    assert.deepEqual({ ...plain(pet), id: 0 }, plain({ id: 0, ...(inputs[i] as NewPet) }));
+  assert.deepEqual(
+    created.map((p) => p.id).sort((a, b) => a - b),
+    Array.from({ length: 200 }, (_, i) => i + 1),
+  );
   const syncs = fs.count('datasync', isJournalPath);
   assert.ok(syncs >= 1 && syncs <= 10, `200 creates took ${syncs} fdatasyncs`);
   assert.equal(fs.count('write', isJournalPath), syncs, 'one append per commit');
@@ -212,7 +261,8 @@ test('compaction keeps at most two journals while running, and every pet survive
     const files = await dataFiles(dir);
     assert.ok(files.filter(isJournalPath).length <= 2, files.join(' '));
     // The snapshot open wrote names journal 1; a later one names a later journal.
-    if (!(await readFile(join(dir, 'pets.json'), 'utf8')).startsWith('{"format":"petstore-pets/4","journal":1,')) snapshots++;
+    if (!(await readFile(join(dir, 'pets.json'), 'utf8')).startsWith('{"format":"petstore-pets/4","journal":1,'))
+      snapshots++;
   }
   assert.ok(snapshots > 0, 'a snapshot was written while the store ran');
   const generations = (await dataFiles(dir)).filter(isJournalPath).map((name) => Number(name.split('.')[1]));
@@ -337,10 +387,13 @@ test('open reads a directory of format 1 that has journals only, from journal 1 
 
 test('a torn last journal line is not corruption: it is dropped and cut, and the next create starts a clean line', async (t) => {
   const dir = await dataDir(t);
-  const pets: Pet[] = [{ id: 1, ...newPet(1) }, { id: 2, ...newPet(2) }];
+  const pets: Pet[] = [
+    { id: 1, ...newPet(1) },
+    { id: 2, ...newPet(2) },
+  ];
   const journal = join(dir, 'pets-journal.1.jsonl');
   await writeFile(join(dir, 'pets.json'), snapshotText([], 1));
-  await writeFile(journal, journalText(pets) + '[{"id":3,"name":"half a p');
+  await writeFile(journal, `${journalText(pets)}[{"id":3,"name":"half a p`);
   await writeFile(join(dir, 'pets-ids.json'), idsText(2, false));
   const repairs: string[] = [];
   const store = await FileStore.open(dir, { onRepair: (message) => repairs.push(message) });
@@ -352,7 +405,7 @@ test('a torn last journal line is not corruption: it is dropped and cut, and the
   assert.deepEqual(allPets(store).map(plain), pets.map(plain));
   assert.equal(await readFile(journal, 'utf8'), journalText(pets), 'the torn line is cut at open');
   const next = await store.create(newPet(3));
-  assert.equal(next.id, 4, 'the torn line\'s id is not handed out again: torn bytes and damaged ones can look alike');
+  assert.equal(next.id, 4, "the torn line's id is not handed out again: torn bytes and damaged ones can look alike");
   assert.equal(await readFile(journal, 'utf8'), journalText([...pets, next]));
 });
 
@@ -361,7 +414,10 @@ test('a torn line of non-UTF-8 bytes at the end of the journal is dropped too', 
   const pets: Pet[] = [{ id: 1, ...newPet(1) }];
   const journal = join(dir, 'pets-journal.1.jsonl');
   await writeFile(join(dir, 'pets.json'), snapshotText([], 1));
-  await writeFile(journal, Buffer.concat([Buffer.from(journalText(pets)), Buffer.from([0x5b, 0x7b, 0xff, 0xfe, 0xc3])]));
+  await writeFile(
+    journal,
+    Buffer.concat([Buffer.from(journalText(pets)), Buffer.from([0x5b, 0x7b, 0xff, 0xfe, 0xc3])]),
+  );
   await writeFile(join(dir, 'pets-ids.json'), idsText(1, false));
   const store = await FileStore.open(dir);
   defer(t, () => store.close());
@@ -414,7 +470,10 @@ test('a lock naming this process, left by an earlier run that had the same pid, 
 });
 
 test('a hand-edited pets.json in another layout is still read, of format 1 and 2', async (t) => {
-  const pets: Pet[] = [{ id: 1, name: 'Rex', categoryId: 7n }, { id: 5, name: 'Tom "T"', categoryId: -3n, status: 'sold' }];
+  const pets: Pet[] = [
+    { id: 1, name: 'Rex', categoryId: 7n },
+    { id: 5, name: 'Tom "T"', categoryId: -3n, status: 'sold' },
+  ];
   const layouts = [
     // Pretty-printed.
     `{\n  "format": "petstore-pets/1",\n  "pets": [\n    { "id": 1, "name": "Rex", "categoryId": 7 },\n    { "status": "sold", "id": 5, "name": "Tom \\"T\\"", "categoryId": -3 }\n  ]\n}\n`,
@@ -446,7 +505,10 @@ test('ids are reserved a block ahead in the background: a create that finds its 
   defer(t, () => store.close());
   // The first create reserved ids 1–1025 (pets-ids.json).
   await store.create(newPet(0));
-  assert.match(await readFile(join(dir, 'pets-ids.json'), 'utf8'), /^\{"format":"petstore-ids\/1","reserved":1025,"stopped":false,"crc":"[0-9a-f]{8}"\}\n$/);
+  assert.match(
+    await readFile(join(dir, 'pets-ids.json'), 'utf8'),
+    /^\{"format":"petstore-ids\/1","reserved":1025,"stopped":false,"crc":"[0-9a-f]{8}"\}\n$/,
+  );
   // From now on every write of pets-ids.json hangs until released.
   let release = (): void => undefined;
   const held = new Promise<undefined>((resolve) => (release = () => resolve(undefined)));
@@ -454,12 +516,25 @@ test('ids are reserved a block ahead in the background: a create that finds its 
   const before = fs.count('datasync', isJournalPath);
   const logged = fs.log.length;
   // Once fewer than half a block are left (at id 514) the next block is reserved in the background: up to 1025 + 1024.
-  for (let i = 2; i <= 1000; i++) await within(store.create(newPet(i)), 5000, `create ${i} while the reservation is written`);
+  for (let i = 2; i <= 1000; i++)
+    await within(store.create(newPet(i)), 5000, `create ${i} while the reservation is written`);
   assert.equal(fs.count('datasync', isJournalPath) - before, 999, 'one fdatasync per create committed alone');
-  assert.equal(fs.log.slice(logged).filter((entry) => entry === 'open .pets-ids.json.*.tmp').length, 1, 'one reservation write begun for the block');
+  assert.equal(
+    fs.log.slice(logged).filter((entry) => entry === 'open .pets-ids.json.*.tmp').length,
+    1,
+    'one reservation write begun for the block',
+  );
   release();
-  await waitFor(() => fs.log.slice(logged).includes('rename .pets-ids.json.*.tmp -> pets-ids.json'), 5000, 'the reservation written');
+  await waitFor(
+    () => fs.log.slice(logged).includes('rename .pets-ids.json.*.tmp -> pets-ids.json'),
+    5000,
+    'the reservation written',
+  );
   assert.match(await readFile(join(dir, 'pets-ids.json'), 'utf8'), /"reserved":2049,"stopped":false/);
   await store.close();
-  assert.match(await readFile(join(dir, 'pets-ids.json'), 'utf8'), /"reserved":1000,"stopped":true/, 'a clean stop says where ids go on');
+  assert.match(
+    await readFile(join(dir, 'pets-ids.json'), 'utf8'),
+    /"reserved":1000,"stopped":true/,
+    'a clean stop says where ids go on',
+  );
 });

@@ -17,7 +17,9 @@ import { FileStore, type ListQuery, type ListText, type PetStore } from './suppo
 async function backlog(t: TestContext, count: number): Promise<string> {
   const dir = await tempDirFor(t);
   const store = await FileStore.open(dir);
-  await Promise.all(Array.from({ length: count }, (_, i) => store.create({ name: `${i}`.padEnd(256, 'x'), categoryId: BigInt(i) })));
+  await Promise.all(
+    Array.from({ length: count }, (_, i) => store.create({ name: `${i}`.padEnd(256, 'x'), categoryId: BigInt(i) })),
+  );
   await store.close();
   return dir;
 }
@@ -29,7 +31,9 @@ async function rawStream(t: TestContext, server: TestServer): Promise<{ socket: 
   await new Promise((r) => socket.once('connect', r));
   const [serverSide] = await Promise.all([
     new Promise<Socket>((r) => server.running.server.once('request', (req) => r(req.socket))),
-    socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`),
+    socket.write(
+      `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`,
+    ),
   ]);
   return { socket, serverSide };
 }
@@ -38,21 +42,25 @@ async function rawStream(t: TestContext, server: TestServer): Promise<{ socket: 
 function slowReads(store: PetStore, ms: number): PetStore {
   return new Proxy(store, {
     get(target, name, receiver) {
-      if (name === 'listText') return async (query: ListQuery): Promise<ListText> => {
-        await sleep(ms);
-        return (target.listText as (q: ListQuery) => ListText | Promise<ListText>)(query);
-      };
-      if (name === 'list') return async (query: ListQuery) => {
-        await sleep(ms);
-        return target.list(query);
-      };
+      if (name === 'listText')
+        return async (query: ListQuery): Promise<ListText> => {
+          await sleep(ms);
+          return (target.listText as (q: ListQuery) => ListText | Promise<ListText>)(query);
+        };
+      if (name === 'list')
+        return async (query: ListQuery) => {
+          await sleep(ms);
+          return target.list(query);
+        };
       const value: unknown = Reflect.get(target, name, receiver);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
 }
 
-test('a reader that is slow but reading is never cut off, however long it takes to catch up', { timeout: 90_000 }, async (t) => {
+test('a reader that is slow but reading is never cut off, however long it takes to catch up', {
+  timeout: 90_000,
+}, async (t) => {
   const count = 30_000;
   const dir = await backlog(t, count);
   const said: string[] = [];
@@ -72,24 +80,36 @@ test('a reader that is slow but reading is never cut off, however long it takes 
     setTimeout(() => socket.resume(), 50);
   });
   const started = Date.now();
-  await within((async () => {
-    for (;;) {
-      const text = Buffer.concat(chunks).toString('utf8');
-      if (text.includes(`id: ${count}\n`)) return;
-      if (socket.destroyed || socket.readableEnded) throw new Error(`the stream ended after ${parseEvents(text).length} events`);
-      await sleep(100);
-    }
-  })(), 60_000, 'every event of the backlog');
+  await within(
+    (async () => {
+      for (;;) {
+        const text = Buffer.concat(chunks).toString('utf8');
+        if (text.includes(`id: ${count}\n`)) return;
+        if (socket.destroyed || socket.readableEnded)
+          throw new Error(`the stream ended after ${parseEvents(text).length} events`);
+        await sleep(100);
+      }
+    })(),
+    60_000,
+    'every event of the backlog',
+  );
   clearInterval(watch);
-  t.diagnostic(`caught up with ${count} events in ${Date.now() - started} ms; the server's buffer was full at ${full} of the 100 ms samples`);
+  t.diagnostic(
+    `caught up with ${count} events in ${Date.now() - started} ms; the server's buffer was full at ${full} of the 100 ms samples`,
+  );
   assert.ok(full >= 20, `the buffers were full for at least two heartbeats: ${full} samples`);
   assert.equal(said.filter((msg) => msg.startsWith('event stream ended')).length, 0, said.join('\n'));
   const answer = parseResponse(Buffer.concat(chunks), true, false)?.answer;
   const ids = parseEvents(answer?.body.toString('utf8') ?? '').map((e) => Number(e.id));
-  assert.deepEqual(ids, Array.from({ length: count }, (_, i) => i + 1));
+  assert.deepEqual(
+    ids,
+    Array.from({ length: count }, (_, i) => i + 1),
+  );
 });
 
-test('a client that takes nothing does not hold up the stop: its stream is cut, and the stop takes what it takes without it', { timeout: 60_000 }, async (t) => {
+test('a client that takes nothing does not hold up the stop: its stream is cut, and the stop takes what it takes without it', {
+  timeout: 60_000,
+}, async (t) => {
   const dir = await backlog(t, 30_000);
   const server = await startServer({ dataDir: dir, streamHeartbeat: 60, shutdownTimeout: 10_000 });
   t.after(() => server.close());
@@ -97,7 +117,7 @@ test('a client that takes nothing does not hold up the stop: its stream is cut, 
   socket.pause(); // reads nothing: what was sent stays in the buffers
   const deadline = Date.now() + 10_000;
   while (!serverSide.writableNeedDrain) {
-    assert.ok(Date.now() < deadline, 'the server\'s buffer fills');
+    assert.ok(Date.now() < deadline, "the server's buffer fills");
     await sleep(20);
   }
   const quiet = await openStream(server.url, '/v1/pets?after=30000');
@@ -107,10 +127,16 @@ test('a client that takes nothing does not hold up the stop: its stream is cut, 
   const ms = Math.round(performance.now() - started);
   t.diagnostic(`stopped ${ms} ms after close() (--shutdown-timeout 10000)`);
   assert.ok(ms < 2000, `the stop took ${ms} ms`);
-  assert.equal(await within(quiet.ended, 1000, 'the quiet stream ends'), 'end', 'a stream whose client has taken everything still ends cleanly');
+  assert.equal(
+    await within(quiet.ended, 1000, 'the quiet stream ends'),
+    'end',
+    'a stream whose client has taken everything still ends cleanly',
+  );
 });
 
-test('a stream still being opened when the stop comes gets the stop\'s 503, with its headers; nothing is logged as an error', { timeout: 20_000 }, async (t) => {
+test("a stream still being opened when the stop comes gets the stop's 503, with its headers; nothing is logged as an error", {
+  timeout: 20_000,
+}, async (t) => {
   const dir = await tempDirFor(t);
   const errors: string[] = [];
   const logger = { request() {}, info() {}, error: (msg: string) => void errors.push(msg) };
@@ -128,11 +154,17 @@ test('a stream still being opened when the stop comes gets the stop\'s 503, with
   assert.equal(answer.headers.connection, 'close');
   assert.match(String(answer.headers['x-request-id']), /^[0-9a-f-]{36}$/);
   await answer.ended;
-  assert.deepEqual(JSON.parse(answer.text()), { code: 'unavailable', message: 'the server is stopping; try again shortly', status: 503 });
+  assert.deepEqual(JSON.parse(answer.text()), {
+    code: 'unavailable',
+    message: 'the server is stopping; try again shortly',
+    status: 503,
+  });
   assert.deepEqual(errors, []);
 });
 
-test('a waiting request whose client went while its first page was read gives its place back at once', { timeout: 20_000 }, async (t) => {
+test('a waiting request whose client went while its first page was read gives its place back at once', {
+  timeout: 20_000,
+}, async (t) => {
   const dir = await tempDirFor(t);
   const store = slowReads(await FileStore.open(dir), 300);
   const server = await startServer({ dataDir: dir, store, maxStreams: 1 });

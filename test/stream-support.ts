@@ -26,31 +26,47 @@ export interface StreamEvent {
 }
 
 /** Opens a stream of `path` (Accept: text/event-stream, the test key), resolved once its head is in. */
-export function openStream(baseUrl: string, path = '/v1/pets', headers: Array<[string, string]> = [], key: string = TEST_KEY): Promise<StreamClient> {
+export function openStream(
+  baseUrl: string,
+  path = '/v1/pets',
+  headers: Array<[string, string]> = [],
+  key: string = TEST_KEY,
+): Promise<StreamClient> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({
-      host: url.hostname, port: url.port, path, agent: false,
-      headers: [['host', url.host], ['accept', 'text/event-stream'], ['authorization', `Bearer ${key}`], ...headers].flat(),
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      const ended = new Promise<'end' | 'aborted'>((settle) => {
-        res.once('end', () => settle('end'));
-        res.once('aborted', () => settle('aborted'));
-        res.once('error', () => settle('aborted'));
-      });
-      const text = (): string => Buffer.concat(chunks).toString('utf8');
-      resolve({
-        status: res.statusCode ?? 0,
-        headers: res.headers,
-        text,
-        events: () => parseEvents(text()),
-        ended,
-        until: (check, ms, what) => waitFor(() => check(text()), ms, what),
-        close: () => req.destroy(),
-      });
-    });
+    const req = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        path,
+        agent: false,
+        headers: [
+          ['host', url.host],
+          ['accept', 'text/event-stream'],
+          ['authorization', `Bearer ${key}`],
+          ...headers,
+        ].flat(),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        const ended = new Promise<'end' | 'aborted'>((settle) => {
+          res.once('end', () => settle('end'));
+          res.once('aborted', () => settle('aborted'));
+          res.once('error', () => settle('aborted'));
+        });
+        const text = (): string => Buffer.concat(chunks).toString('utf8');
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          text,
+          events: () => parseEvents(text()),
+          ended,
+          until: (check, ms, what) => waitFor(() => check(text()), ms, what),
+          close: () => req.destroy(),
+        });
+      },
+    );
     req.on('error', reject);
     req.end();
   });

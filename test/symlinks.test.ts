@@ -16,7 +16,10 @@ import { dataDir, defer } from './store-support.js';
 const SNAPSHOT = `{"format":"petstore-pets/1","pets":[\n${petJson({ id: 1, name: 'Rex', categoryId: 7n })}\n]}\n`;
 
 /** A data directory, and beside it a file that is not the store's, with what it holds. */
-async function setting(t: TestContext, outsideText: string): Promise<{ dir: string; outside: string; check: () => Promise<void> }> {
+async function setting(
+  t: TestContext,
+  outsideText: string,
+): Promise<{ dir: string; outside: string; check: () => Promise<void> }> {
   const base = await dataDir(t);
   const dir = join(base, 'data');
   await mkdir(dir, { mode: 0o700 });
@@ -31,18 +34,23 @@ async function setting(t: TestContext, outsideText: string): Promise<{ dir: stri
 }
 
 async function assertRefusedNaming(t: TestContext, dir: string, path: string): Promise<void> {
-  await assert.rejects(FileStore.open(dir).then((store) => defer(t, () => store.close())), (error: unknown) => {
-    assert.ok(error instanceof StoreOpenError, String(error));
-    assert.ok(error.message.includes(path), error.message);
-    assert.match(error.message, /symbolic link|not a regular file/);
-    return true;
-  });
+  await assert.rejects(
+    FileStore.open(dir).then((store) => defer(t, () => store.close())),
+    (error: unknown) => {
+      assert.ok(error instanceof StoreOpenError, String(error));
+      assert.ok(error.message.includes(path), error.message);
+      assert.match(error.message, /symbolic link|not a regular file/);
+      return true;
+    },
+  );
 }
 
 test('a symlink at the name of the next journal is refused, naming it, and the file it points to is untouched', async (t) => {
   // Its content has no final newline: read as a torn journal line, it would be cut to 0 bytes.
   const { dir, outside, check } = await setting(t, 'a root-owned file, not a journal');
-  await writeFile(join(dir, 'pets-journal.1.jsonl'), petJson({ id: 1, name: 'Rex', categoryId: 7n }) + '\n', { mode: 0o600 });
+  await writeFile(join(dir, 'pets-journal.1.jsonl'), `${petJson({ id: 1, name: 'Rex', categoryId: 7n })}\n`, {
+    mode: 0o600,
+  });
   await symlink(outside, join(dir, 'pets-journal.2.jsonl'));
   await assertRefusedNaming(t, dir, join(dir, 'pets-journal.2.jsonl'));
   await check();
@@ -65,7 +73,7 @@ test('a symlink at keys.json is refused at start, naming it', async (t) => {
   await check();
 });
 
-test('a symlink at the lock\'s name is never followed: it is taken for a stale lock and replaced', async (t) => {
+test("a symlink at the lock's name is never followed: it is taken for a stale lock and replaced", async (t) => {
   const { dir, outside, check } = await setting(t, '1\n');
   await symlink(outside, join(dir, 'petstore.lock'));
   const store = await FileStore.open(dir);

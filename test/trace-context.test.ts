@@ -11,50 +11,81 @@ const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT_ID = '00f067aa0ba902b7';
 
 /** A server whose default logger writes into `lines`, one parsed JSON object per request line. */
-async function loggedServer(t: TestContext): Promise<{ server: TestServer; lines: () => Array<Record<string, unknown>>; raw: () => string }> {
+async function loggedServer(
+  t: TestContext,
+): Promise<{ server: TestServer; lines: () => Array<Record<string, unknown>>; raw: () => string }> {
   let written = '';
   const logger = jsonLogger('info', { write: (text: string) => (written += text) }, { write: () => true });
   const server = await startServer({ logger });
   t.after(() => server.close());
   const lines = (): Array<Record<string, unknown>> => {
     logger.flush();
-    return written.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['msg'] === 'request');
+    return written
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'request');
   };
   return { server, lines, raw: () => written };
 }
 
-test('a valid traceparent puts trace_id and span_id in its request\'s log line, whatever the flags', async (t) => {
+test("a valid traceparent puts trace_id and span_id in its request's log line, whatever the flags", async (t) => {
   const { server, lines } = await loggedServer(t);
   for (const [i, flags] of ['01', '00', 'ff'].entries()) {
-    const res = await server.request('GET', '/v1/pets', { headers: [['traceparent', `00-${TRACE_ID}-${PARENT_ID}-${flags}`], ['x-request-id', `valid-${i}`]] });
+    const res = await server.request('GET', '/v1/pets', {
+      headers: [
+        ['traceparent', `00-${TRACE_ID}-${PARENT_ID}-${flags}`],
+        ['x-request-id', `valid-${i}`],
+      ],
+    });
     assert.equal(res.status, 200);
-    assert.equal(res.headers['traceparent'], undefined, 'nothing is echoed');
+    assert.equal(res.headers.traceparent, undefined, 'nothing is echoed');
   }
-  await server.request('GET', '/v1/nowhere', { auth: false, headers: [['traceparent', `00-${TRACE_ID}-${PARENT_ID}-01`], ['x-request-id', 'valid-401']] });
+  await server.request('GET', '/v1/nowhere', {
+    auth: false,
+    headers: [
+      ['traceparent', `00-${TRACE_ID}-${PARENT_ID}-01`],
+      ['x-request-id', 'valid-401'],
+    ],
+  });
   await server.request('GET', '/v1/pets', { headers: [['x-request-id', 'without']] });
   const logged = lines();
   for (const id of ['valid-0', 'valid-1', 'valid-2', 'valid-401']) {
-    const line = logged.find((l) => l['id'] === id);
-    assert.equal(line?.['trace_id'], TRACE_ID, id);
-    assert.equal(line?.['span_id'], PARENT_ID, id);
+    const line = logged.find((l) => l.id === id);
+    assert.equal(line?.trace_id, TRACE_ID, id);
+    assert.equal(line?.span_id, PARENT_ID, id);
   }
-  const without = logged.find((l) => l['id'] === 'without');
+  const without = logged.find((l) => l.id === 'without');
   assert.ok(without !== undefined && !('trace_id' in without) && !('span_id' in without));
 });
 
 test('a traceparent of a later version is read as the fields of version 00, with whatever follows them after a dash left unread', async (t) => {
   const { server, lines, raw } = await loggedServer(t);
-  const later = [`01-${TRACE_ID}-${PARENT_ID}-01`, `cc-${TRACE_ID}-${PARENT_ID}-00-what-the-future-holds`, `fe-${TRACE_ID}-${PARENT_ID}-03-`];
+  const later = [
+    `01-${TRACE_ID}-${PARENT_ID}-01`,
+    `cc-${TRACE_ID}-${PARENT_ID}-00-what-the-future-holds`,
+    `fe-${TRACE_ID}-${PARENT_ID}-03-`,
+  ];
   for (const [i, value] of later.entries()) {
-    assert.equal((await server.request('GET', '/v1/pets', { headers: [['traceparent', value], ['x-request-id', `later-${i}`]] })).status, 200);
+    assert.equal(
+      (
+        await server.request('GET', '/v1/pets', {
+          headers: [
+            ['traceparent', value],
+            ['x-request-id', `later-${i}`],
+          ],
+        })
+      ).status,
+      200,
+    );
   }
   const logged = lines();
   for (const i of later.keys()) {
-    const line = logged.find((l) => l['id'] === `later-${i}`);
-    assert.equal(line?.['trace_id'], TRACE_ID, later[i]);
-    assert.equal(line?.['span_id'], PARENT_ID, later[i]);
+    const line = logged.find((l) => l.id === `later-${i}`);
+    assert.equal(line?.trace_id, TRACE_ID, later[i]);
+    assert.equal(line?.span_id, PARENT_ID, later[i]);
   }
-  assert.ok(!raw().includes('future'), 'the fields after version 00\'s are not logged');
+  assert.ok(!raw().includes('future'), "the fields after version 00's are not logged");
 });
 
 const MALFORMED: ReadonlyArray<readonly [string, string | string[]]> = [
@@ -86,9 +117,19 @@ test('a malformed traceparent is ignored: the request is answered as usual and i
   }
   const logged = lines();
   for (const [i, [what]] of MALFORMED.entries()) {
-    const line = logged.find((l) => l['id'] === `bad-${i}`);
+    const line = logged.find((l) => l.id === `bad-${i}`);
     assert.ok(line !== undefined, what);
-    assert.deepEqual(Object.keys(line), ['time', 'level', 'msg', 'id', 'method', 'path', 'status', 'ms', 'client'], what);
+    assert.deepEqual(
+      Object.keys(line),
+      ['time', 'level', 'msg', 'id', 'method', 'path', 'status', 'ms', 'client'],
+      what,
+    );
   }
-  assert.ok(!raw().includes(TRACE_ID) && !raw().includes(TRACE_ID.toUpperCase()) && !raw().includes('what') && !raw().includes('"x"'), 'no part of a refused header reaches the log');
+  assert.ok(
+    !raw().includes(TRACE_ID) &&
+      !raw().includes(TRACE_ID.toUpperCase()) &&
+      !raw().includes('what') &&
+      !raw().includes('"x"'),
+    'no part of a refused header reaches the log',
+  );
 });

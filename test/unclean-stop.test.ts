@@ -10,7 +10,11 @@ import { dataDir } from './store-support.js';
 
 const create = async (url: string, name: string): Promise<number> => {
   const created = await request(url, 'POST', '/v1/pets', {
-    headers: [['content-type', 'application/json'], ['x-api-key', TEST_KEY]], body: JSON.stringify({ name, categoryId: 1 }),
+    headers: [
+      ['content-type', 'application/json'],
+      ['x-api-key', TEST_KEY],
+    ],
+    body: JSON.stringify({ name, categoryId: 1 }),
   });
   assert.equal(created.status, 201, created.text);
   return (JSON.parse(created.text) as { id: number }).id;
@@ -24,9 +28,14 @@ test('after kill -9 the start logs one line: unclean stop, where ids continue an
   await stopProcess(first, 'SIGKILL');
 
   const second = await spawnServerFor(t, ['--data-dir', dir], env);
-  const lines = second.stdout().split('\n').filter((line) => /unclean stop/.test(line));
+  const lines = second
+    .stdout()
+    .split('\n')
+    .filter((line) => /unclean stop/.test(line));
   assert.equal(lines.length, 1, second.stdout());
-  const said = /records end at pet 3; new ids continue from ([0-9]+), past every id reserved before the stop/.exec(lines[0] as string);
+  const said = /records end at pet 3; new ids continue from ([0-9]+), past every id reserved before the stop/.exec(
+    lines[0] as string,
+  );
   assert.ok(said !== null, lines[0]);
   assert.equal(await create(second.url, 'd'), Number(said[1]));
   assert.equal(await stopProcess(second), 0);

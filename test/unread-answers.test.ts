@@ -13,7 +13,7 @@ import { connect, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect as tlsConnect } from 'node:tls';
-import { valueOf } from './exposition-parser.js';
+import { metricValue } from './exposition-parser.js';
 import { tempDirFor, TEST_KEY, waitFor, type TestServer } from './helpers.js';
 import { metricsServer, requestCounts, scrape } from './metrics-support.js';
 import { FileStore, type ListenOptions } from './support.js';
@@ -70,9 +70,10 @@ class Client {
 
   constructor(t: TestContext, url: string, ca: Buffer | undefined, localAddress = '127.0.0.1') {
     const { hostname, port } = new URL(url);
-    this.socket = ca === undefined
-      ? connect({ port: Number(port), host: hostname, localAddress })
-      : tlsConnect({ port: Number(port), host: hostname, ca, ...({ localAddress } as object) });
+    this.socket =
+      ca === undefined
+        ? connect({ port: Number(port), host: hostname, localAddress })
+        : tlsConnect({ port: Number(port), host: hostname, ca, ...({ localAddress } as object) });
     t.after(() => this.socket.destroy());
     this.socket.on('error', () => {}); // a reset is a close
     this.socket.once('close', () => (this.closed = true));
@@ -107,11 +108,15 @@ async function stalled(sides: Socket[]): Promise<void> {
   const taken = (side: Socket): number => side.bytesWritten - side.writableLength;
   let last = sides.map(taken);
   let since = performance.now();
-  await waitFor(() => {
-    const now = sides.map(taken);
-    if (now.some((bytes, i) => bytes !== last[i])) [last, since] = [now, performance.now()];
-    return performance.now() - since >= 500 && sides.every((side) => unsent(side) > 0);
-  }, 15_000, 'the answers held unsent, taken no further');
+  await waitFor(
+    () => {
+      const now = sides.map(taken);
+      if (now.some((bytes, i) => bytes !== last[i])) [last, since] = [now, performance.now()];
+      return performance.now() - since >= 500 && sides.every((side) => unsent(side) > 0);
+    },
+    15_000,
+    'the answers held unsent, taken no further',
+  );
 }
 
 /** What the server holds unsent on `socket`: its buffer, and the answers made behind the one being written. */
@@ -123,8 +128,8 @@ for (const tls of [false, true]) {
   const over = tls ? 'over TLS' : 'over HTTP';
   const needs = tls ? needsOpenssl : {};
 
-  test(`${over}: a pipelining client that never reads is read no further while ${ANSWERING} answers are unsent, `
-    + 'and is closed after --send-timeout without progress', { ...needs, timeout: 30_000 }, async (t) => {
+  test(`${over}: a pipelining client that never reads is read no further while ${ANSWERING} answers are unsent, ` +
+    'and is closed after --send-timeout without progress', { ...needs, timeout: 30_000 }, async (t) => {
     const { server, serverSides, ca, metricsUrl } = await serve(t, tls, { sendTimeout: 1 });
     let requests = 0;
     let finished = 0;
@@ -146,23 +151,27 @@ for (const tls of [false, true]) {
     t.diagnostic(`closed ${Math.round(after)} ms after the server first held answers unsent; ${requests} requests`);
     assert.ok(after >= 500, `not before the send timeout: ${Math.round(after)} ms`);
     const { families } = await scrape(metricsUrl);
-    assert.equal(valueOf(families, 'petstore_http_ended_connections_total', { reason: 'send_timeout' }), 1);
+    assert.equal(metricValue(families, 'petstore_http_ended_connections_total', { reason: 'send_timeout' }), 1);
     assert.equal(await keyedGet(t, server.url, ca), 200, 'another client is served as ever');
   });
 
-  test(`${over}: a client with more than ${OUTSTANDING} requests unanswered on one connection is closed, and counted`,
-    { ...needs, timeout: 30_000 }, async (t) => {
+  test(`${over}: a client with more than ${OUTSTANDING} requests unanswered on one connection is closed, and counted`, {
+    ...needs,
+    timeout: 30_000,
+  }, async (t) => {
     const { server, serverSides, ca, metricsUrl } = await serve(t, tls);
     const client = new Client(t, server.url, ca);
     await client.neverReading(200);
     await waitFor(() => serverSides[0]?.destroyed === true, 10_000, 'the connection closed');
     const { families } = await scrape(metricsUrl);
-    assert.equal(valueOf(families, 'petstore_http_ended_connections_total', { reason: 'pipelining_limit' }), 1);
+    assert.equal(metricValue(families, 'petstore_http_ended_connections_total', { reason: 'pipelining_limit' }), 1);
   });
 
-  test(`${over}: at --max-connections, connections whose only work is answers their clients do not read `
-    + 'are closed for room: a keyed request on a fresh connection is answered',
-  { ...needs, timeout: 30_000 }, async (t) => {
+  test(`${over}: at --max-connections, connections whose only work is answers their clients do not read ` +
+    'are closed for room: a keyed request on a fresh connection is answered', {
+    ...needs,
+    timeout: 30_000,
+  }, async (t) => {
     const { server, serverSides, ca, metricsUrl } = await serve(t, tls, { maxConnections: 4 });
     for (let i = 0; i < 4; i++) await new Client(t, server.url, ca, '127.0.0.2').neverReading(OUTSTANDING);
     await waitFor(() => serverSides.length === 4, 10_000, 'every slot holds requests');
@@ -176,11 +185,13 @@ for (const tls of [false, true]) {
     }
     assert.equal(floodSides.filter((s) => s.destroyed).length, 3, 'three of the unread connections closed for room');
     const { families } = await scrape(metricsUrl);
-    assert.equal(valueOf(families, 'petstore_http_evicted_connections_total'), 3);
+    assert.equal(metricValue(families, 'petstore_http_evicted_connections_total'), 3);
   });
 
-  test(`${over}: a client reading slowly but steadily is not cut, though its answers take many times --send-timeout`,
-    { ...needs, timeout: 90_000 }, async (t) => {
+  test(`${over}: a client reading slowly but steadily is not cut, though its answers take many times --send-timeout`, {
+    ...needs,
+    timeout: 90_000,
+  }, async (t) => {
     // The kernel wakes a writer once about a third of its buffer has drained: on loopback (4 MB) a
     // reader at 640 kB/s shows progress every 2 s or so, which a send timeout of 4 s leaves room for.
     const { server, serverSides, ca, metricsUrl } = await serve(t, tls, { sendTimeout: 4 });
@@ -224,6 +235,6 @@ for (const tls of [false, true]) {
     assert.equal(client.closed, false, `not cut: ${ended.join(', ')}`);
     assert.equal(answers, total);
     assert.ok(held >= 60, `the server held unsent answers for half as long again as the send timeout: ${held} samples`);
-    assert.equal(valueOf(families, 'petstore_http_ended_connections_total', { reason: 'send_timeout' }), 0);
+    assert.equal(metricValue(families, 'petstore_http_ended_connections_total', { reason: 'send_timeout' }), 0);
   });
 }

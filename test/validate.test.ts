@@ -3,7 +3,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseJson } from '#dist/lib/json.js';
 import {
-  isPetStatus, parseInt64, parseLimit, validateCategoryId, validateName, validateNewPet, validateStatus, ValidationError,
+  isPetStatus,
+  parseInt64,
+  parseLimit,
+  validateCategoryId,
+  validateName,
+  validateNewPet,
+  validateStatus,
+  ValidationError,
 } from '#dist/pet/validate.js';
 
 const INT64_MAX = 9223372036854775807n;
@@ -20,7 +27,11 @@ function refuses(fn: () => unknown, word: string): void {
 }
 
 test('a full NewPet is accepted as given', () => {
-  assert.deepEqual(validateNewPet({ name: 'Rex', categoryId: 7n, status: 'sold' }), { name: 'Rex', categoryId: 7n, status: 'sold' });
+  assert.deepEqual(validateNewPet({ name: 'Rex', categoryId: 7n, status: 'sold' }), {
+    name: 'Rex',
+    categoryId: 7n,
+    status: 'sold',
+  });
 });
 
 test('a NewPet without status has no status property', () => {
@@ -30,7 +41,11 @@ test('a NewPet without status has no status property', () => {
 });
 
 test('a NewPet parsed by parseJson (no prototype) is accepted', () => {
-  assert.deepEqual(validateNewPet(parseJson('{"status":"pending","categoryId":-3,"name":"Max"}')), { name: 'Max', categoryId: -3n, status: 'pending' });
+  assert.deepEqual(validateNewPet(parseJson('{"status":"pending","categoryId":-3,"name":"Max"}')), {
+    name: 'Max',
+    categoryId: -3n,
+    status: 'pending',
+  });
 });
 
 test('a body that is not an object is refused', () => {
@@ -72,7 +87,8 @@ test('validateName accepts 1 to 256 characters', () => {
 });
 
 test('validateName refuses a missing, empty, non-string or 257-character name', () => {
-  for (const value of [undefined, '', 5n, 1.5, null, true, ['a'], 'a'.repeat(257)]) refuses(() => validateName(value), 'name');
+  for (const value of [undefined, '', 5n, 1.5, null, true, ['a'], 'a'.repeat(257)])
+    refuses(() => validateName(value), 'name');
 });
 
 test('validateName counts code points, not UTF-16 units', () => {
@@ -84,7 +100,8 @@ test('validateName counts code points, not UTF-16 units', () => {
 });
 
 test('validateCategoryId keeps every int64 exactly', () => {
-  for (const value of [0n, 1n, -1n, 9007199254740993n, INT64_MAX, INT64_MIN]) assert.equal(validateCategoryId(value), value);
+  for (const value of [0n, 1n, -1n, 9007199254740993n, INT64_MAX, INT64_MIN])
+    assert.equal(validateCategoryId(value), value);
 });
 
 test('validateCategoryId refuses values outside int64', () => {
@@ -93,13 +110,15 @@ test('validateCategoryId refuses values outside int64', () => {
 });
 
 test('validateCategoryId refuses numbers with a fraction, an exponent or minus zero, and non-numbers', () => {
-  for (const value of [1.5, 100, -0, 0, '1', true, null, undefined, [1n]]) refuses(() => validateCategoryId(value), 'categoryId');
+  for (const value of [1.5, 100, -0, 0, '1', true, null, undefined, [1n]])
+    refuses(() => validateCategoryId(value), 'categoryId');
   for (const text of ['1.5', '1e2', '1.0', '-0']) refuses(() => validateCategoryId(parseJson(text)), 'categoryId');
 });
 
 test('isPetStatus is true exactly for the three statuses', () => {
   for (const status of ['available', 'pending', 'sold']) assert.equal(isPetStatus(status), true);
-  for (const value of ['Available', 'SOLD', '', ' sold', 'lost', null, undefined, 1, ['sold']]) assert.equal(isPetStatus(value), false);
+  for (const value of ['Available', 'SOLD', '', ' sold', 'lost', null, undefined, 1, ['sold']])
+    assert.equal(isPetStatus(value), false);
 });
 
 test('validateStatus returns a valid status and names the field otherwise', () => {
@@ -119,7 +138,22 @@ test('parseLimit accepts plain decimal integers from 1 to 100', () => {
 });
 
 test('parseLimit refuses anything else', () => {
-  for (const raw of ['0', '101', '1e1', '2.5', '', '-3', 'abc', '+5', ' 5', '5 ', '0x10', '１０', '99999999999999999999', '100.0']) {
+  for (const raw of [
+    '0',
+    '101',
+    '1e1',
+    '2.5',
+    '',
+    '-3',
+    'abc',
+    '+5',
+    ' 5',
+    '5 ',
+    '0x10',
+    '１０',
+    '99999999999999999999',
+    '100.0',
+  ]) {
     refuses(() => parseLimit(raw), 'limit');
   }
 });
@@ -145,5 +179,6 @@ test('parseInt64 refuses values outside int64', () => {
 });
 
 test('parseInt64 refuses what is not a decimal integer, naming what was parsed', () => {
-  for (const raw of ['', 'abc', '1.5', '1e3', '+1', ' 1', '1 ', '0x1', '-', '--1', '１']) refuses(() => parseInt64(raw, 'after'), 'after');
+  for (const raw of ['', 'abc', '1.5', '1e3', '+1', ' 1', '1 ', '0x1', '-', '--1', '１'])
+    refuses(() => parseInt64(raw, 'after'), 'after');
 });

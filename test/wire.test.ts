@@ -29,7 +29,7 @@ function converse(url: string, bytes: string, timeoutMs = 5000): Promise<Convers
     socket.on('close', () => {
       clearTimeout(timer);
       const answers: RawAnswer[] = [];
-      for (let rest = buffer; rest.length > 0;) {
+      for (let rest = buffer; rest.length > 0; ) {
         const parsed = parseResponse(rest, true, false);
         if (parsed === undefined) break;
         answers.push(parsed.answer);
@@ -47,7 +47,8 @@ const CREATE = `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${AUTH}Content-Type: applic
 const LIST = `GET /v1/pets HTTP/1.1\r\nHost: x\r\n${AUTH}\r\n`;
 
 const statuses = (c: Conversation): number[] => c.answers.map((a) => a.status);
-const errorCode = (a: RawAnswer | undefined): unknown => (JSON.parse(a?.body.toString('utf8') ?? 'null') as { code?: unknown } | null)?.code;
+const errorCode = (a: RawAnswer | undefined): unknown =>
+  (JSON.parse(a?.body.toString('utf8') ?? 'null') as { code?: unknown } | null)?.code;
 
 describe('pipelined requests', () => {
   let server: TestServer;
@@ -56,23 +57,27 @@ describe('pipelined requests', () => {
   });
   after(() => server.close());
 
-  const count = async (): Promise<number> => ((await server.request('GET', '/v1/pets?limit=100')).json as unknown[]).length;
+  const count = async (): Promise<number> =>
+    ((await server.request('GET', '/v1/pets?limit=100')).json as unknown[]).length;
 
   test('a create, a list and a malformed line in one write: 201, 200 with the pet, then the 400, then the close', async () => {
     const before = await count();
-    const talk = await converse(server.url, CREATE + LIST + 'BOGUS\r\n\r\n');
+    const talk = await converse(server.url, `${CREATE + LIST}BOGUS\r\n\r\n`);
     assert.deepEqual(statuses(talk), [201, 200, 400]);
     assert.equal((JSON.parse(talk.answers[0]?.body.toString('utf8') ?? '') as { name: string }).name, 'Piped');
     assert.ok(Array.isArray(JSON.parse(talk.answers[1]?.body.toString('utf8') ?? '')), 'the list');
     assert.equal(errorCode(talk.answers[2]), 'invalid_request');
-    assert.deepEqual(talk.answers[2]?.headers['connection'], ['close']);
+    assert.deepEqual(talk.answers[2]?.headers.connection, ['close']);
     assert.ok(talk.closedByServer, 'the server closes after the error');
     assert.equal(await count(), before + 1, 'exactly the acknowledged pet is stored');
   });
 
   test('oversized headers in second place: the 201 goes out first, then the 431', async () => {
     const before = await count();
-    const talk = await converse(server.url, CREATE + `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    const talk = await converse(
+      server.url,
+      `${CREATE}GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    );
     assert.deepEqual(statuses(talk), [201, 431]);
     assert.equal(errorCode(talk.answers[1]), 'headers_too_large');
     assert.ok(talk.closedByServer);
@@ -91,7 +96,10 @@ describe('pipelined requests', () => {
   });
 
   test('a refused create whose unread chunked body turns out malformed gets exactly one answer', async () => {
-    const talk = await converse(server.url, `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${AUTH}Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nZZ\r\n`);
+    const talk = await converse(
+      server.url,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${AUTH}Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nZZ\r\n`,
+    );
     assert.deepEqual(statuses(talk), [415]);
   });
 });
@@ -125,7 +133,16 @@ describe('request line and Host', () => {
     });
   }
 
-  for (const host of ['example.com', 'example.com:8080', '127.0.0.1:1', '[::1]:8080', '[2001:db8::1]', 'a_b~c.-x', 'xn--bcher-kva.example', 'x%41y']) {
+  for (const host of [
+    'example.com',
+    'example.com:8080',
+    '127.0.0.1:1',
+    '[::1]:8080',
+    '[2001:db8::1]',
+    'a_b~c.-x',
+    'xn--bcher-kva.example',
+    'x%41y',
+  ]) {
     test(`Host: ${host} is accepted`, async () => {
       assert.deepEqual(statuses(await get(`Host: ${host}\r\n`)), [200]);
     });
@@ -138,7 +155,10 @@ describe('request line and Host', () => {
   for (const version of ['HTTP/2.0', 'HTTP/1.2', 'HTTP/3.0', 'HTTP/0.9']) {
     test(`a create with ${version} is a 505 http_version_not_supported and stores nothing`, async () => {
       const before = (await server.request('GET', '/v1/pets?limit=100')).text;
-      const talk = await converse(server.url, `POST /v1/pets ${version}\r\nHost: x\r\n${AUTH}Content-Type: application/json\r\nContent-Length: ${PET.length}\r\nConnection: close\r\n\r\n${PET}`);
+      const talk = await converse(
+        server.url,
+        `POST /v1/pets ${version}\r\nHost: x\r\n${AUTH}Content-Type: application/json\r\nContent-Length: ${PET.length}\r\nConnection: close\r\n\r\n${PET}`,
+      );
       assert.deepEqual(statuses(talk), [505]);
       assert.equal(errorCode(talk.answers[0]), 'http_version_not_supported');
       assert.equal((await server.request('GET', '/v1/pets?limit=100')).text, before);
@@ -149,7 +169,10 @@ describe('request line and Host', () => {
     test(`Transfer-Encoding ${codings.join(' + ')} is a 415 unsupported_media_type and stores nothing`, async () => {
       const before = (await server.request('GET', '/v1/pets?limit=100')).text;
       const te = codings.map((c) => `Transfer-Encoding: ${c}\r\n`).join('');
-      const talk = await converse(server.url, `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${AUTH}Content-Type: application/json\r\n${te}Connection: close\r\n\r\n${PET.length.toString(16)}\r\n${PET}\r\n0\r\n\r\n`);
+      const talk = await converse(
+        server.url,
+        `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${AUTH}Content-Type: application/json\r\n${te}Connection: close\r\n\r\n${PET.length.toString(16)}\r\n${PET}\r\n0\r\n\r\n`,
+      );
       assert.deepEqual(statuses(talk), [415]);
       assert.equal(errorCode(talk.answers[0]), 'unsupported_media_type');
       assert.equal((await server.request('GET', '/v1/pets?limit=100')).text, before);
@@ -157,7 +180,10 @@ describe('request line and Host', () => {
   }
 
   test('Transfer-Encoding: chunked alone still creates', async () => {
-    const talk = await converse(server.url, `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${AUTH}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${PET.length.toString(16)}\r\n${PET}\r\n0\r\n\r\n`);
+    const talk = await converse(
+      server.url,
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${AUTH}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${PET.length.toString(16)}\r\n${PET}\r\n0\r\n\r\n`,
+    );
     assert.deepEqual(statuses(talk), [201]);
   });
 });

@@ -12,7 +12,9 @@ import { atTurnEnd, writeHeldNow } from '#dist/http/connections/write-batch.js';
 
 test('jobs run once the turn they were held in is done, in the order held, each with its two arguments', async () => {
   const ran: string[] = [];
-  const job = (a: string, b: number): void => { ran.push(`${a}${b}`); };
+  const job = (a: string, b: number): void => {
+    ran.push(`${a}${b}`);
+  };
   atTurnEnd(job, 'a', 1);
   atTurnEnd(job, 'b', 2);
   atTurnEnd(job, 'c', 3);
@@ -23,10 +25,14 @@ test('jobs run once the turn they were held in is done, in the order held, each 
 
 test('a job held by a running job runs in the next turn, and the turns after hold and run as before', async () => {
   const ran: string[] = [];
-  atTurnEnd((name: string) => {
-    ran.push(name);
-    atTurnEnd((later: string) => ran.push(later), 'held while running', undefined);
-  }, 'first', undefined);
+  atTurnEnd(
+    (name: string) => {
+      ran.push(name);
+      atTurnEnd((later: string) => ran.push(later), 'held while running', undefined);
+    },
+    'first',
+    undefined,
+  );
   await turn();
   assert.deepEqual(ran, ['first']);
   await turn();
@@ -36,9 +42,11 @@ test('a job held by a running job runs in the next turn, and the turns after hol
   assert.deepEqual(ran, ['first', 'held while running', 'a later turn']);
 });
 
-test('writeHeldNow runs the held jobs at once (a request asked about is answered), and the turn\'s own run finds none left', async () => {
+test("writeHeldNow runs the held jobs at once (a request asked about is answered), and the turn's own run finds none left", async () => {
   const ran: string[] = [];
-  const job = (name: string): void => { ran.push(name); };
+  const job = (name: string): void => {
+    ran.push(name);
+  };
   atTurnEnd(job, 'a', undefined);
   atTurnEnd(job, 'b', undefined);
   writeHeldNow();
@@ -52,12 +60,18 @@ test('writeHeldNow runs the held jobs at once (a request asked about is answered
 
 test('writeHeldNow from inside a run does nothing: the jobs of the run keep their order, one held meanwhile waits its turn', async () => {
   const ran: string[] = [];
-  const job = (name: string): void => { ran.push(name); };
-  atTurnEnd(() => {
-    ran.push('1');
-    atTurnEnd(job, '3', undefined);
-    writeHeldNow();
-  }, undefined, undefined);
+  const job = (name: string): void => {
+    ran.push(name);
+  };
+  atTurnEnd(
+    () => {
+      ran.push('1');
+      atTurnEnd(job, '3', undefined);
+      writeHeldNow();
+    },
+    undefined,
+    undefined,
+  );
   atTurnEnd(job, '2', undefined);
   await turn();
   assert.deepEqual(ran, ['1', '2']);

@@ -6,7 +6,9 @@ import type { ScopeBits } from './key-scopes.js';
 export type KeyPlace = 'given' | 'file' | 'database';
 
 /** A key as the keyring holds it: its SHA-256 digest, what it may do, and where it came from. */
-export interface KeyEntry<K extends { readonly id: string; readonly scopes: ScopeBits; readonly quota: QuotaPolicy | undefined }> {
+export interface KeyEntry<
+  K extends { readonly id: string; readonly scopes: ScopeBits; readonly quota: QuotaPolicy | undefined },
+> {
   digest: Buffer;
   key: K;
   place: KeyPlace;
@@ -29,7 +31,9 @@ export class DuplicateKeyError extends KeyFileError {
  * `stricter`. At start (`strict`) a key found twice is thrown as a DuplicateKeyError naming both
  * places; later `onTwice` is told of each (the first entry's key and the one found again).
  */
-export function mergeDuplicates<K extends { readonly id: string; readonly scopes: ScopeBits; readonly quota: QuotaPolicy | undefined }>(
+export function mergeDuplicates<
+  K extends { readonly id: string; readonly scopes: ScopeBits; readonly quota: QuotaPolicy | undefined },
+>(
   entries: readonly KeyEntry<K>[],
   strict: boolean,
   describe: (entry: KeyEntry<K>) => string,
@@ -44,7 +48,10 @@ export function mergeDuplicates<K extends { readonly id: string; readonly scopes
       byDigest.set(hex, { ...entry });
       continue;
     }
-    if (strict) throw new DuplicateKeyError(`the API key ${describe(first)} is also ${describe(entry)}; give each key once: remove one of the two`);
+    if (strict)
+      throw new DuplicateKeyError(
+        `the API key ${describe(first)} is also ${describe(entry)}; give each key once: remove one of the two`,
+      );
     onTwice(first, entry);
     first.key = stricter(first.key, entry.key);
   }
@@ -56,7 +63,9 @@ export function mergeDuplicates<K extends { readonly id: string; readonly scopes
  * quota of its own when the other has none, as the server's may be none at all), and the id of `b`,
  * the later place (the key file or the database, where `keys revoke` acts).
  */
-export function stricterKey<K extends { readonly id: string; readonly scopes: ScopeBits; readonly quota: QuotaPolicy | undefined }>(a: K, b: K): K {
+export function stricterKey<
+  K extends { readonly id: string; readonly scopes: ScopeBits; readonly quota: QuotaPolicy | undefined },
+>(a: K, b: K): K {
   return { ...b, scopes: a.scopes & b.scopes, quota: lowerQuota(a.quota, b.quota) };
 }
 

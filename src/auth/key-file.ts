@@ -55,27 +55,42 @@ export function readKeyFile(path: string): StoredKey[] | undefined {
   try {
     document = JSON.parse(text);
   } catch (error) {
-    throw new KeyFileError(`${path} is not valid JSON: ${(error as Error).message}; restore it from a backup, or correct it by hand`, { cause: error });
+    throw new KeyFileError(
+      `${path} is not valid JSON: ${(error as Error).message}; restore it from a backup, or correct it by hand`,
+      { cause: error },
+    );
   }
   const format = (document as { format?: unknown } | null)?.format;
   if (!READABLE_FORMATS.includes(format)) {
     const newer = typeof format === 'string' && /^petstore-keys\/([3-9]|[1-9][0-9]{1,8})$/.test(format);
-    throw new KeyFileError(newer
-      ? `${path} was written by a newer version of the server (format ${format}); upgrade the server to use this data`
-      : `${path} is not a key file (expected "format": "${KEY_FORMAT}"); restore it from a backup, or move it away if it is another file`);
+    throw new KeyFileError(
+      newer
+        ? `${path} was written by a newer version of the server (format ${format}); upgrade the server to use this data`
+        : `${path} is not a key file (expected "format": "${KEY_FORMAT}"); restore it from a backup, or move it away ` +
+            `if it is another file`,
+    );
   }
   const keys = (document as { keys?: unknown } | null)?.keys;
-  if (!Array.isArray(keys) || !keys.every(isStoredKey)) throw new KeyFileError(`${path} is not a key file (expected {"keys": [{id, label, created, sha256}]}); restore it from a backup, or correct it by hand`);
+  if (!Array.isArray(keys) || !keys.every(isStoredKey))
+    throw new KeyFileError(
+      `${path} is not a key file (expected {"keys": [{id, label, created, sha256}]}); restore it from a backup, or ` +
+        `correct it by hand`,
+    );
   for (const key of keys) checkGrants(path, key);
   return keys;
 }
 
 function isStoredKey(value: unknown): value is StoredKey {
   const key = value as Partial<StoredKey> | null;
-  return typeof key?.id === 'string' && typeof key.label === 'string' && typeof key.created === 'string'
-    && typeof key.sha256 === 'string' && /^[0-9a-f]{64}$/.test(key.sha256)
-    && (key.scopes === undefined || (Array.isArray(key.scopes) && key.scopes.every((s) => typeof s === 'string')))
-    && (key.rateLimit === undefined || (typeof key.rateLimit === 'object' && key.rateLimit !== null));
+  return (
+    typeof key?.id === 'string' &&
+    typeof key.label === 'string' &&
+    typeof key.created === 'string' &&
+    typeof key.sha256 === 'string' &&
+    /^[0-9a-f]{64}$/.test(key.sha256) &&
+    (key.scopes === undefined || (Array.isArray(key.scopes) && key.scopes.every((s) => typeof s === 'string'))) &&
+    (key.rateLimit === undefined || (typeof key.rateLimit === 'object' && key.rateLimit !== null))
+  );
 }
 
 /** A key's scopes must be known ones and its quota in range: said with the key's id, as a hand edit may be wrong. */
@@ -85,7 +100,9 @@ function checkGrants(path: string, key: StoredKey): void {
     if (key.rateLimit !== undefined) checkQuota(key.rateLimit);
   } catch (error) {
     if (!(error instanceof TypeError)) throw error;
-    throw new KeyFileError(`${path}: key ${key.id}: ${error.message}; correct it by hand, or revoke the key`, { cause: error });
+    throw new KeyFileError(`${path}: key ${key.id}: ${error.message}; correct it by hand, or revoke the key`, {
+      cause: error,
+    });
   }
 }
 
@@ -121,13 +138,25 @@ export async function updateKeyFile<T>(
 
 /** Replaces the key file at `path` atomically and durably with `keys`, as the store replaces its snapshot. */
 export async function writeKeyFile(fs: FileSystem, path: string, keys: readonly StoredKey[]): Promise<void> {
-  await replaceFile(fs, path, [JSON.stringify({ format: KEY_FORMAT, keys }, null, 2) + '\n'], reportToStderr);
+  await replaceFile(fs, path, [`${JSON.stringify({ format: KEY_FORMAT, keys }, null, 2)}\n`], reportToStderr);
 }
 
-/** Creates a key that holds `scopes` (and its own quota, if given): returns it (to show once) and the record to store. */
-export function newKey(label: string, scopes: readonly Scope[] = SCOPES, rateLimit?: QuotaPolicy): { key: string; record: StoredKey } {
+/**
+ * Creates a key that holds `scopes` (and its own quota, if given): returns it (to show once) and the record to store.
+ */
+export function newKey(
+  label: string,
+  scopes: readonly Scope[] = SCOPES,
+  rateLimit?: QuotaPolicy,
+): { key: string; record: StoredKey } {
   const key = `pet_${randomBytes(32).toString('base64url')}`;
-  const record: StoredKey = { id: randomUUID().slice(0, 8), label, created: new Date().toISOString(), sha256: hashKey(key), scopes: [...scopes] };
+  const record: StoredKey = {
+    id: randomUUID().slice(0, 8),
+    label,
+    created: new Date().toISOString(),
+    sha256: hashKey(key),
+    scopes: [...scopes],
+  };
   if (rateLimit !== undefined) record.rateLimit = rateLimit;
   return { key, record };
 }
@@ -150,7 +179,9 @@ export function generateFirstKey(dataDir: string): Promise<string | undefined> {
  * read it) and the next start that serves generates one and shows it. Whether it was taken back.
  */
 export async function withdrawFirstKey(
-  dataDir: string, key: string, fs: FileSystem = nodeFileSystem,
+  dataDir: string,
+  key: string,
+  fs: FileSystem = nodeFileSystem,
 ): Promise<boolean> {
   const path = keyFilePath(dataDir);
   const lock = await LockFile.acquire(`${path}.lock`, 5000);

@@ -29,7 +29,11 @@ export function unknownScope(name: string): string {
  */
 export function scopeBits(names: readonly string[] | null | undefined): ScopeBits {
   if (names === undefined || names === null) return ALL_SCOPES;
-  if (names.length === 0) throw new TypeError(`an empty list of scopes; name at least one (the scopes are ${SCOPES.join(', ')}), or none at all for every scope`);
+  if (names.length === 0)
+    throw new TypeError(
+      `an empty list of scopes; name at least one (the scopes are ${SCOPES.join(', ')}), or none at all for every ` +
+        `scope`,
+    );
   let bits = 0;
   for (const name of names) {
     const bit = BITS.get(name);

@@ -49,7 +49,10 @@ export interface KeyringOptions {
   /** A key file to read and to follow as it changes (`keys create`, `keys revoke`). */
   keyFile?: string | undefined;
   onReloadError?: (error: unknown) => void;
-  /** Called with the ids of the keys that came and went when the key file or the database keys change (not at the first read). */
+  /**
+   * Called with the ids of the keys that came and went when the key file or the database keys change (not at the first
+   * read).
+   */
   onChange?: (added: readonly string[], removed: readonly string[]) => void;
   /**
    * Called when a change of the key file or the database keys brings a key that is already there:
@@ -86,7 +89,11 @@ export class Keyring {
     this.#fixed = (options.keys ?? []).map((text, i) => {
       const { key, scopes } = parseGivenKey(text);
       const hash = sha256(key);
-      return { digest: hash, key: { id: `env-${i + 1}`, identity: hash.toString('base64url'), scopes, quota: undefined }, place: 'given' as const };
+      return {
+        digest: hash,
+        key: { id: `env-${i + 1}`, identity: hash.toString('base64url'), scopes, quota: undefined },
+        place: 'given' as const,
+      };
     });
     this.#keyFile = options.keyFile;
     this.#onReloadError = options.onReloadError ?? (() => {});
@@ -176,25 +183,35 @@ export class Keyring {
       if (elsewhere.has(hex)) continue;
       this.#withdrawn.add(hex);
       this.#onDuplicate('API key given directly withdrawn: its copy was revoked', {
-        keyId: given.key.id, result: `${this.#describe(given)} is refused until a restart; remove it there too`,
+        keyId: given.key.id,
+        result: `${this.#describe(given)} is refused until a restart; remove it there too`,
       });
     }
     const givenTwice = new Map<string, Entry>();
     const given = this.#fixed.filter((e) => !this.#withdrawn.has(e.digest.toString('hex')));
-    this.#entries = mergeDuplicates([...given, ...this.#fromFile, ...this.#shared], strict, (e) => this.#describe(e), stricterKey, (first, again) => {
-      const original = this.#fixed.find((e) => e.digest.equals(first.digest));
-      if (original !== undefined && again.place !== 'given') givenTwice.set(again.digest.toString('hex'), original);
-      this.#onDuplicate('API key given twice; the stricter entry is in force', {
-        keyId: again.key.id, alsoKeyId: first.key.id, places: `${this.#describe(first)}; ${this.#describe(again)}`,
-        result: 'the scopes both hold, the lower quota; a revocation of either ends it; remove one of the two',
-      });
-    });
+    this.#entries = mergeDuplicates(
+      [...given, ...this.#fromFile, ...this.#shared],
+      strict,
+      (e) => this.#describe(e),
+      stricterKey,
+      (first, again) => {
+        const original = this.#fixed.find((e) => e.digest.equals(first.digest));
+        if (original !== undefined && again.place !== 'given') givenTwice.set(again.digest.toString('hex'), original);
+        this.#onDuplicate('API key given twice; the stricter entry is in force', {
+          keyId: again.key.id,
+          alsoKeyId: first.key.id,
+          places: `${this.#describe(first)}; ${this.#describe(again)}`,
+          result: 'the scopes both hold, the lower quota; a revocation of either ends it; remove one of the two',
+        });
+      },
+    );
     this.#givenTwice = givenTwice;
     this.#generation++;
   }
 
   #describe({ key, place }: Entry): string {
-    if (place === 'given') return `${key.id} (key ${key.id.slice('env-'.length)} of PETSTORE_API_KEYS, or of createPetstore's keys)`;
+    if (place === 'given')
+      return `${key.id} (key ${key.id.slice('env-'.length)} of PETSTORE_API_KEYS, or of createPetstore's keys)`;
     return place === 'file' ? `${key.id} in ${this.#keyFile ?? 'the key file'}` : `${key.id} in the database`;
   }
 
@@ -217,14 +234,19 @@ export class Keyring {
  */
 function find(entries: readonly Entry[], presented: Buffer): AcceptedKey | undefined {
   let found: AcceptedKey | undefined;
-  for (const stored of entries) if (timingSafeEqual(stored.digest, presented) && found === undefined) found = stored.key;
+  for (const stored of entries)
+    if (timingSafeEqual(stored.digest, presented) && found === undefined) found = stored.key;
   return found;
 }
 
 function entry(record: KeyRecordDigest, place: KeyPlace): Entry {
   const sha256 = Buffer.from(record.sha256, 'hex');
   const quota = record.rateLimit === undefined ? undefined : checkQuota(record.rateLimit);
-  return { digest: sha256, key: { id: record.id, identity: sha256.toString('base64url'), scopes: scopeBits(record.scopes), quota }, place };
+  return {
+    digest: sha256,
+    key: { id: record.id, identity: sha256.toString('base64url'), scopes: scopeBits(record.scopes), quota },
+    place,
+  };
 }
 
 /**
@@ -236,6 +258,7 @@ function entry(record: KeyRecordDigest, place: KeyPlace): Entry {
 export function parseGivenKey(text: string): { key: string; scopes: ScopeBits } {
   const colon = text.indexOf(':');
   const key = colon === -1 ? text : text.slice(0, colon);
-  if (!BEARER_TOKEN.test(key)) throw new TypeError('an API key must be a bearer token: letters, digits and - . _ ~ + / only, = at the end');
+  if (!BEARER_TOKEN.test(key))
+    throw new TypeError('an API key must be a bearer token: letters, digits and - . _ ~ + / only, = at the end');
   return { key, scopes: colon === -1 ? ALL_SCOPES : scopeBits(text.slice(colon + 1).split('+')) };
 }

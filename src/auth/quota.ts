@@ -13,15 +13,18 @@ const MAX_SECONDS = 366 * 24 * 60 * 60;
 /** `<requests>/<seconds>`, both plain positive integers (`100/60`); a TypeError saying what is wrong otherwise. */
 export function parseQuota(text: string): QuotaPolicy {
   const match = /^([0-9]+)\/([0-9]+)$/.exec(text);
-  if (match === null) throw new TypeError(`a rate limit is <requests>/<seconds>, such as 100/60, got ${JSON.stringify(text)}`);
+  if (match === null)
+    throw new TypeError(`a rate limit is <requests>/<seconds>, such as 100/60, got ${JSON.stringify(text)}`);
   return checkQuota({ requests: Number(match[1]), seconds: Number(match[2]) });
 }
 
 /** The policy as it is, once its numbers are whole and in range (an embedder's option, a stored key's). */
 export function checkQuota(policy: QuotaPolicy): QuotaPolicy {
   const { requests, seconds } = policy;
-  if (!Number.isSafeInteger(requests) || requests < 1 || requests > MAX_REQUESTS) throw new TypeError(`a rate limit's requests must be an integer from 1 to ${MAX_REQUESTS}, got ${requests}`);
-  if (!Number.isSafeInteger(seconds) || seconds < 1 || seconds > MAX_SECONDS) throw new TypeError(`a rate limit's seconds must be an integer from 1 to ${MAX_SECONDS}, got ${seconds}`);
+  if (!Number.isSafeInteger(requests) || requests < 1 || requests > MAX_REQUESTS)
+    throw new TypeError(`a rate limit's requests must be an integer from 1 to ${MAX_REQUESTS}, got ${requests}`);
+  if (!Number.isSafeInteger(seconds) || seconds < 1 || seconds > MAX_SECONDS)
+    throw new TypeError(`a rate limit's seconds must be an integer from 1 to ${MAX_SECONDS}, got ${seconds}`);
   return { requests, seconds };
 }
 
@@ -63,7 +66,8 @@ export class QuotaCounter {
   #sweepAt = MIN_SWEEP;
 
   /**
-   * Counts one request of the key `key` (its identity) under `policy` at `now` (ms, on the monotonic clock: lib/monotonic.ts). The answer is
+   * Counts one request of the key `key` (its identity) under `policy` at `now` (ms, on the monotonic clock:
+   * lib/monotonic.ts). The answer is
    * the key's own window, updated in place rather than a new object per request: read it before the
    * next call.
    */

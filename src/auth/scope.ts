@@ -19,7 +19,9 @@ export function storedScope(identity: string): Promise<string> {
   let scope = scopes.get(identity);
   if (scope === undefined) {
     scope = new Promise((resolve, reject) => {
-      scrypt(identity, SALT, 16, COST, (error, derived) => (error === null ? resolve(derived.toString('base64url')) : reject(error)));
+      scrypt(identity, SALT, 16, COST, (error, derived) =>
+        error === null ? resolve(derived.toString('base64url')) : reject(error),
+      );
     });
     scopes.set(identity, scope);
   }

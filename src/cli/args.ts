@@ -35,16 +35,20 @@ export function parseCommandLine(args: readonly string[]): CommandLine {
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
       const option = /^Unknown option '([^']*)'/.exec(error instanceof Error ? error.message : '')?.[1] ?? '';
       const near = option.startsWith('--') ? nearestOption(option.slice(2)) : undefined;
-      throw new UsageError(`unknown option ${option}`.trimEnd() + (near === undefined ? '' : `; did you mean --${near}?`));
+      throw new UsageError(
+        `unknown option ${option}`.trimEnd() + (near === undefined ? '' : `; did you mean --${near}?`),
+      );
     }
-    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') throw new UsageError((error as Error).message.replace(/'/g, ''));
+    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE')
+      throw new UsageError((error as Error).message.replace(/'/g, ''));
     throw error;
   }
 }
 
 /**
  * The known option `name` most likely meant: the one it begins, else the nearest within two edits, or
- * a quarter of its length when longer (a swap of neighbours counts one: `prot` → `port`); undefined when none is that near.
+ * a quarter of its length when longer (a swap of neighbours counts one: `prot` → `port`); undefined when none is that
+ * near.
  */
 function nearestOption(name: string): string | undefined {
   const names = Object.keys(OPTIONS);
@@ -61,7 +65,9 @@ function nearestOption(name: string): string | undefined {
 
 /** Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours. */
 function editDistance(a: string, b: string): number {
-  const rows = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   const at = (i: number, j: number): number => rows[i]?.[j] ?? 0;
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
@@ -90,6 +96,9 @@ export function packageVersion(): string {
  * npm sets npm_lifecycle_event for the scripts it runs.
  */
 export function unknownCommand(name: string, env: NodeJS.ProcessEnv): UsageError {
-  const hint = env['npm_lifecycle_event'] === 'start' ? '; to pass flags through npm start, put -- before them: npm start -- --port 9000' : '';
+  const hint =
+    env.npm_lifecycle_event === 'start'
+      ? '; to pass flags through npm start, put -- before them: npm start -- --port 9000'
+      : '';
   return new UsageError(`unknown command "${name}"${hint}`);
 }

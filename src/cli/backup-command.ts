@@ -12,7 +12,12 @@ import { checkDestination, checkSource, counted, writeDataDirectory } from './da
  * Every record is checked as it is copied: a directory with damaged records is not backed up (that
  * is `repair`'s work, which says what it leaves out).
  */
-export async function runBackupCommand(dataDir: string, args: readonly string[], out: (line: string) => void, fs: FileSystem = nodeFileSystem): Promise<void> {
+export async function runBackupCommand(
+  dataDir: string,
+  args: readonly string[],
+  out: (line: string) => void,
+  fs: FileSystem = nodeFileSystem,
+): Promise<void> {
   const [dest, ...extra] = args;
   if (dest === undefined || extra.length > 0) throw new UsageError('usage: backup <dest-dir> [--data-dir <dir>]');
   await checkSource(fs, dataDir, 'back up');
@@ -20,5 +25,8 @@ export async function runBackupCommand(dataDir: string, args: readonly string[],
   const live = await readLiveDirectory(fs, dataDir);
   if (live.damage.length > 0) throw new StoreDamagedError(live.damage);
   const keys = await writeDataDirectory(fs, dataDir, dest, (dir) => writeStoreCopy(fs, dir, live, reportToStderr));
-  out(`backed up ${counted(live.index.size, 'pet')} (last id ${live.index.lastId}) and ${counted(keys, 'API key hash', 'API key hashes')} from ${dataDir} to ${dest}`);
+  out(
+    `backed up ${counted(live.index.size, 'pet')} (last id ${live.index.lastId}) and ` +
+      `${counted(keys, 'API key hash', 'API key hashes')} from ${dataDir} to ${dest}`,
+  );
 }

@@ -29,7 +29,9 @@ export async function checkSource(fs: FileSystem, dataDir: string, what: string)
     throw new CopyRefused(`there is no data directory ${dataDir}`);
   }
   if (!names.some((name) => name === SNAPSHOT_FILE || journalGeneration(name) !== undefined)) {
-    throw new CopyRefused(`${dataDir} holds no pet store (no pets.json, no journal): nothing to ${what}; is --data-dir right?`);
+    throw new CopyRefused(
+      `${dataDir} holds no pet store (no pets.json, no journal): nothing to ${what}; is --data-dir right?`,
+    );
   }
 }
 
@@ -46,13 +48,18 @@ export async function checkDestination(dest: string, dataDir: string, what: stri
   });
   const [source, target] = await Promise.all([realPathOf(dataDir), realPathOf(dest)]);
   const path = relative(source, target);
-  if (path !== '..' && !path.startsWith(`..${sep}`)) throw new CopyRefused(`${dest} is inside the data directory ${dataDir}; ${what} goes outside it`);
-  if (stats?.isSymbolicLink() === true) throw new CopyRefused(`${dest} is a symbolic link; give the directory it points to, or a new path`);
+  if (path !== '..' && !path.startsWith(`..${sep}`))
+    throw new CopyRefused(`${dest} is inside the data directory ${dataDir}; ${what} goes outside it`);
+  if (stats?.isSymbolicLink() === true)
+    throw new CopyRefused(`${dest} is a symbolic link; give the directory it points to, or a new path`);
   if (stats !== undefined && !stats.isDirectory()) throw new CopyRefused(`${dest} exists and is not a directory`);
-  if (stats !== undefined && (await readdir(dest)).length > 0) throw new CopyRefused(`${dest} is not empty; ${what} goes into a new or empty directory`);
+  if (stats !== undefined && (await readdir(dest)).length > 0)
+    throw new CopyRefused(`${dest} is not empty; ${what} goes into a new or empty directory`);
 }
 
-/** The real path of `path`, also when it does not exist yet: its nearest existing ancestor resolved, the rest appended. */
+/**
+ * The real path of `path`, also when it does not exist yet: its nearest existing ancestor resolved, the rest appended.
+ */
 async function realPathOf(path: string): Promise<string> {
   const absolute = resolve(path);
   try {
@@ -68,7 +75,12 @@ async function realPathOf(path: string): Promise<string> {
  * the key file of `dataDir` is copied in, and the whole is put in place last and made durable.
  * Returns the number of API key hashes copied.
  */
-export async function writeDataDirectory(fs: FileSystem, dataDir: string, dest: string, fill: (dir: string) => Promise<void>): Promise<number> {
+export async function writeDataDirectory(
+  fs: FileSystem,
+  dataDir: string,
+  dest: string,
+  fill: (dir: string) => Promise<void>,
+): Promise<number> {
   await makeDirectory(fs, dirname(resolve(dest)));
   const temp = await stagingDirectory(dest, 'copy');
   let placed = false;

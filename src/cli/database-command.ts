@@ -11,7 +11,9 @@ import { importPets } from '../store/postgres/import.js';
 import { addKey, readKeys, removeKey } from '../store/postgres/keys.js';
 import { migrate } from '../store/postgres/schema.js';
 import {
-  readSubscriptions, updateSubscriptions, type StoredSubscription,
+  readSubscriptions,
+  updateSubscriptions,
+  type StoredSubscription,
 } from '../store/postgres/webhook-subscriptions.js';
 import { isSubscription, type Subscription, SubscriptionFileError } from '../webhooks/subscription-file.js';
 import { StoreOpenError } from '../store/store.js';
@@ -21,7 +23,10 @@ import { counted } from './data-copy.js';
 import { runKeysCommand, type KeyStorage, type NewKeyOptions } from './keys-command.js';
 import { runWebhooksCommand, type SubscriptionStorage, type WebhookCommandOptions } from './webhooks-command.js';
 
-/** Runs `use` on the database at `url`, its schema created or brought up to date first; closes the connection afterwards. */
+/**
+ * Runs `use` on the database at `url`, its schema created or brought up to date first; closes the connection
+ * afterwards.
+ */
 async function withDatabase<T>(url: string, use: (sql: Sql) => Promise<T>): Promise<T> {
   const sql = await openPool(url, { max: 1, statementTimeout: 30_000 });
   try {
@@ -34,8 +39,15 @@ async function withDatabase<T>(url: string, use: (sql: Sql) => Promise<T>): Prom
   }
 }
 
-/** `keys create | list | revoke` on the keys in the database, which every instance on it follows within about a second. */
-export function runDatabaseKeysCommand(url: string, args: readonly string[], newKey: NewKeyOptions, out: (line: string) => void): Promise<void> {
+/**
+ * `keys create | list | revoke` on the keys in the database, which every instance on it follows within about a second.
+ */
+export function runDatabaseKeysCommand(
+  url: string,
+  args: readonly string[],
+  newKey: NewKeyOptions,
+  out: (line: string) => void,
+): Promise<void> {
   return withDatabase(url, (sql) => {
     const storage: KeyStorage = {
       where: `the database ${describeUrl(url)}`,
@@ -52,17 +64,21 @@ export function runDatabaseKeysCommand(url: string, args: readonly string[], new
  * every instance follows within a second.
  */
 export function runDatabaseWebhooksCommand(
-  url: string, args: readonly string[], options: WebhookCommandOptions, out: (line: string) => void,
+  url: string,
+  args: readonly string[],
+  options: WebhookCommandOptions,
+  out: (line: string) => void,
 ): Promise<void> {
   return withDatabase(url, (sql) => {
     const storage: SubscriptionStorage = {
       where: `the database ${describeUrl(url)}`,
       read: async () => subscriptionsOf(await readSubscriptions(sql)),
-      update: (change) => updateSubscriptions(sql, (stored) => {
-        const { subscriptions, result } = change(subscriptionsOf(stored));
-        if (subscriptions === undefined) return { result };
-        return { result, stored: subscriptions.map((s) => ({ id: s.id, document: JSON.stringify(s) })) };
-      }),
+      update: (change) =>
+        updateSubscriptions(sql, (stored) => {
+          const { subscriptions, result } = change(subscriptionsOf(stored));
+          if (subscriptions === undefined) return { result };
+          return { result, stored: subscriptions.map((s) => ({ id: s.id, document: JSON.stringify(s) })) };
+        }),
     };
     return runWebhooksCommand(storage, args, options, out);
   });
@@ -74,15 +90,24 @@ function subscriptionsOf(stored: readonly StoredSubscription[]): Subscription[] 
     const subscription: unknown = JSON.parse(document);
     if (isSubscription(subscription)) return subscription;
     throw new SubscriptionFileError(
-      `the webhook subscription ${id} in the database is not {id, url, label, created, secrets}; correct or delete its row`,
+      `the webhook subscription ${id} in the database is not {id, url, label, created, secrets}; correct or delete ` +
+        `its row`,
     );
   });
 }
 
-/** `migrate --data-dir <dir> --database-url <url>`: the file store's pets (ids kept) and keys into an empty database. */
-export async function runMigrateCommand(dataDir: string, url: string | undefined, args: readonly string[], out: (line: string) => void): Promise<void> {
+/**
+ * `migrate --data-dir <dir> --database-url <url>`: the file store's pets (ids kept) and keys into an empty database.
+ */
+export async function runMigrateCommand(
+  dataDir: string,
+  url: string | undefined,
+  args: readonly string[],
+  out: (line: string) => void,
+): Promise<void> {
   if (args.length > 0) throw new UsageError('"migrate" takes no arguments besides --data-dir and --database-url');
-  if (url === undefined) throw new UsageError('"migrate" needs --database-url (or PETSTORE_DATABASE_URL): the database to copy into');
+  if (url === undefined)
+    throw new UsageError('"migrate" needs --database-url (or PETSTORE_DATABASE_URL): the database to copy into');
   if (!existsSync(dataDir)) throw new UsageError(`there is no data directory ${dataDir} to migrate`);
   // Opening takes the directory lock: no server may write to the file store while it is copied.
   const source = await FileStore.open(dataDir);
@@ -95,9 +120,13 @@ export async function runMigrateCommand(dataDir: string, url: string | undefined
       more = page.more;
     }
     const keys = readKeyFile(keyFilePath(dataDir)) ?? [];
-    // Ids the file store may have handed out past its last pet (reserved before an unclean stop) are not handed out again.
+    // Ids the file store may have handed out past its last pet (reserved before an unclean stop) are not handed out
+    // again.
     const result = await withDatabase(url, (sql) => importPets(sql, pets, keys, source.lastId));
-    out(`copied ${counted(result.pets, 'pet')} (last id ${result.lastId}) and ${result.keys} of ${counted(keys.length, 'API key')} from ${dataDir} into ${describeUrl(url)}`);
+    out(
+      `copied ${counted(result.pets, 'pet')} (last id ${result.lastId}) and ${result.keys} of ` +
+        `${counted(keys.length, 'API key')} from ${dataDir} into ${describeUrl(url)}`,
+    );
     out(`verified: the database holds ${counted(result.pets, 'pet')}; new pets get ids from ${result.lastId + 1}`);
   } finally {
     await source.close();

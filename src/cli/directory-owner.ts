@@ -11,6 +11,12 @@ export function refuseRootInOthersDirectory(dir: string, command: string): void 
   const stats = statSync(dir, { throwIfNoEntry: false });
   if (stats === undefined || stats.uid === 0) return;
   const name = userName(stats.uid);
-  const asOwner = name === undefined ? `setpriv --reuid=${stats.uid} --regid=${stats.gid} --clear-groups -- ${command}` : `runuser -u ${name} -- ${command}`;
-  throw new CommandError(`${dir} belongs to ${describeUser(stats.uid)}: a key file root wrote there would be root's, and that user's server could not read it; run this as that user: ${asOwner}`);
+  const asOwner =
+    name === undefined
+      ? `setpriv --reuid=${stats.uid} --regid=${stats.gid} --clear-groups -- ${command}`
+      : `runuser -u ${name} -- ${command}`;
+  throw new CommandError(
+    `${dir} belongs to ${describeUser(stats.uid)}: a key file root wrote there would be root's, and that user's ` +
+      `server could not read it; run this as that user: ${asOwner}`,
+  );
 }

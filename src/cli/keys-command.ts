@@ -51,19 +51,29 @@ export interface NewKeyOptions {
 }
 
 /** `keys create [--label L] [--scope S]… [--rate-limit N/S] | keys list | keys revoke <id>` on `storage`. */
-export async function runKeysCommand(storage: KeyStorage, args: readonly string[], options: NewKeyOptions, out: (line: string) => void): Promise<void> {
+export async function runKeysCommand(
+  storage: KeyStorage,
+  args: readonly string[],
+  options: NewKeyOptions,
+  out: (line: string) => void,
+): Promise<void> {
   const [action, ...rest] = args;
   switch (action) {
     case 'create': {
-      if (rest.length > 0) throw new UsageError('"keys create" takes no arguments besides --label, --scope and --rate-limit');
+      if (rest.length > 0)
+        throw new UsageError('"keys create" takes no arguments besides --label, --scope and --rate-limit');
       const { label = '' } = options;
       // A label is shown one per line by keys list: a control character could forge lines there.
-      if (/[\x00-\x1f\x7f]/.test(label)) throw new UsageError('--label must not hold control characters (newlines, tabs, …)');
+      if (/[\x00-\x1f\x7f]/.test(label))
+        throw new UsageError('--label must not hold control characters (newlines, tabs, …)');
       const scopes = requestedScopes(options.scopes);
-      const rateLimit = options.rateLimit === undefined ? undefined : embedderCheck(parseQuota)(options.rateLimit, '--rate-limit');
+      const rateLimit =
+        options.rateLimit === undefined ? undefined : embedderCheck(parseQuota)(options.rateLimit, '--rate-limit');
       const { key, record } = newKey(label, scopes, rateLimit);
       await storage.add(record);
-      out(`created key ${record.id}${label === '' ? '' : ` (${label})`}; ${grants(record)}; it is shown only this once:`);
+      out(
+        `created key ${record.id}${label === '' ? '' : ` (${label})`}; ${grants(record)}; it is shown only this once:`,
+      );
       out(key);
       return;
     }
@@ -72,7 +82,11 @@ export async function runKeysCommand(storage: KeyStorage, args: readonly string[
       const keys = await storage.list();
       if (keys.length === 0) out(`no keys in ${storage.where}`);
       else out('id  created  scopes  quota  label');
-      for (const k of keys) out(`${k.id}  ${k.created}  ${scopeNames(scopeBits(k.scopes)).join(',')}  ${k.rateLimit === undefined ? 'default' : formatQuota(k.rateLimit)}  ${k.label}`);
+      for (const k of keys)
+        out(
+          `${k.id}  ${k.created}  ${scopeNames(scopeBits(k.scopes)).join(',')}  ` +
+            `${k.rateLimit === undefined ? 'default' : formatQuota(k.rateLimit)}  ${k.label}`,
+        );
       return;
     }
     case 'revoke': {
@@ -83,7 +97,10 @@ export async function runKeysCommand(storage: KeyStorage, args: readonly string[
       return;
     }
     default:
-      throw new UsageError('usage: keys create [--label <text>] [--scope <scope>]… [--rate-limit <requests>/<seconds>] | keys list | keys revoke <id>');
+      throw new UsageError(
+        'usage: keys create [--label <text>] [--scope <scope>]… [--rate-limit <requests>/<seconds>] | keys list | ' +
+          'keys revoke <id>',
+      );
   }
 }
 
@@ -98,5 +115,7 @@ function requestedScopes(given: readonly string[] | undefined): Scope[] | undefi
 /** What a new key may do, as `keys create` confirms it. */
 function grants(record: StoredKey): string {
   const scopes = `scopes ${scopeNames(scopeBits(record.scopes)).join(', ')}`;
-  return record.rateLimit === undefined ? scopes : `${scopes}; rate limit ${record.rateLimit.requests} requests per ${record.rateLimit.seconds} s`;
+  return record.rateLimit === undefined
+    ? scopes
+    : `${scopes}; rate limit ${record.rateLimit.requests} requests per ${record.rateLimit.seconds} s`;
 }

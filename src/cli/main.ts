@@ -22,12 +22,12 @@ import { FailedStart, serve } from './serve-command.js';
 
 async function main(args: readonly string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(args);
-  if (positionals.length > 0 || values['help'] === true || values['version'] === true) endQuietlyWhenReaderGoes();
-  if (values['help'] === true) {
+  if (positionals.length > 0 || values.help === true || values.version === true) endQuietlyWhenReaderGoes();
+  if (values.help === true) {
     process.stdout.write(helpText(invocation()));
     return;
   }
-  if (values['version'] === true) {
+  if (values.version === true) {
     process.stdout.write(`${packageVersion()}\n`);
     return;
   }
@@ -35,10 +35,12 @@ async function main(args: readonly string[]): Promise<void> {
   if (positionals[0] === 'webhooks') {
     const { runWebhooksCommand, subscriptionFileStorage } = await import('./webhooks-command.js');
     const options = {
-      label: flags['label'], statuses: values['status'] as string[] | undefined, from: flags['from'],
+      label: flags.label,
+      statuses: values.status as string[] | undefined,
+      from: flags.from,
       allowHttp: resolveSetting('webhooksAllowHttp', flags, process.env),
     };
-    const print = (line: string): void => void process.stdout.write(line + '\n');
+    const print = (line: string): void => void process.stdout.write(`${line}\n`);
     const databaseUrl = resolveSetting('databaseUrl', flags, process.env);
     if (databaseUrl !== undefined) {
       const { runDatabaseWebhooksCommand } = await import('./database-command.js');
@@ -49,13 +51,17 @@ async function main(args: readonly string[]): Promise<void> {
     await runWebhooksCommand(storage, positionals.slice(1), options, print);
     return;
   }
-  if (values['status'] !== undefined) throw new UsageError('--status applies only to "webhooks add"');
+  if (values.status !== undefined) throw new UsageError('--status applies only to "webhooks add"');
   const creating = positionals[0] === 'keys' && positionals[1] === 'create';
   // --rate-limit serves the server too; for keys create it is the new key's own (PETSTORE_RATE_LIMIT is not).
-  const newKey: NewKeyOptions = { label: values['label'] as string | undefined, scopes: values['scope'] as string[] | undefined, rateLimit: creating ? flags['rate-limit'] : undefined };
+  const newKey: NewKeyOptions = {
+    label: values.label as string | undefined,
+    scopes: values.scope as string[] | undefined,
+    rateLimit: creating ? flags['rate-limit'] : undefined,
+  };
   if (newKey.label !== undefined && !creating) throw new UsageError('--label applies only to "keys create"');
   if (newKey.scopes !== undefined && !creating) throw new UsageError('--scope applies only to "keys create"');
-  const print = (line: string): void => void process.stdout.write(line + '\n');
+  const print = (line: string): void => void process.stdout.write(`${line}\n`);
   const databaseUrl = resolveSetting('databaseUrl', flags, process.env);
   const passwordWarning = databaseUrlWarning(flags['database-url']);
   if (passwordWarning !== undefined && positionals.length > 0) process.stderr.write(`warning: ${passwordWarning}\n`);
@@ -65,7 +71,12 @@ async function main(args: readonly string[]): Promise<void> {
     return;
   }
   if (positionals[0] === 'keys') {
-    await runKeysCommand(keyFileStorage(resolveSetting('dataDir', flags, process.env), commandLine(args)), positionals.slice(1), newKey, print);
+    await runKeysCommand(
+      keyFileStorage(resolveSetting('dataDir', flags, process.env), commandLine(args)),
+      positionals.slice(1),
+      newKey,
+      print,
+    );
     return;
   }
   if (positionals[0] === 'replicate-key') {
@@ -76,25 +87,40 @@ async function main(args: readonly string[]): Promise<void> {
     await runBackupCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
     return;
   }
-  const from = values['from'] as string | undefined;
-  const until = values['until'] as string | undefined;
-  const lineage = values['lineage'] as string | undefined;
-  const list = values['list'] === true;
-  if ((from !== undefined && positionals[0] !== 'restore' && positionals[0] !== 'verify') || (until !== undefined && positionals[0] !== 'restore')) {
-    throw new UsageError(from !== undefined ? '--from applies only to "restore" and "verify"' : '--until applies only to "restore"');
+  const from = values.from as string | undefined;
+  const until = values.until as string | undefined;
+  const lineage = values.lineage as string | undefined;
+  const list = values.list === true;
+  if (
+    (from !== undefined && positionals[0] !== 'restore' && positionals[0] !== 'verify') ||
+    (until !== undefined && positionals[0] !== 'restore')
+  ) {
+    throw new UsageError(
+      from !== undefined ? '--from applies only to "restore" and "verify"' : '--until applies only to "restore"',
+    );
   }
-  if ((lineage !== undefined || list) && positionals[0] !== 'restore') throw new UsageError('--lineage and --list apply only to "restore"');
+  if ((lineage !== undefined || list) && positionals[0] !== 'restore')
+    throw new UsageError('--lineage and --list apply only to "restore"');
   if (positionals[0] === 'restore') {
     const keyFile = resolveSetting('replicateKeyFile', flags, process.env);
     await runRestoreCommand(positionals.slice(1), { from, until, lineage, list, keyFile }, print);
     return;
   }
   if (positionals[0] === 'verify' && from !== undefined) {
-    process.exitCode = await runReplicaVerify(positionals.slice(1), from, resolveSetting('replicateKeyFile', flags, process.env), print);
+    process.exitCode = await runReplicaVerify(
+      positionals.slice(1),
+      from,
+      resolveSetting('replicateKeyFile', flags, process.env),
+      print,
+    );
     return;
   }
   if (positionals[0] === 'verify') {
-    process.exitCode = await runVerifyCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
+    process.exitCode = await runVerifyCommand(
+      resolveSetting('dataDir', flags, process.env),
+      positionals.slice(1),
+      print,
+    );
     return;
   }
   if (positionals[0] === 'repair') {
@@ -144,13 +170,28 @@ function endQuietlyWhenReaderGoes(): void {
 function readIt(error: unknown): boolean {
   const cause = error instanceof Error ? error.cause : undefined;
   const systemCode = (e: unknown): boolean => /^E[A-Z]+$/.test(errorCode(e) ?? '');
-  return !(error instanceof UnsafeFileError || cause instanceof UnsafeFileError || systemCode(error) || systemCode(cause));
+  return !(
+    error instanceof UnsafeFileError ||
+    cause instanceof UnsafeFileError ||
+    systemCode(error) ||
+    systemCode(cause)
+  );
 }
 
 const COMMANDS: Record<string, string> = {
-  backup: 'backup failed', 'replicate-key': 'replicate-key failed', restore: 'restore failed', verify: 'verify failed', repair: 'repair failed', migrate: 'migrate failed', 'keys create': 'keys create failed', 'keys list': 'keys list failed', 'keys revoke': 'keys revoke failed',
-  'webhooks add': 'webhooks add failed', 'webhooks list': 'webhooks list failed',
-  'webhooks remove': 'webhooks remove failed', 'webhooks rotate-secret': 'webhooks rotate-secret failed',
+  backup: 'backup failed',
+  'replicate-key': 'replicate-key failed',
+  restore: 'restore failed',
+  verify: 'verify failed',
+  repair: 'repair failed',
+  migrate: 'migrate failed',
+  'keys create': 'keys create failed',
+  'keys list': 'keys list failed',
+  'keys revoke': 'keys revoke failed',
+  'webhooks add': 'webhooks add failed',
+  'webhooks list': 'webhooks list failed',
+  'webhooks remove': 'webhooks remove failed',
+  'webhooks rotate-secret': 'webhooks rotate-secret failed',
   'webhooks replay': 'webhooks replay failed',
 };
 

@@ -19,4 +19,5 @@ export function nodeVersionProblem(version: string): string | undefined {
   return undefined;
 }
 
-const refusal = (version: string): string => `this server needs Node ${NEEDED.join('.')} or later; this is Node ${version} (${process.execPath})`;
+const refusal = (version: string): string =>
+  `this server needs Node ${NEEDED.join('.')} or later; this is Node ${version} (${process.execPath})`;

@@ -17,7 +17,12 @@ export const DAMAGE_FILE = 'damaged-records.jsonl';
  * `dest/damaged-records.jsonl`. D is only read. New pets in `dest` get ids above every id seen in D,
  * damaged records' included, so that no id is handed out twice.
  */
-export async function runRepairCommand(dataDir: string, args: readonly string[], out: (line: string) => void, fs: FileSystem = nodeFileSystem): Promise<void> {
+export async function runRepairCommand(
+  dataDir: string,
+  args: readonly string[],
+  out: (line: string) => void,
+  fs: FileSystem = nodeFileSystem,
+): Promise<void> {
   const [dest, ...extra] = args;
   if (dest === undefined || extra.length > 0) throw new UsageError('usage: repair <dest-dir> [--data-dir <dir>]');
   // A directory that holds no store is a wrong --data-dir, as verify says it (exit 2).
@@ -32,12 +37,29 @@ export async function runRepairCommand(dataDir: string, args: readonly string[],
     if (aside.length > 0) await replaceFile(fs, join(dir, DAMAGE_FILE), [damageReport(aside)], reportToStderr);
   });
   const setBack = live.damage.filter((d) => d.kind === 'out-of-order' && d.kept === true).length;
-  const kept = `kept ${counted(live.index.size, 'pet')}${setBack === 0 ? '' : ` (${setBack} of them from lines out of order, set back in id order)`}`;
-  const damaged = aside.length === 0 ? 'nothing was set aside' : `set aside ${aside.length} damaged ${aside.length === 1 ? 'place' : 'places'} in ${join(dest, DAMAGE_FILE)}`;
-  const reserved = live.reservation !== undefined && !live.reservation.stopped && live.reservation.reserved === live.lastId ? ' (past the ids reserved before the store stopped uncleanly)' : '';
-  out(`repaired ${dataDir} into ${dest}: ${kept} and ${counted(keys, 'API key hash', 'API key hashes')}, ${damaged}; new pets get ids from ${live.lastId + 1}${reserved}`);
+  const setBackText = setBack === 0 ? '' : ` (${setBack} of them from lines out of order, set back in id order)`;
+  const kept = `kept ${counted(live.index.size, 'pet')}${setBackText}`;
+  const damaged =
+    aside.length === 0
+      ? 'nothing was set aside'
+      : `set aside ${aside.length} damaged ${aside.length === 1 ? 'place' : 'places'} in ${join(dest, DAMAGE_FILE)}`;
+  const reserved =
+    live.reservation !== undefined && !live.reservation.stopped && live.reservation.reserved === live.lastId
+      ? ' (past the ids reserved before the store stopped uncleanly)'
+      : '';
+  out(
+    `repaired ${dataDir} into ${dest}: ${kept} and ${counted(keys, 'API key hash', 'API key hashes')}, ${damaged}; ` +
+      `new pets get ids from ${live.lastId + 1}${reserved}`,
+  );
   if (live.damage.some((d) => d.kind === 'whole-file')) {
-    out('pets.json\'s checksum does not match its records, though each record\'s own does: a record may have been changed and checksummed anew, and which one cannot be known; every such pet was kept');
+    out(
+      "pets.json's checksum does not match its records, though each record's own does: a record may have been " +
+        'changed and checksummed anew, and which one cannot be known; every such pet was kept',
+    );
   }
-  if (live.idsMissing) out(`pets-ids.json was missing: new ids start ${RESERVE_BLOCK} past the records, as far as a store could have handed them out`);
+  if (live.idsMissing)
+    out(
+      `pets-ids.json was missing: new ids start ${RESERVE_BLOCK} past the records, as far as a store could have ` +
+        `handed them out`,
+    );
 }

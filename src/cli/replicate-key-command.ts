@@ -14,8 +14,10 @@ export async function runReplicateKeyCommand(args: readonly string[], out: (line
   if ((verb !== 'create' && verb !== 'rotate') || path === undefined || extra.length > 0) throw new UsageError(USAGE);
   try {
     const id = await writeReplicaKey(path, verb === 'rotate');
-    out(`${verb === 'create' ? 'wrote' : 'added'} replica key ${id} to ${path}: keep a copy off this machine, `
-      + 'without it the replicas cannot be restored');
+    out(
+      `${verb === 'create' ? 'wrote' : 'added'} replica key ${id} to ${path}: keep a copy off this machine, ` +
+        'without it the replicas cannot be restored',
+    );
   } catch (error) {
     if (errorCode(error) === 'EEXIST') {
       throw new CommandError(`${path} exists; "replicate-key rotate ${path}" adds a new key to it`);

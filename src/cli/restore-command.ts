@@ -19,7 +19,9 @@ import { UsageError } from './errors.js';
  * opened under the keys of `keyFile` (sealed-destination.ts).
  */
 async function replicaSource(
-  from: string | undefined, usage: string, keyFile: string | undefined,
+  from: string | undefined,
+  usage: string,
+  keyFile: string | undefined,
 ): Promise<Destination> {
   if (from === undefined) throw new UsageError(usage);
   const keys = keyFile === undefined ? [] : await readReplicaKeys(keyFile);
@@ -27,9 +29,11 @@ async function replicaSource(
 }
 
 async function plainSource(from: string): Promise<Destination> {
-  if (from.startsWith('s3://')) return openDestination(from, undefined, { warn: (message) => void process.stderr.write(`warning: ${message}\n`) });
+  if (from.startsWith('s3://'))
+    return openDestination(from, undefined, { warn: (message) => void process.stderr.write(`warning: ${message}\n`) });
   const stats = await lstat(from).catch((error: unknown) => {
-    if (errorCode(error) === 'ENOENT') throw new ReplicationError('not_found', `there is no directory ${from}; is --from right?`);
+    if (errorCode(error) === 'ENOENT')
+      throw new ReplicationError('not_found', `there is no directory ${from}; is --from right?`);
     throw error;
   });
   if (!stats.isDirectory()) throw new ReplicationError('not_found', `${from} is not a directory`);
@@ -46,12 +50,22 @@ export function parseUntil(raw: string | undefined): RestorePoint {
   if (/^[0-9]{1,16}$/.test(raw) && Number.isSafeInteger(Number(raw))) return { id: Number(raw) };
   const [, year, month, day, hour, minute, second] = (UNTIL_TIME.exec(raw) ?? []).map(Number);
   const time = new Date(year === undefined ? NaN : Date.parse(raw));
-  const inRange = month !== undefined && day !== undefined && hour !== undefined && minute !== undefined
-    && month >= 1 && month <= 12 && day >= 1 && day <= new Date(Date.UTC(year as number, month, 0)).getUTCDate()
-    && hour <= 23 && minute <= 59 && (second === undefined || Number.isNaN(second) || second <= 59);
+  const inRange =
+    month !== undefined &&
+    day !== undefined &&
+    hour !== undefined &&
+    minute !== undefined &&
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= new Date(Date.UTC(year as number, month, 0)).getUTCDate() &&
+    hour <= 23 &&
+    minute <= 59 &&
+    (second === undefined || Number.isNaN(second) || second <= 59);
   if (Number.isNaN(time.getTime()) || !inRange) {
-    throw new UsageError('--until must be a pet id or an ISO 8601 time with its zone such as 2026-11-27T01:30:00Z, '
-      + `got "${raw}"`);
+    throw new UsageError(
+      '--until must be a pet id or an ISO 8601 time with its zone such as 2026-11-27T01:30:00Z, ' + `got "${raw}"`,
+    );
   }
   return { time };
 }
@@ -65,9 +79,10 @@ export interface RestoreRequest {
   list: boolean;
 }
 
-const RESTORE_USAGE = 'usage: restore <new-dir> --from <replica-dir | s3://bucket/prefix> [--until <id | ISO time>] '
-  + '[--lineage <id>]'
-  + '\n       restore --list --from <replica-dir | s3://bucket/prefix>';
+const RESTORE_USAGE =
+  'usage: restore <new-dir> --from <replica-dir | s3://bucket/prefix> [--until <id | ISO time>] ' +
+  '[--lineage <id>]' +
+  '\n       restore --list --from <replica-dir | s3://bucket/prefix>';
 
 /**
  * `restore <new-dir> --from <replicas> [--until <id | time>] [--lineage <id>]`: a new data directory
@@ -78,7 +93,10 @@ const RESTORE_USAGE = 'usage: restore <new-dir> --from <replica-dir | s3://bucke
  * every id the lost one may have handed out (restore.ts, idMargin). `--list` prints the restore points.
  */
 export async function runRestoreCommand(
-  args: readonly string[], request: RestoreRequest, out: (line: string) => void, fs: FileSystem = nodeFileSystem,
+  args: readonly string[],
+  request: RestoreRequest,
+  out: (line: string) => void,
+  fs: FileSystem = nodeFileSystem,
 ): Promise<void> {
   const { from, until, lineage, list, keyFile } = request;
   if (list) {
@@ -92,8 +110,13 @@ export async function runRestoreCommand(
   }
   const point = parseUntil(until);
   const source = await replicaSource(from, RESTORE_USAGE, keyFile);
-  // A directory of replicas must not hold the target; a bucket cannot, so the check is made against a path beside the target.
-  await checkDestination(target, (from as string).startsWith('s3://') ? join(dirname(resolve(target)), '.petstore-none') : from as string, 'a restore');
+  // A directory of replicas must not hold the target; a bucket cannot, so the check is made against a path beside the
+  // target.
+  await checkDestination(
+    target,
+    (from as string).startsWith('s3://') ? join(dirname(resolve(target)), '.petstore-none') : (from as string),
+    'a restore',
+  );
   const restored = await restoreReplica(fs, source, point, target, lineage);
   const { position } = restored.position;
   try {
@@ -105,8 +128,11 @@ export async function runRestoreCommand(
   } finally {
     await rm(restored.staging, { recursive: true, force: true });
   }
-  out(`restored ${counted(restored.count, 'pet')} (last id ${restored.highest}) as of ${position.time} `
-    + `(lineage ${position.lineage}, position ${position.seq}) from ${from} to ${target}; new pets get ids after ${restored.lastId}`);
+  out(
+    `restored ${counted(restored.count, 'pet')} (last id ${restored.highest}) as of ${position.time} ` +
+      `(lineage ${position.lineage}, position ${position.seq}) from ${from} to ${target}; new pets get ids after ` +
+      `${restored.lastId}`,
+  );
 }
 
 async function listRestorePoints(source: Destination, fs: FileSystem, out: (line: string) => void): Promise<void> {
@@ -115,15 +141,20 @@ async function listRestorePoints(source: Destination, fs: FileSystem, out: (line
   for await (const point of restorePoints(fs, source)) {
     count++;
     const { lineage, generation, seq, time, highest, pets, newest } = point;
-    out(`${lineage}  ${String(generation).padStart(10)}  ${String(seq).padStart(8)}  ${time.padEnd(24)}  `
-      + `${String(highest).padStart(10)}  ${pets}${newest ? '' : '  (not the newest history)'}`);
+    out(
+      `${lineage}  ${String(generation).padStart(10)}  ${String(seq).padStart(8)}  ${time.padEnd(24)}  ` +
+        `${String(highest).padStart(10)}  ${pets}${newest ? '' : '  (not the newest history)'}`,
+    );
   }
   if (count === 0) out(`${source.name} holds no restore point yet`);
 }
 
 /** `verify --from <replicas>`: every position, the chain and every object's checksum; 0 intact, 1 damaged. */
 export async function runReplicaVerify(
-  args: readonly string[], from: string | undefined, keyFile: string | undefined, out: (line: string) => void,
+  args: readonly string[],
+  from: string | undefined,
+  keyFile: string | undefined,
+  out: (line: string) => void,
 ): Promise<number> {
   const usage = 'usage: verify --from <replica-dir | s3://bucket/prefix>';
   if (args.length > 0) throw new UsageError(usage);

@@ -20,6 +20,8 @@ export function carriesPassword(url: string): boolean {
 /** The warning for a --database-url with a password, undefined for any other (or none). */
 export function databaseUrlWarning(flag: string | undefined): string | undefined {
   if (flag === undefined || !carriesPassword(flag)) return undefined;
-  return 'the database password is on the command line (--database-url), where ps shows it to every user of this machine; '
-    + 'give the URL in PETSTORE_DATABASE_URL instead, or leave the password out of the URL and set PGPASSWORD';
+  return (
+    'the database password is on the command line (--database-url), where ps shows it to every user of this machine; ' +
+    'give the URL in PETSTORE_DATABASE_URL instead, or leave the password out of the URL and set PGPASSWORD'
+  );
 }

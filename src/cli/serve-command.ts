@@ -9,7 +9,10 @@ import { certificateDateProblems, isLoopback, readTlsFiles } from './tls.js';
 
 /** A start that failed, with what must still be said after the reason (a key generated before it failed). */
 export class FailedStart extends Error {
-  constructor(readonly reason: unknown, readonly epilogue: string) {
+  constructor(
+    readonly reason: unknown,
+    readonly epilogue: string,
+  ) {
     super('the start failed', { cause: reason });
     this.name = 'FailedStart';
   }
@@ -28,7 +31,11 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: st
   const tls = readTlsFiles(config.tlsCert, config.tlsKey);
   for (const { subject, problem, date } of tls === undefined ? [] : certificateDateProblems(tls.cert)) {
     const why = problem === 'expired' ? 'has expired' : 'is not valid yet';
-    logger.warn(`the TLS certificate ${why}: clients will refuse to connect; renew it, or check this machine's clock`, { certificate: config.tlsCert, subject, [problem === 'expired' ? 'notAfter' : 'notBefore']: date });
+    logger.warn(`the TLS certificate ${why}: clients will refuse to connect; renew it, or check this machine's clock`, {
+      certificate: config.tlsCert,
+      subject,
+      [problem === 'expired' ? 'notAfter' : 'notBefore']: date,
+    });
   }
   // Absolute: an installed `petstore` takes ./data of whatever directory it was started in.
   const dataDir = resolve(config.dataDir);
@@ -39,7 +46,12 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: st
   try {
     const tlsFiles = tls === undefined ? undefined : { ...tls, certFile: config.tlsCert, keyFile: config.tlsKey };
     running = await listen({
-      ...config, fd: socket?.fd, tls: tlsFiles, keys, logger, onKeyGenerated: (key) => void (generated = key),
+      ...config,
+      fd: socket?.fd,
+      tls: tlsFiles,
+      keys,
+      logger,
+      onKeyGenerated: (key) => void (generated = key),
     });
   } catch (error) {
     if (generated === undefined) throw error;
@@ -47,11 +59,17 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: st
       const said = 'No API key is kept from this start: the next start that serves generates one and shows it.\n';
       throw new FailedStart(error, said);
     }
-    throw new FailedStart(error, `A key was generated before the start failed. It is kept (only its SHA-256 hash, in ${keyHome}) `
-      + `and works once the server starts; it is shown only this once:\n\n  ${generated}\n\n`);
+    throw new FailedStart(
+      error,
+      `A key was generated before the start failed. It is kept (only its SHA-256 hash, in ${keyHome}) ` +
+        `and works once the server starts; it is shown only this once:\n\n  ${generated}\n\n`,
+    );
   }
   if (generated !== undefined) {
-    process.stderr.write(`No API key was configured, so one was generated. It is shown only this once; only its SHA-256 hash is kept in ${keyHome}:\n\n  ${generated}\n\n`);
+    process.stderr.write(
+      `No API key was configured, so one was generated. It is shown only this once; only its SHA-256 hash is kept in ` +
+        `${keyHome}:\n\n  ${generated}\n\n`,
+    );
   }
   const where = config.databaseUrl === undefined ? { dataDir } : { database: 'PostgreSQL' };
   let stopping = false;
@@ -67,7 +85,12 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: st
     running.close().then(
       // close() has already written out the gathered request lines (createPetstore's close flushes its logger).
       () => {
-        logger.info('stopped', { signal, ms: Math.round(monotonicMs() - started), ...where, result: 'requests in flight finished, store closed and durable, lock released' });
+        logger.info('stopped', {
+          signal,
+          ms: Math.round(monotonicMs() - started),
+          ...where,
+          result: 'requests in flight finished, store closed and durable, lock released',
+        });
         process.exit(0);
       },
       (error: unknown) => {
@@ -91,10 +114,16 @@ export async function serve(config: Config, env: NodeJS.ProcessEnv, warning?: st
   // With an inherited socket, the address is the socket unit's, not --host.
   const host = socket === undefined ? config.host : new URL(running.url).hostname.replace(/^\[(.*)\]$/, '$1');
   if (tls === undefined && !isLoopback(host)) {
-    logger.warn(`serving plain HTTP on ${host}: bearer keys travel in clear; `
-      + 'use --tls-cert and --tls-key, or a TLS proxy in front');
+    logger.warn(
+      `serving plain HTTP on ${host}: bearer keys travel in clear; ` +
+        'use --tls-cert and --tls-key, or a TLS proxy in front',
+    );
   }
-  if (keys.length === 0 && config.databaseUrl === undefined && (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0) {
+  if (
+    keys.length === 0 &&
+    config.databaseUrl === undefined &&
+    (readKeyFile(keyFilePath(config.dataDir)) ?? []).length === 0
+  ) {
     logger.warn('no API key is configured: every request under /v1 is refused until one is created with "keys create"');
   }
 }

@@ -4,12 +4,19 @@ import { errorCode } from '../lib/system-error.js';
 import { CommandError, UsageError } from './errors.js';
 
 /** The certificate and key files of --tls-cert and --tls-key, read; undefined for plain HTTP. */
-export function readTlsFiles(certFile: string | undefined, keyFile: string | undefined): { cert: Buffer; key: Buffer } | undefined {
+export function readTlsFiles(
+  certFile: string | undefined,
+  keyFile: string | undefined,
+): { cert: Buffer; key: Buffer } | undefined {
   if (certFile === undefined && keyFile === undefined) return undefined;
-  if (certFile === undefined || keyFile === undefined) throw new UsageError('--tls-cert and --tls-key go together: give both, or neither for plain HTTP');
+  if (certFile === undefined || keyFile === undefined)
+    throw new UsageError('--tls-cert and --tls-key go together: give both, or neither for plain HTTP');
   const tls = { cert: read(certFile, 'TLS certificate', '--tls-cert'), key: read(keyFile, 'TLS key', '--tls-key') };
   if (!belongTogether(tls.cert, tls.key)) {
-    throw new CommandError(`the TLS key ${keyFile} does not belong to the TLS certificate ${certFile}: its public key is not the certificate's; give --tls-key the key the certificate was made for`);
+    throw new CommandError(
+      `the TLS key ${keyFile} does not belong to the TLS certificate ${certFile}: its public key is not the ` +
+        `certificate's; give --tls-key the key the certificate was made for`,
+    );
   }
   return tls;
 }
@@ -34,7 +41,9 @@ function read(path: string, what: string, flag: string): Buffer {
   } catch (error) {
     const code = errorCode(error);
     if (code === undefined) throw error;
-    throw new CommandError(`cannot read the ${what} file ${path} (${code}); give ${flag} a PEM file this user can read`);
+    throw new CommandError(
+      `cannot read the ${what} file ${path} (${code}); give ${flag} a PEM file this user can read`,
+    );
   }
 }
 
@@ -52,7 +61,8 @@ export interface CertificateDateProblem {
  */
 export function certificateDateProblems(pem: Buffer, now = new Date()): CertificateDateProblem[] {
   const problems: CertificateDateProblem[] = [];
-  for (const block of pem.toString('latin1').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []) {
+  for (const block of pem.toString('latin1').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ??
+    []) {
     let certificate: X509Certificate;
     try {
       certificate = new X509Certificate(block);

@@ -10,7 +10,10 @@ export function userName(uid: number): string | undefined {
     if (errorCode(error) === undefined) throw error;
     return undefined;
   }
-  return passwd.split('\n').map((line) => line.split(':')).find((fields) => fields[2] === String(uid))?.[0];
+  return passwd
+    .split('\n')
+    .map((line) => line.split(':'))
+    .find((fields) => fields[2] === String(uid))?.[0];
 }
 
 /** `nobody (uid 65534)`, or `uid 12345` for a user without a name. */

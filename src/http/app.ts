@@ -79,7 +79,10 @@ export function createApp(options: AppOptions): RequestListener {
     const context: string[] = ['x-request-id', requestId];
     if (match.value?.deprecated === true) context.push(...deprecationPairs);
     if (options.cors !== undefined) context.push(...corsHeaders(options.cors, req));
-    const client = options.trustProxy === undefined ? req.socket.remoteAddress ?? 'unknown' : clientAddress(req, options.trustProxy);
+    const client =
+      options.trustProxy === undefined
+        ? (req.socket.remoteAddress ?? 'unknown')
+        : clientAddress(req, options.trustProxy);
     const caller: Caller = { key: undefined, client };
 
     const finish = (reply: Reply, code?: string): void => {
@@ -97,8 +100,16 @@ export function createApp(options: AppOptions): RequestListener {
       const trace = traceparent === undefined ? undefined : traceContext(traceparent);
       try {
         options.logger.request({
-          id: requestId, method, path, status: reply.status, ms: Math.round(nanos / 1e4) / 100,
-          client, code, keyId: code === undefined ? undefined : caller.key?.id, traceId: trace?.traceId, spanId: trace?.spanId,
+          id: requestId,
+          method,
+          path,
+          status: reply.status,
+          ms: Math.round(nanos / 1e4) / 100,
+          client,
+          code,
+          keyId: code === undefined ? undefined : caller.key?.id,
+          traceId: trace?.traceId,
+          spanId: trace?.spanId,
         });
         metrics?.observe(match.path, method, reply, nanos);
       } catch (recordError) {
@@ -109,7 +120,8 @@ export function createApp(options: AppOptions): RequestListener {
     const fail = (error: unknown): void => {
       metrics?.failed(error);
       const reply = errorReply(error);
-      if (reply.serverFault) options.logger.error('request failed', error, { id: requestId, method, path: match.path ?? path });
+      if (reply.serverFault)
+        options.logger.error('request failed', error, { id: requestId, method, path: match.path ?? path });
       answer(finish, req, context, reply, reply.code);
     };
 
@@ -127,17 +139,30 @@ export function createApp(options: AppOptions): RequestListener {
    * its writer starts with the head, and a stream ended in between (a stop, a revoked key) would be
    * started after its end and never close (held-answers.test.ts).
    */
-  function answer(finish: (reply: Reply, code?: string) => void, req: IncomingMessage, context: string[], reply: Reply, code?: string): void {
+  function answer(
+    finish: (reply: Reply, code?: string) => void,
+    req: IncomingMessage,
+    context: string[],
+    reply: Reply,
+    code?: string,
+  ): void {
     // Refused before its body was read: the rest of it would hold the connection, and its slot, for
     // as long as the client takes to trickle it. The connection closes after the answer instead.
     // Decided now, as the answer is made: a body arriving while it is held changes nothing.
-    if (reply.status >= 400 && reply.headers?.['connection'] === undefined && bodyToCome(req)) context.push('connection', 'close');
+    if (reply.status >= 400 && reply.headers?.connection === undefined && bodyToCome(req))
+      context.push('connection', 'close');
     if (reply.stream === undefined) atTurnEnd(finish, reply, code);
     else finish(reply, code);
   }
 
   function dispatch(
-    req: IncomingMessage, res: ServerResponse, method: string, match: Match<RouteSpec>, search: string, context: string[], caller: Caller,
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: string,
+    match: Match<RouteSpec>,
+    search: string,
+    context: string[],
+    caller: Caller,
   ): Reply | Promise<Reply> {
     const { path, value: route, allowed, params } = match;
     checkRequestLine(req);
@@ -155,9 +180,25 @@ export function createApp(options: AppOptions): RequestListener {
     }
     if (path === undefined) throw new HttpError(404, 'not_found', noSuchPath);
     if (route === undefined) {
-      throw new HttpError(405, 'method_not_allowed', `method ${method} is not allowed here; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') });
+      throw new HttpError(
+        405,
+        'method_not_allowed',
+        `method ${method} is not allowed here; allowed: ${allowed.join(', ')}`,
+        { allow: allowed.join(', ') },
+      );
     }
     const handler: Handler = route.handler;
-    return handler({ req, res, params, search, store: options.store, feed: options.feed, bodyLimit: options.bodyLimit, mount, scope: key?.identity, keyId: key?.id });
+    return handler({
+      req,
+      res,
+      params,
+      search,
+      store: options.store,
+      feed: options.feed,
+      bodyLimit: options.bodyLimit,
+      mount,
+      scope: key?.identity,
+      keyId: key?.id,
+    });
   }
 }

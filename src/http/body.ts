@@ -17,19 +17,32 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  */
 export async function readJsonBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<JsonValue> {
   // Node keeps only the first Content-Type: two are ambiguous, so the request is refused.
-  if (headerCount(req, 'content-type') > 1) throw new ValidationError('the Content-Type header is given more than once');
+  if (headerCount(req, 'content-type') > 1)
+    throw new ValidationError('the Content-Type header is given more than once');
   // Node's parser accepts codings before a final `chunked` and ignores them; this service decodes none.
   const transfer = req.headers['transfer-encoding'];
-  if (transfer !== undefined && transfer.split(',').some((coding) => coding.trim().toLowerCase() !== 'chunked')) {
-    throw new HttpError(415, 'unsupported_media_type', `Transfer-Encoding ${transfer} is not supported; send the body with chunked alone`);
+  if (transfer?.split(',').some((coding) => coding.trim().toLowerCase() !== 'chunked')) {
+    throw new HttpError(
+      415,
+      'unsupported_media_type',
+      `Transfer-Encoding ${transfer} is not supported; send the body with chunked alone`,
+    );
   }
   const type = req.headers['content-type'];
   if (type === undefined || !MEDIA_TYPE.test(type)) {
-    throw new HttpError(415, 'unsupported_media_type', `the request body must be application/json; got ${receivedType(type)}`);
+    throw new HttpError(
+      415,
+      'unsupported_media_type',
+      `the request body must be application/json; got ${receivedType(type)}`,
+    );
   }
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-    throw new HttpError(415, 'unsupported_media_type', `Content-Encoding ${encoding} is not supported; send the body uncompressed`);
+    throw new HttpError(
+      415,
+      'unsupported_media_type',
+      `Content-Encoding ${encoding} is not supported; send the body uncompressed`,
+    );
   }
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);

@@ -32,7 +32,13 @@ export class HttpError extends Error {
   /** Extra response headers that belong to this error (`Allow`, `Retry-After`, `WWW-Authenticate`). */
   readonly headers: Readonly<Record<string, string>>;
 
-  constructor(status: number, code: ErrorCode, message: string, headers: Record<string, string> = {}, options?: ErrorOptions) {
+  constructor(
+    status: number,
+    code: ErrorCode,
+    message: string,
+    headers: Record<string, string> = {},
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'HttpError';
     this.status = status;
@@ -42,4 +48,5 @@ export class HttpError extends Error {
 }
 
 /** The 503 of a request that arrives, or a stream or wait still being opened, while the service stops. */
-export const stoppingError = (): HttpError => new HttpError(503, 'unavailable', 'the server is stopping; try again shortly', { 'retry-after': '1' });
+export const stoppingError = (): HttpError =>
+  new HttpError(503, 'unavailable', 'the server is stopping; try again shortly', { 'retry-after': '1' });

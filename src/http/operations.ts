@@ -64,17 +64,33 @@ export const listPets: Handler = (ctx) => {
 };
 
 /** The page, or with `wait` and nothing to show, the first page that has something (long-poll.ts). */
-function listAnswer(ctx: RequestContext, page: ListText, list: ListQuery, wait: number, seen: number, revocations: number): Reply | Promise<Reply> {
+function listAnswer(
+  ctx: RequestContext,
+  page: ListText,
+  list: ListQuery,
+  wait: number,
+  seen: number,
+  revocations: number,
+): Reply | Promise<Reply> {
   if (wait === 0 || page.lastId !== undefined) return listReply(ctx, page, list);
   const key = { id: ctx.keyId, revocations };
-  return waitForPets(ctx.feed, list, seen, wait * 1000, ctx.res, page, key).then((found) => listReply(ctx, found, list));
+  return waitForPets(ctx.feed, list, seen, wait * 1000, ctx.res, page, key).then((found) =>
+    listReply(ctx, found, list),
+  );
 }
 
 function listReply(ctx: RequestContext, page: ListText, { after, limit, status }: ListQuery): Reply {
   const etag = pageTag(limit, after, status, page.lastId, page.more);
   if (!page.more || page.lastId === undefined) return conditional(ctx.req, json(200, page.json, { etag }), etag);
   const filter = status === undefined ? '' : `&status=${status}`;
-  return conditional(ctx.req, json(200, page.json, { link: `<${ctx.mount.base}/pets?limit=${limit}${filter}&after=${page.lastId}>; rel="next"`, etag }), etag);
+  return conditional(
+    ctx.req,
+    json(200, page.json, {
+      link: `<${ctx.mount.base}/pets?limit=${limit}${filter}&after=${page.lastId}>; rel="next"`,
+      etag,
+    }),
+    etag,
+  );
 }
 
 /** The event stream: held at once, its first page read before the answer begins, so that a 503 is still an answer. */
@@ -94,7 +110,7 @@ export const createPet: Handler = async (ctx) => {
   const pet = validateNewPet(body);
   if (key === undefined) return created(await ctx.store.create(pet), ctx.feed, ctx.mount);
   if (ctx.store.createOnce === undefined || ctx.scope === undefined) {
-    throw new HttpError(400, 'invalid_request', 'the Idempotency-Key header is not supported by this server\'s store');
+    throw new HttpError(400, 'invalid_request', "the Idempotency-Key header is not supported by this server's store");
   }
   const result = await ctx.store.createOnce(pet, { scope: await storedScope(ctx.scope), key });
   return created(result.pet, ctx.feed, ctx.mount, result.replayed);
@@ -108,7 +124,7 @@ function created(pet: Pet, feed: Feed, mount: Mount, replayed = false): Reply {
 
 /** getPet (deprecated): 200, 404 for a valid int64 without a pet, 400 for anything else. */
 export const getPet: Handler = (ctx) => {
-  const param = ctx.params['petId'] ?? '';
+  const param = ctx.params.petId ?? '';
   // Most ids come as plain digits that fit a safe integer: nothing to decode, no BigInt to make.
   const plain = PLAIN_ID.test(param);
   const raw = plain ? param : decodeComponent(param, 'path parameter "petId"');
@@ -118,7 +134,9 @@ export const getPet: Handler = (ctx) => {
   return petReply(ctx.req, text, raw, petId);
 };
 
-/** A pet id as the contract allows it (int64, any leading zeros): the store's id, or a 404 for one no store can hold. */
+/**
+ * A pet id as the contract allows it (int64, any leading zeros): the store's id, or a 404 for one no store can hold.
+ */
 function storeId(raw: string): number {
   const id = parseInt64(raw, 'path parameter "petId"');
   if (id < 1n || id > MAX_SAFE) throw notFound(raw);

@@ -10,11 +10,9 @@ export type Json = Record<string, unknown>;
  * OpenAPI document (`openapi.ts`), so a route cannot exist in one and not the other. A route that
  * needs a key names the scope the key must hold: none can be open to every key by omission.
  */
-export type RouteSpec = RouteData & (
+export type RouteSpec = RouteData &
   /** Bearer authentication required (all of `/v1` but the interface description), and the scope (403 without it). */
-  | { auth: true; scope: Scope }
-  | { auth: false; scope?: undefined }
-);
+  ({ auth: true; scope: Scope } | { auth: false; scope?: undefined });
 
 interface RouteData {
   method: Method;

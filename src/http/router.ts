@@ -42,10 +42,12 @@ export class Router<T> {
 
   find(method: string, path: string): Match<T> {
     const fixed = this.#static.get(path);
-    if (fixed !== undefined) return { path: fixed.pattern, value: fixed.byMethod.get(method), allowed: fixed.allowed, params: {} };
+    if (fixed !== undefined)
+      return { path: fixed.pattern, value: fixed.byMethod.get(method), allowed: fixed.allowed, params: {} };
     for (const entry of this.#dynamic) {
       const params = matchSegments(entry.segments, path);
-      if (params !== undefined) return { path: entry.pattern, value: entry.byMethod.get(method), allowed: entry.allowed, params };
+      if (params !== undefined)
+        return { path: entry.pattern, value: entry.byMethod.get(method), allowed: entry.allowed, params };
     }
     return { path: undefined, value: undefined, allowed: [], params: {} };
   }

@@ -21,9 +21,19 @@ for (let n = 0; n < 256; n++) {
 for (let k = 1; k < 8; k++) {
   const previous = TABLES[k - 1] as Int32Array;
   const table = TABLES[k] as Int32Array;
-  for (let n = 0; n < 256; n++) table[n] = ((previous[n] as number) >>> 8) ^ (T0[(previous[n] as number) & 0xff] as number);
+  for (let n = 0; n < 256; n++)
+    table[n] = ((previous[n] as number) >>> 8) ^ (T0[(previous[n] as number) & 0xff] as number);
 }
-const [, T1, T2, T3, T4, T5, T6, T7] = TABLES as [Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array];
+const [, T1, T2, T3, T4, T5, T6, T7] = TABLES as [
+  Int32Array,
+  Int32Array,
+  Int32Array,
+  Int32Array,
+  Int32Array,
+  Int32Array,
+  Int32Array,
+  Int32Array,
+];
 
 /**
  * The CRC-32 of `bytes[start..end)`, an unsigned 32-bit number; given `previous`, the CRC of what
@@ -34,9 +44,20 @@ export function crc32(bytes: Uint8Array, start = 0, end = bytes.length, previous
   let c = previous ^ -1;
   let i = start;
   for (; end - i >= 8; i += 8) {
-    c ^= (bytes[i] as number) | ((bytes[i + 1] as number) << 8) | ((bytes[i + 2] as number) << 16) | ((bytes[i + 3] as number) << 24);
-    c = (T7[c & 0xff] as number) ^ (T6[(c >>> 8) & 0xff] as number) ^ (T5[(c >>> 16) & 0xff] as number) ^ (T4[c >>> 24] as number)
-      ^ (T3[bytes[i + 4] as number] as number) ^ (T2[bytes[i + 5] as number] as number) ^ (T1[bytes[i + 6] as number] as number) ^ (T0[bytes[i + 7] as number] as number);
+    c ^=
+      (bytes[i] as number) |
+      ((bytes[i + 1] as number) << 8) |
+      ((bytes[i + 2] as number) << 16) |
+      ((bytes[i + 3] as number) << 24);
+    c =
+      (T7[c & 0xff] as number) ^
+      (T6[(c >>> 8) & 0xff] as number) ^
+      (T5[(c >>> 16) & 0xff] as number) ^
+      (T4[c >>> 24] as number) ^
+      (T3[bytes[i + 4] as number] as number) ^
+      (T2[bytes[i + 5] as number] as number) ^
+      (T1[bytes[i + 6] as number] as number) ^
+      (T0[bytes[i + 7] as number] as number);
   }
   for (; i < end; i++) c = (T0[(c ^ (bytes[i] as number)) & 0xff] as number) ^ (c >>> 8);
   return (c ^ -1) >>> 0;

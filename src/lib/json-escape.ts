@@ -1,6 +1,9 @@
 /** The parser's error, and the decoding of one backslash escape inside a JSON string. */
 export class JsonSyntaxError extends SyntaxError {
-  constructor(message: string, readonly position: number) {
+  constructor(
+    message: string,
+    readonly position: number,
+  ) {
     super(`${message} at position ${position}`);
     this.name = 'JsonSyntaxError';
   }
@@ -10,15 +13,24 @@ export class JsonSyntaxError extends SyntaxError {
 export function readEscape(text: string, pos: number): { value: string; length: number } {
   const c = text.charCodeAt(pos + 1);
   switch (c) {
-    case 0x22: return { value: '"', length: 2 };
-    case 0x5c: return { value: '\\', length: 2 };
-    case 0x2f: return { value: '/', length: 2 };
-    case 0x62: return { value: '\b', length: 2 };
-    case 0x66: return { value: '\f', length: 2 };
-    case 0x6e: return { value: '\n', length: 2 };
-    case 0x72: return { value: '\r', length: 2 };
-    case 0x74: return { value: '\t', length: 2 };
-    case 0x75: { // u
+    case 0x22:
+      return { value: '"', length: 2 };
+    case 0x5c:
+      return { value: '\\', length: 2 };
+    case 0x2f:
+      return { value: '/', length: 2 };
+    case 0x62:
+      return { value: '\b', length: 2 };
+    case 0x66:
+      return { value: '\f', length: 2 };
+    case 0x6e:
+      return { value: '\n', length: 2 };
+    case 0x72:
+      return { value: '\r', length: 2 };
+    case 0x74:
+      return { value: '\t', length: 2 };
+    case 0x75: {
+      // u
       const unit = hex4(text, pos + 2);
       if (unit < 0xd800 || unit > 0xdfff) return { value: String.fromCharCode(unit), length: 6 };
       // A \u escape for a surrogate must be a high one immediately followed by an escaped low one.

@@ -53,7 +53,8 @@ class Parser {
 
   #fail(message: string, position = this.#pos): never {
     // Input cut short says so: "expected a string key" at its very end reads as a malformed key.
-    if (position >= this.#text.length) throw new JsonSyntaxError(`it ends before the JSON value does (${message})`, position);
+    if (position >= this.#text.length)
+      throw new JsonSyntaxError(`it ends before the JSON value does (${message})`, position);
     throw new JsonSyntaxError(message, position);
   }
 

@@ -29,22 +29,36 @@ export class KeyedHash {
     // the length's low byte on top and an odd code unit left over, if any, below it.
     for (let i = 0; ; i += 2) {
       const last = i >= whole;
-      const word = last ? (bytes << 24) | (i < text.length ? text.charCodeAt(i) : 0) : text.charCodeAt(i) | (text.charCodeAt(i + 1) << 16);
+      const word = last
+        ? (bytes << 24) | (i < text.length ? text.charCodeAt(i) : 0)
+        : text.charCodeAt(i) | (text.charCodeAt(i + 1) << 16);
       v3 ^= word;
-      v0 = (v0 + v1) | 0; v1 = rotl(v1, 5) ^ v0; v0 = rotl(v0, 16);
-      v2 = (v2 + v3) | 0; v3 = rotl(v3, 8) ^ v2;
-      v0 = (v0 + v3) | 0; v3 = rotl(v3, 7) ^ v0;
-      v2 = (v2 + v1) | 0; v1 = rotl(v1, 13) ^ v2; v2 = rotl(v2, 16);
+      v0 = (v0 + v1) | 0;
+      v1 = rotl(v1, 5) ^ v0;
+      v0 = rotl(v0, 16);
+      v2 = (v2 + v3) | 0;
+      v3 = rotl(v3, 8) ^ v2;
+      v0 = (v0 + v3) | 0;
+      v3 = rotl(v3, 7) ^ v0;
+      v2 = (v2 + v1) | 0;
+      v1 = rotl(v1, 13) ^ v2;
+      v2 = rotl(v2, 16);
       v0 ^= word;
       if (last) break;
     }
     // Finalisation: three rounds.
     v2 ^= 0xff;
     for (let round = 0; round < 3; round++) {
-      v0 = (v0 + v1) | 0; v1 = rotl(v1, 5) ^ v0; v0 = rotl(v0, 16);
-      v2 = (v2 + v3) | 0; v3 = rotl(v3, 8) ^ v2;
-      v0 = (v0 + v3) | 0; v3 = rotl(v3, 7) ^ v0;
-      v2 = (v2 + v1) | 0; v1 = rotl(v1, 13) ^ v2; v2 = rotl(v2, 16);
+      v0 = (v0 + v1) | 0;
+      v1 = rotl(v1, 5) ^ v0;
+      v0 = rotl(v0, 16);
+      v2 = (v2 + v3) | 0;
+      v3 = rotl(v3, 8) ^ v2;
+      v0 = (v0 + v3) | 0;
+      v3 = rotl(v3, 7) ^ v0;
+      v2 = (v2 + v1) | 0;
+      v1 = rotl(v1, 13) ^ v2;
+      v2 = rotl(v2, 16);
     }
     return v1 ^ v3;
   }

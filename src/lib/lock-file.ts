@@ -1,4 +1,14 @@
-import { closeSync, constants, lstatSync, lutimesSync, openSync, readFileSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  lstatSync,
+  lutimesSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  symlinkSync,
+  unlinkSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import { currentOwner, formatOwner, inOtherNamespace, isLiveOwner, parseOwner, type LockOwner } from './lock-owner.js';
 import { monotonicMs } from './monotonic.js';
@@ -43,7 +53,11 @@ export class LockFile {
       const owner = parseOwner(found);
       // In a container the server is often pid 1 on every start: our own pid on a lock we do not hold
       // is a killed predecessor's.
-      const live = owner !== undefined && (owner.pid === process.pid && !inOtherNamespace(owner, self) ? LockFile.#held.has(path) : isLive(owner, self, path));
+      const live =
+        owner !== undefined &&
+        (owner.pid === process.pid && !inOtherNamespace(owner, self)
+          ? LockFile.#held.has(path)
+          : isLive(owner, self, path));
       if (live) return { owner: owner.pid };
       if (!takeOverStale(path, found, target)) return { owner: owner?.pid ?? 0 };
     }
@@ -90,8 +104,10 @@ function isLive(owner: LockOwner, self: LockOwner, path: string): boolean {
 
 /** Another boot or another directory makes a lock stale, whichever namespace made it. */
 function differsFrom(owner: LockOwner, self: LockOwner): boolean {
-  return (owner.boot !== undefined && self.boot !== undefined && owner.boot !== self.boot)
-    || (owner.dir !== undefined && self.dir !== undefined && owner.dir !== self.dir);
+  return (
+    (owner.boot !== undefined && self.boot !== undefined && owner.boot !== self.boot) ||
+    (owner.dir !== undefined && self.dir !== undefined && owner.dir !== self.dir)
+  );
 }
 
 function touch(path: string): void {

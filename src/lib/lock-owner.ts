@@ -36,12 +36,16 @@ export function formatOwner(owner: LockOwner): string {
   return [owner.pid, owner.start ?? '-', owner.boot ?? '-', owner.dir ?? '-', owner.ns ?? '-'].join(' ');
 }
 
-/** The owner a lock names, or undefined when it names none. A bare pid (an earlier version's lock) is an owner of unknown start, boot and directory. */
+/**
+ * The owner a lock names, or undefined when it names none. A bare pid (an earlier version's lock) is an owner of
+ * unknown start, boot and directory.
+ */
 export function parseOwner(text: string): LockOwner | undefined {
   const [pid = '', start, boot, dir, ns, ...rest] = text.trim().split(' ');
   // Linux pids fit in 31 bits; anything else is not a pid (and process.kill would throw on it).
   if (!/^[1-9][0-9]{0,9}$/.test(pid) || Number(pid) > 2 ** 31 - 1 || rest.length > 0) return undefined;
-  const known = (field: string | undefined): string | undefined => (field === undefined || field === '-' ? undefined : field);
+  const known = (field: string | undefined): string | undefined =>
+    field === undefined || field === '-' ? undefined : field;
   return { pid: Number(pid), start: known(start), boot: known(boot), dir: known(dir), ns: known(ns) };
 }
 

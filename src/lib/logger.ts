@@ -49,7 +49,11 @@ export interface JsonLogger extends Logger {
  * JSON lines: requests and information on stdout, warnings and errors on stderr. The log never
  * receives a key or an `Authorization` header: callers pass only the fields above.
  */
-export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout, err: Sink = process.stderr): JsonLogger {
+export function jsonLogger(
+  level: LogLevel = 'info',
+  out: Sink = process.stdout,
+  err: Sink = process.stderr,
+): JsonLogger {
   const showInfo = level === 'info';
   const showErrors = level !== 'silent';
   // The waiting request lines, as UTF-8.
@@ -115,7 +119,12 @@ export function jsonLogger(level: LogLevel = 'info', out: Sink = process.stdout,
     },
     error(message, error, fields) {
       if (!showErrors) return;
-      const detail = error instanceof Error ? { error: error.stack ?? error.message } : error === undefined ? {} : { error: String(error) };
+      const detail =
+        error instanceof Error
+          ? { error: error.stack ?? error.message }
+          : error === undefined
+            ? {}
+            : { error: String(error) };
       flush();
       err.write(line('error', message, { ...fields, ...detail }));
     },
@@ -137,5 +146,5 @@ function timestamp(): string {
 }
 
 function line(level: 'info' | 'warn' | 'error', msg: string, fields: LogFields | undefined): string {
-  return JSON.stringify({ time: timestamp(), level, msg, ...fields }) + '\n';
+  return `${JSON.stringify({ time: timestamp(), level, msg, ...fields })}\n`;
 }

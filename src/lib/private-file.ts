@@ -1,4 +1,14 @@
-import { chmodSync, closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  type Stats,
+} from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { errorCode } from './system-error.js';
@@ -24,13 +34,20 @@ function assertPrivate(path: string, stats: Stats, kind: 'file' | 'directory', r
     throw new UnsafeFileError(`${path} is not a regular ${kind}; refusing to use it until it is one`);
   }
   if ((stats.mode & 0o022) !== 0) {
-    throw new UnsafeFileError(`${path} is writable by group or others (mode ${(stats.mode & 0o7777).toString(8)}); refusing to use it until it is not (chmod go-w)`);
+    throw new UnsafeFileError(
+      `${path} is writable by group or others (mode ${(stats.mode & 0o7777).toString(8)}); refusing to use it until ` +
+        `it is not (chmod go-w)`,
+    );
   }
   // Root's files are trusted too, so that an administrator's `keys create` as root does not lock the service out.
   const uid = process.getuid?.();
   if (uid !== undefined && stats.uid !== uid && stats.uid !== 0 && !(reading && readableByRoot(path, stats))) {
-    // No chown advised: a file of the service user's given to root or to another user is one its server can no longer use.
-    throw new UnsafeFileError(`${path} is owned by uid ${stats.uid}, neither this user (uid ${uid}) nor root; refusing to use it: run this as the user it belongs to (uid ${stats.uid})`);
+    // No chown advised: a file of the service user's given to root or to another user is one its server can no longer
+    // use.
+    throw new UnsafeFileError(
+      `${path} is owned by uid ${stats.uid}, neither this user (uid ${uid}) nor root; refusing to use it: run this ` +
+        `as the user it belongs to (uid ${stats.uid})`,
+    );
   }
 }
 
@@ -64,7 +81,10 @@ export function claimPrivateDirectory(path: string): number | undefined {
     // Nobody else can add a file from now on; one added before the chmod is caught here.
     if (!holdsNothing()) {
       chmodSync(path, stats.mode & 0o7777);
-      throw new UnsafeFileError(`${path} was writable by group or others, and files appeared in it while it was being made private; refusing to use it (chmod go-w, and check what is in it)`);
+      throw new UnsafeFileError(
+        `${path} was writable by group or others, and files appeared in it while it was being made private; refusing ` +
+          `to use it (chmod go-w, and check what is in it)`,
+      );
     }
     tightened = stats.mode & 0o7777;
   }
@@ -104,5 +124,9 @@ export function readPrivateFileSync(path: string): Buffer | undefined {
 }
 
 function symlinkRefused(path: string, error: unknown): unknown {
-  return errorCode(error) === 'ELOOP' ? new UnsafeFileError(`${path} is a symbolic link; refusing to follow it: put the file itself there`, { cause: error }) : error;
+  return errorCode(error) === 'ELOOP'
+    ? new UnsafeFileError(`${path} is a symbolic link; refusing to follow it: put the file itself there`, {
+        cause: error,
+      })
+    : error;
 }

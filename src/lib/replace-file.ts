@@ -12,7 +12,12 @@ const tempName = (name: string): string => `.${name}.${randomBytes(6).toString('
  * rename itself survives a power cut. A failure at any step before the rename leaves the old file as it
  * was and removes the temp file. Returns the number of bytes written.
  */
-export async function replaceFile(fs: FileSystem, path: string, chunks: Iterable<string | Uint8Array>, onCleanupError: (error: unknown) => void): Promise<number> {
+export async function replaceFile(
+  fs: FileSystem,
+  path: string,
+  chunks: Iterable<string | Uint8Array>,
+  onCleanupError: (error: unknown) => void,
+): Promise<number> {
   const dir = dirname(path);
   const temp = join(dir, tempName(basename(path)));
   const file = await fs.open(temp, 'wx');

@@ -36,17 +36,28 @@ const notJson = (value: number): boolean => typeof value === 'number' && !Number
 
 /** The line as text: for a line the bytes cannot be written straight (escapes, non-ASCII, no room). */
 export function requestLine(time: string, entry: RequestLogEntry): string {
-  const failure = entry.code === undefined ? '' : `,"code":${jsonString(entry.code)}${entry.keyId === undefined ? '' : `,"keyId":${jsonString(entry.keyId)}`}`;
-  return `{"time":"${time}","level":"info","msg":"request","id":${jsonString(entry.id)},"method":${jsonString(entry.method)},` +
-    `"path":${jsonString(entry.path)},"status":${notJson(entry.status) ? 'null' : entry.status},"ms":${notJson(entry.ms) ? 'null' : milliseconds(entry.ms)}` +
-    (entry.client === undefined ? '' : `,"client":${jsonString(entry.client)}`) + failure +
-    (entry.traceId === undefined ? '' : `,"trace_id":${jsonString(entry.traceId)}`) + (entry.spanId === undefined ? '' : `,"span_id":${jsonString(entry.spanId)}`) + '}\n';
+  const failure =
+    entry.code === undefined
+      ? ''
+      : `,"code":${jsonString(entry.code)}${entry.keyId === undefined ? '' : `,"keyId":${jsonString(entry.keyId)}`}`;
+  return (
+    `{"time":"${time}","level":"info","msg":"request","id":${jsonString(entry.id)},` +
+    `"method":${jsonString(entry.method)},` +
+    `"path":${jsonString(entry.path)},"status":${notJson(entry.status) ? 'null' : entry.status},` +
+    `"ms":${notJson(entry.ms) ? 'null' : milliseconds(entry.ms)}` +
+    (entry.client === undefined ? '' : `,"client":${jsonString(entry.client)}`) +
+    failure +
+    (entry.traceId === undefined ? '' : `,"trace_id":${jsonString(entry.traceId)}`) +
+    (entry.spanId === undefined ? '' : `,"span_id":${jsonString(entry.spanId)}`) +
+    '}\n'
+  );
 }
 
 /**
  * Writes the line's bytes into `buffer` at `at` and returns where they end; -1 when a field holds
  * a character JSON escapes or that is not ASCII, a status that is not a 3-digit integer, an `ms`
- * that is no JSON number, or the line would not fit: then nothing counts as written, and the caller writes `requestLine` instead.
+ * that is no JSON number, or the line would not fit: then nothing counts as written, and the caller writes
+ * `requestLine` instead.
  * `time` is the logger's own ISO time (`toISOString`), written as it is, as `requestLine` does.
  */
 export function writeRequestLine(buffer: Uint8Array, at: number, time: string, entry: RequestLogEntry): number {
@@ -73,7 +84,8 @@ export function writeRequestLine(buffer: Uint8Array, at: number, time: string, e
     end = bytes(buffer, plain(buffer, bytes(buffer, end, CODE), entry.code), QUOTE);
     if (entry.keyId !== undefined) end = bytes(buffer, plain(buffer, bytes(buffer, end, KEY_ID), entry.keyId), QUOTE);
   }
-  if (entry.traceId !== undefined) end = bytes(buffer, plain(buffer, bytes(buffer, end, TRACE_ID), entry.traceId), QUOTE);
+  if (entry.traceId !== undefined)
+    end = bytes(buffer, plain(buffer, bytes(buffer, end, TRACE_ID), entry.traceId), QUOTE);
   if (entry.spanId !== undefined) end = bytes(buffer, plain(buffer, bytes(buffer, end, SPAN_ID), entry.spanId), QUOTE);
   return bytes(buffer, end, END);
 }

@@ -238,7 +238,7 @@ export function petFromJson(text: string): Pet {
 function checkedTextEnd(buf: Buffer, pos: number, end: number): number {
   if (buf[pos++] !== QUOTE) return -1;
   let length = 0; // in UTF-16 units, counted from the (already validated) UTF-8 bytes
-  for (;; pos++) {
+  for (; ; pos++) {
     if (pos >= end) return -1;
     const c = buf[pos] as number;
     if (c === QUOTE) break;

@@ -31,8 +31,8 @@ export function validateNewPet(body: JsonValue): NewPet {
       throw new ValidationError(`unknown field "${key}": ${why}`);
     }
   }
-  const pet: NewPet = { name: validateName(body['name']), categoryId: validateCategoryId(body['categoryId']) };
-  const status = body['status'];
+  const pet: NewPet = { name: validateName(body.name), categoryId: validateCategoryId(body.categoryId) };
+  const status = body.status;
   if (status !== undefined) pet.status = validateStatus(status, 'field "status"');
   return pet;
 }
@@ -74,15 +74,22 @@ function listed(words: readonly string[]): string {
 export function parseLimit(raw: string | undefined): number {
   if (raw === undefined) return LIMIT.default;
   const value = integerIn(raw, LIMIT.min, LIMIT.max);
-  if (value === undefined) throw new ValidationError(`query parameter "limit" must be an integer from ${LIMIT.min} to ${LIMIT.max}`);
+  if (value === undefined)
+    throw new ValidationError(`query parameter "limit" must be an integer from ${LIMIT.min} to ${LIMIT.max}`);
   return value;
 }
 
-/** `wait`: whole seconds 0–60 as a plain decimal integer, 0 without it; `1.5`, `-1`, `61` and the empty string are refused. */
+/**
+ * `wait`: whole seconds 0–60 as a plain decimal integer, 0 without it; `1.5`, `-1`, `61` and the empty string are
+ * refused.
+ */
 export function parseWait(raw: string | undefined): number {
   if (raw === undefined) return WAIT_SECONDS.min;
   const value = integerIn(raw, WAIT_SECONDS.min, WAIT_SECONDS.max);
-  if (value === undefined) throw new ValidationError(`query parameter "wait" must be whole seconds from ${WAIT_SECONDS.min} to ${WAIT_SECONDS.max}`);
+  if (value === undefined)
+    throw new ValidationError(
+      `query parameter "wait" must be whole seconds from ${WAIT_SECONDS.min} to ${WAIT_SECONDS.max}`,
+    );
   return value;
 }
 
@@ -97,7 +104,8 @@ export function parseInt64(raw: string, what: string): bigint {
   if (!DECIMAL_INTEGER.test(raw)) throw new ValidationError(`${what} must be a decimal integer`);
   // Leading zeros change nothing; beyond 19 digits no value fits in int64 (and BigInt need not see it).
   const digits = LEADING_ZERO.test(raw) ? raw.replace(LEADING_ZEROS, '$1') : raw;
-  if (digits.length - (digits.startsWith('-') ? 1 : 0) > 19) throw new ValidationError(`${what} is outside the int64 range`);
+  if (digits.length - (digits.startsWith('-') ? 1 : 0) > 19)
+    throw new ValidationError(`${what} is outside the int64 range`);
   const value = BigInt(digits);
   if (value < INT64_MIN || value > INT64_MAX) throw new ValidationError(`${what} is outside the int64 range`);
   return value;

@@ -77,7 +77,10 @@ export interface PetstoreOptions extends WebhookOptions {
    * `too_many_streams` with Retry-After, while other keys' are held (default 50).
    */
   maxStreamsPerKey?: number | undefined;
-  /** Seconds an event stream lasts at most; then it ends cleanly and its client resumes with Last-Event-ID (default 3600). */
+  /**
+   * Seconds an event stream lasts at most; then it ends cleanly and its client resumes with Last-Event-ID (default
+   * 3600).
+   */
   streamLifetime?: number | undefined;
   /** Seconds between the heartbeat comments of an event stream that has nothing else to send (default 15). */
   streamHeartbeat?: number | undefined;
@@ -131,8 +134,15 @@ export interface PetstoreService {
 export type Petstore = PetstoreService;
 
 export const DEFAULTS = {
-  bodyLimit: 64 * 1024, authFailureLimit: 30, idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS, idempotencyKeyLimit: IDEMPOTENCY_KEY_LIMIT, databasePool: 10,
-  maxStreams: 500, maxStreamsPerKey: 50, streamLifetime: 3600, streamHeartbeat: 15,
+  bodyLimit: 64 * 1024,
+  authFailureLimit: 30,
+  idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS,
+  idempotencyKeyLimit: IDEMPOTENCY_KEY_LIMIT,
+  databasePool: 10,
+  maxStreams: 500,
+  maxStreamsPerKey: 50,
+  streamLifetime: 3600,
+  streamHeartbeat: 15,
 } as const;
 
 /**
@@ -140,7 +150,10 @@ export const DEFAULTS = {
  * entry: with no key configured every request under /v1 is refused (fail closed).
  */
 export async function createPetstore(options: PetstoreOptions): Promise<PetstoreService> {
-  const { serving, ...petstore } = await openPetstore(options, options.metrics === true ? await loadMetrics() : undefined);
+  const { serving, ...petstore } = await openPetstore(
+    options,
+    options.metrics === true ? await loadMetrics() : undefined,
+  );
   serving();
   return petstore;
 }
@@ -156,24 +169,38 @@ export async function loadMetrics(): Promise<ServiceMetrics> {
 }
 
 /** createPetstore, measured with `metrics` (which `listen` also gives its server's), or unmeasured. */
-export async function openPetstore(options: PetstoreOptions, metrics: ServiceMetrics | undefined): Promise<OpenedPetstore> {
+export async function openPetstore(
+  options: PetstoreOptions,
+  metrics: ServiceMetrics | undefined,
+): Promise<OpenedPetstore> {
   const logger = options.logger ?? jsonLogger();
   const mount = createMount(options.basePath, options.publicUrls, options.docs ?? true);
   if (options.store !== undefined) checkStore(options.store);
   if (options.rateLimit !== undefined) checkQuota(options.rateLimit);
-  if (options.replicateTo !== undefined && (options.store !== undefined || options.databaseUrl !== undefined || options.dataDir === undefined)) {
-    throw new TypeError('replicateTo replicates the file store in dataDir; a database or a store of your own keeps its copies itself');
+  if (
+    options.replicateTo !== undefined &&
+    (options.store !== undefined || options.databaseUrl !== undefined || options.dataDir === undefined)
+  ) {
+    throw new TypeError(
+      'replicateTo replicates the file store in dataDir; a database or a store of your own keeps its copies itself',
+    );
   }
   if (options.databaseUrl !== undefined && options.store === undefined) {
     const { openDatabase } = await import('./database.js');
-    const database = await openDatabase({
-      ...options,
-      databaseUrl: options.databaseUrl,
-      databasePool: options.databasePool ?? DEFAULTS.databasePool,
-      idempotencyWindow: options.idempotencyWindow ?? DEFAULTS.idempotencyWindow,
-    }, logger);
+    const database = await openDatabase(
+      {
+        ...options,
+        databaseUrl: options.databaseUrl,
+        databasePool: options.databasePool ?? DEFAULTS.databasePool,
+        idempotencyWindow: options.idempotencyWindow ?? DEFAULTS.idempotencyWindow,
+      },
+      logger,
+    );
     metrics?.watchWebhooks(database.webhooks);
-    return { ...service(database.store, database.keyring, options, logger, database.close, mount, metrics), serving: () => {} };
+    return {
+      ...service(database.store, database.keyring, options, logger, database.close, mount, metrics),
+      serving: () => {},
+    };
   }
   let store = options.store;
   let replicator: Replicator | undefined;
@@ -183,7 +210,8 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
     store = await FileStore.open(options.dataDir, {
       idempotencyWindowMs: (options.idempotencyWindow ?? DEFAULTS.idempotencyWindow) * 1000,
       idempotencyKeyLimit: options.idempotencyKeyLimit ?? DEFAULTS.idempotencyKeyLimit,
-      onBackgroundError: (error) => logger.error('background compaction failed; the journal still holds every pet', error),
+      onBackgroundError: (error) =>
+        logger.error('background compaction failed; the journal still holds every pet', error),
       onRepair: (message) => logger.info(message),
     });
   }
@@ -210,7 +238,12 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
     if (options.replicateTo !== undefined && opened instanceof FileStore) {
       // Loaded only when configured: an embedder without replication carries none of its modules.
       const { startReplication } = await import('./replication.js');
-      replicator = await startReplication(opened, options.dataDir as string, { ...options, replicateTo: options.replicateTo }, logger);
+      replicator = await startReplication(
+        opened,
+        options.dataDir as string,
+        { ...options, replicateTo: options.replicateTo },
+        logger,
+      );
       metrics?.watchReplication(replicator);
     }
     const { dataDir } = options;
@@ -223,17 +256,30 @@ export async function openPetstore(options: PetstoreOptions, metrics: ServiceMet
     await closeStore();
     throw error;
   }
-  return { ...service(opened, keyring, options, logger, closeStore, mount, metrics), serving: () => replicator?.begin() };
+  return {
+    ...service(opened, keyring, options, logger, closeStore, mount, metrics),
+    serving: () => replicator?.begin(),
+  };
 }
 
 function service(
-  store: PetStore, keyring: Keyring, options: PetstoreOptions, logger: Logger, closeStore: () => Promise<void>, mount: Mount, metrics: ServiceMetrics | undefined,
+  store: PetStore,
+  keyring: Keyring,
+  options: PetstoreOptions,
+  logger: Logger,
+  closeStore: () => Promise<void>,
+  mount: Mount,
+  metrics: ServiceMetrics | undefined,
 ): PetstoreService {
   const maxHeld = options.maxStreams ?? DEFAULTS.maxStreams;
   const maxHeldPerKey = options.maxStreamsPerKey ?? DEFAULTS.maxStreamsPerKey;
   // Allowed, for one key serving everyone, but then the per-key bound protects no other key: said once.
   if (maxHeldPerKey >= maxHeld) {
-    logger.error('--max-streams-per-key is not below --max-streams: one API key can hold every event stream and waiting request', undefined, { maxStreams: maxHeld, maxStreamsPerKey: maxHeldPerKey });
+    logger.error(
+      '--max-streams-per-key is not below --max-streams: one API key can hold every event stream and waiting request',
+      undefined,
+      { maxStreams: maxHeld, maxStreamsPerKey: maxHeldPerKey },
+    );
   }
   const feed = new Feed(store, {
     maxHeld,
@@ -264,11 +310,13 @@ function service(
       metrics?.close();
       await closeStore();
     } finally {
-      await new Promise<void>((resolve) => setImmediate(resolve)); // after the answers feed.close() made (write-batch.ts)
+      // After the answers feed.close() made (write-batch.ts).
+      await new Promise<void>((resolve) => setImmediate(resolve));
       logger.flush?.();
     }
   };
-  const exposition = (): Promise<string> => metrics?.expose() ?? Promise.reject(new TypeError('metrics are off: create the service with metrics: true'));
+  const exposition = (): Promise<string> =>
+    metrics?.expose() ?? Promise.reject(new TypeError('metrics are off: create the service with metrics: true'));
   return { handler, store, metrics: exposition, closeStreams: () => feed.close(), close };
 }
 
@@ -277,5 +325,6 @@ function checkStore(store: unknown): void {
   const candidate = (typeof store === 'object' && store !== null ? store : {}) as Record<string, unknown>;
   const missing = ['list', 'get', 'create', 'close'].filter((name) => typeof candidate[name] !== 'function');
   if (!('ready' in candidate)) missing.push('ready');
-  if (missing.length > 0) throw new TypeError(`options.store does not implement the PetStore interface: missing ${missing.join(', ')}`);
+  if (missing.length > 0)
+    throw new TypeError(`options.store does not implement the PetStore interface: missing ${missing.join(', ')}`);
 }

@@ -42,20 +42,42 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
     pool: options.databasePool,
     idempotencyWindow: options.idempotencyWindow,
     databaseReads: options.databaseReads ?? false,
-    onFilled: (pets, seconds) => logger.info('the pets are read into memory; reads are answered from there', { pets, seconds: Number(seconds.toFixed(3)) }),
+    onFilled: (pets, seconds) =>
+      logger.info('the pets are read into memory; reads are answered from there', {
+        pets,
+        seconds: Number(seconds.toFixed(3)),
+      }),
     onAvailability: (available, error) => {
       if (available) logger.info('the database is reachable again', { database: where });
-      else logger.error('the database cannot be used; pets are answered 503 until it is back', error, { database: where });
+      else
+        logger.error('the database cannot be used; pets are answered 503 until it is back', error, { database: where });
     },
     lostPetsDirectory: resolve(options.dataDir ?? '.'),
-    onWentBack: ({ reason, highWater }) => logger.error(`the database went back (${reason}): it lost commits, as `
-      + 'after a failover to a standby that had not received them; creates are refused with 503 until its id counter '
-      + `is past id ${highWater}, this instance's copy is read again and the lost pets are written to a file`,
-    undefined, { database: where, highWater }),
+    onWentBack: ({ reason, highWater }) =>
+      logger.error(
+        `the database went back (${reason}): it lost commits, as ` +
+          'after a failover to a standby that had not received them; creates are refused with 503 until its id ' +
+          'counter ' +
+          `is past id ${highWater}, this instance's copy is read again and the lost pets are written to a file`,
+        undefined,
+        { database: where, highWater },
+      ),
     onRecovered: (event) => logRecovered(logger, where, event),
     onBackgroundError: (error) => {
-      if (error instanceof CopyReadError) logger.error('the pets cannot be read into memory from the database (before the first complete read /readyz says 503; after it, new pets are missing from lists); trying again every 250 ms', error, { database: where });
-      else logger.error('cannot learn of the pets other instances commit (LISTEN, or the read of the highest id that stands in for it); trying again every 250 ms', error, { database: where });
+      if (error instanceof CopyReadError)
+        logger.error(
+          'the pets cannot be read into memory from the database (before the first complete read /readyz says 503; ' +
+            'after it, new pets are missing from lists); trying again every 250 ms',
+          error,
+          { database: where },
+        );
+      else
+        logger.error(
+          'cannot learn of the pets other instances commit (LISTEN, or the read of the highest id that stands in for ' +
+            'it); trying again every 250 ms',
+          error,
+          { database: where },
+        );
     },
   });
   try {
@@ -64,10 +86,20 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
       const { key, record } = newKey('generated at first start');
       if (await store.addFirstKey(record)) options.onKeyGenerated(key);
     }
-    const keyring = new Keyring({ keys: options.keys ?? [], onChange: logKeyChanges(logger), onDuplicate: logKeyDuplicates(logger) });
-    const poller = await KeyPoller.start(keyring, () => store.keys(), (error) => {
-      logger.error('cannot read the API keys from the database; the keys read last stay in force', error, { database: where });
+    const keyring = new Keyring({
+      keys: options.keys ?? [],
+      onChange: logKeyChanges(logger),
+      onDuplicate: logKeyDuplicates(logger),
     });
+    const poller = await KeyPoller.start(
+      keyring,
+      () => store.keys(),
+      (error) => {
+        logger.error('cannot read the API keys from the database; the keys read last stay in force', error, {
+          database: where,
+        });
+      },
+    );
     const webhooks = await watchDatabaseWebhooks(store, options.databaseUrl, options, logger).catch(
       (error: unknown) => {
         poller.stop();
@@ -92,8 +124,12 @@ function logRecovered(logger: Logger, where: string, event: Recovered): void {
   const fields = { database: where, highWater, lost, file, pets: unwritten?.join('\n') };
   const taken = `creates are taken again: the id counter is past id ${highWater}`;
   if (lostUnknown) {
-    logger.error(`${taken}; this instance keeps no copy of the pets (--database-reads on), so the pets the `
-      + 'database lost cannot be listed here', undefined, fields);
+    logger.error(
+      `${taken}; this instance keeps no copy of the pets (--database-reads on), so the pets the ` +
+        'database lost cannot be listed here',
+      undefined,
+      fields,
+    );
   } else if (lost === 0) {
     logger.info(`${taken} and the copy is read again; it held no pet the database lost`, fields);
   } else {

@@ -7,7 +7,12 @@ import { answerPlainHttp } from './tls/plain-http-on-tls.js';
 import { reloadCertificates, type TlsOptions } from './tls/certificate-reload.js';
 import { SlotLimiter } from '../http/connections/slot-limiter.js';
 import { OwedAnswers } from '../http/connections/owed-answers.js';
-import { clientErrorHandler, connectHandler, refuseExpectation, refuseWhileStopping } from '../http/connections/edge.js';
+import {
+  clientErrorHandler,
+  connectHandler,
+  refuseExpectation,
+  refuseWhileStopping,
+} from '../http/connections/edge.js';
 import { jsonLogger } from '../lib/logger.js';
 import type { MetricsListener } from './metrics/metrics-listener.js';
 import { loadMetrics, openPetstore, type Petstore, type PetstoreOptions } from './create-petstore.js';
@@ -34,7 +39,10 @@ export interface ListenOptions extends PetstoreOptions {
    * and on `reloadTls()` (certificate-reload.ts).
    */
   tls?: TlsOptions | undefined;
-  /** Serve `GET /metrics` on a listener of its own on this port (0: any free one), which turns metrics on; unset: no listener. */
+  /**
+   * Serve `GET /metrics` on a listener of its own on this port (0: any free one), which turns metrics on; unset: no
+   * listener.
+   */
   metricsPort?: number | undefined;
   /** The metrics listener's address (default 127.0.0.1). */
   metricsHost?: string | undefined;
@@ -116,9 +124,10 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     requireHostHeader: false,
   };
   // A TLS handshake gets no longer than the request headers do (Node's own default is 120 s).
-  const server = options.tls === undefined
-    ? createServer(httpOptions, onRequest)
-    : createHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
+  const server =
+    options.tls === undefined
+      ? createServer(httpOptions, onRequest)
+      : createHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
   if (options.tls !== undefined) {
     const counted = metrics?.countPlainHttp();
     answerPlainHttp(server as HttpsServer, headersTimeout, (socket) => {
@@ -152,12 +161,18 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   let metricsListener: MetricsListener | undefined;
   try {
     if (metrics !== undefined && options.metricsPort !== undefined) {
-      metricsListener = await metrics.serve(options.metricsPort, options.metricsHost ?? SERVER_DEFAULTS.metricsHost, logger);
+      metricsListener = await metrics.serve(
+        options.metricsPort,
+        options.metricsHost ?? SERVER_DEFAULTS.metricsHost,
+        logger,
+      );
     }
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      const where = options.fd !== undefined ? { fd: options.fd }
-        : { port: options.port ?? SERVER_DEFAULTS.port, host: options.host ?? SERVER_DEFAULTS.host };
+      const where =
+        options.fd !== undefined
+          ? { fd: options.fd }
+          : { port: options.port ?? SERVER_DEFAULTS.port, host: options.host ?? SERVER_DEFAULTS.host };
       server.listen(where, () => {
         server.off('error', reject);
         // From now on a failed accept (EMFILE on a small ulimit) is reported, not a crash.
@@ -172,18 +187,21 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   }
   petstore.serving();
   // Once listening: a start that failed leaves no poll of the files behind.
-  const certificates = options.tls === undefined ? undefined
-    : reloadCertificates(server as HttpsServer, options.tls, logger, metrics);
+  const certificates =
+    options.tls === undefined ? undefined : reloadCertificates(server as HttpsServer, options.tls, logger, metrics);
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
   let closed: Promise<void> | undefined;
-  const close = (): Promise<void> => (closed ??= (async () => {
-    stopping = true;
-    await drain(server, connections, sockets, options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout, () => petstore.closeStreams());
-    await metricsListener?.close();
-    await petstore.close();
-  })());
+  const close = (): Promise<void> =>
+    (closed ??= (async () => {
+      stopping = true;
+      await drain(server, connections, sockets, options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout, () =>
+        petstore.closeStreams(),
+      );
+      await metricsListener?.close();
+      await petstore.close();
+    })());
 
   const url = `${options.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`;
   const reloadTls = (): Promise<boolean> => certificates?.reload() ?? Promise.resolve(false);
@@ -196,7 +214,13 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
  * waiting requests are answered (`closeStreams`); a connection that owes nothing is closed once it
  * has been quiet for the grace; whatever is still open after `timeoutMs` is cut, whatever its client does.
  */
-async function drain(server: Server | HttpsServer, connections: OwedAnswers, sockets: SlotLimiter, timeoutMs: number, closeStreams: () => void): Promise<void> {
+async function drain(
+  server: Server | HttpsServer,
+  connections: OwedAnswers,
+  sockets: SlotLimiter,
+  timeoutMs: number,
+  closeStreams: () => void,
+): Promise<void> {
   for (const res of connections.unsent()) res.setHeader('connection', 'close');
   closeStreams();
   const stopped = new Promise<void>((resolve) => {
@@ -232,14 +256,19 @@ function checkTls(tls: { cert: string | Buffer; key: string | Buffer }): void {
     createSecureContext(tls);
   } catch (error) {
     const code = error instanceof Error && 'code' in error ? String(error.code) : '';
-    const why = code === 'ERR_OSSL_X509_KEY_VALUES_MISMATCH' ? 'the TLS key does not belong to the TLS certificate' : `the TLS certificate or key cannot be used (${(error as Error).message})`;
+    const why =
+      code === 'ERR_OSSL_X509_KEY_VALUES_MISMATCH'
+        ? 'the TLS key does not belong to the TLS certificate'
+        : `the TLS certificate or key cannot be used (${(error as Error).message})`;
     // A code, as Node's own errors carry, so that the command line shows the message alone.
     throw Object.assign(new TypeError(why, { cause: error }), { code: 'ERR_PETSTORE_TLS' });
   }
   // OpenSSL compares the pair only when their types agree: an RSA certificate with an EC key (or the
   // reverse) passes above, and then every handshake fails. The certificate's own check compares them.
   if (!new X509Certificate(tls.cert).checkPrivateKey(createPrivateKey(tls.key))) {
-    throw Object.assign(new TypeError('the TLS key does not belong to the TLS certificate'), { code: 'ERR_PETSTORE_TLS' });
+    throw Object.assign(new TypeError('the TLS key does not belong to the TLS certificate'), {
+      code: 'ERR_PETSTORE_TLS',
+    });
   }
 }
 

@@ -24,17 +24,31 @@ export const DEFAULT_REPLICATE_INTERVAL = 1;
 export const DEFAULT_REPLICATE_RETENTION = 86_400;
 
 /** Starts replicating the file store in `dataDir`; refuses the start when the destination cannot be used. */
-export async function startReplication(store: FileStore, dataDir: string, options: ReplicationOptions, logger: Logger): Promise<Replicator> {
-  const warn = (message: string): void => ('warn' in logger && typeof logger.warn === 'function' ? logger.warn(message) : logger.error(message));
+export async function startReplication(
+  store: FileStore,
+  dataDir: string,
+  options: ReplicationOptions,
+  logger: Logger,
+): Promise<Replicator> {
+  const warn = (message: string): void =>
+    'warn' in logger && typeof logger.warn === 'function' ? logger.warn(message) : logger.error(message);
   const keys = options.replicateKeyFile === undefined ? [] : await readReplicaKeys(options.replicateKeyFile);
   const destination = new SealedDestination(await openDestination(options.replicateTo, dataDir, { warn }), keys);
   const replicator = await Replicator.start({
-    dataDir, store, destination, logger, takeOver: options.replicateTakeOver,
+    dataDir,
+    store,
+    destination,
+    logger,
+    takeOver: options.replicateTakeOver,
     intervalMs: (options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL) * 1000,
     retentionMs: (options.replicateRetention ?? DEFAULT_REPLICATE_RETENTION) * 1000,
     stopMs: options.shutdownTimeout,
   });
-  logger.info('replicating', { destination: destination.name, lineage: replicator.lineage, intervalSeconds: options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL,
-    sealedWith: keys[0] === undefined ? undefined : keyIdText(keys[0]) });
+  logger.info('replicating', {
+    destination: destination.name,
+    lineage: replicator.lineage,
+    intervalSeconds: options.replicateInterval ?? DEFAULT_REPLICATE_INTERVAL,
+    sealedWith: keys[0] === undefined ? undefined : keyIdText(keys[0]),
+  });
   return replicator;
 }

@@ -26,9 +26,9 @@ export function activatedSocket(env: NodeJS.ProcessEnv, pid = process.pid): Acti
   if (forPid === undefined || count === undefined) return undefined;
   // A variable left by a parent that was activated itself is not this process's.
   if (forPid !== String(pid)) return undefined;
-  delete env['LISTEN_PID'];
-  delete env['LISTEN_FDS'];
-  delete env['LISTEN_FDNAMES'];
+  delete env.LISTEN_PID;
+  delete env.LISTEN_FDS;
+  delete env.LISTEN_FDNAMES;
   if (count === '0') return undefined;
   if (count !== '1') {
     const why = /^[1-9][0-9]*$/.test(count) ? `${count} sockets` : `LISTEN_FDS="${count}", not a count of sockets`;
@@ -37,8 +37,10 @@ export function activatedSocket(env: NodeJS.ProcessEnv, pid = process.pid): Acti
   }
   // Node's own refusal of a descriptor that is not a socket is a bare "listen EINVAL".
   if (!isSocket(FIRST_FD)) {
-    throw Object.assign(new TypeError(`LISTEN_FDS=1 is set for this process, but fd ${FIRST_FD} is not an open socket`),
-      { code: 'ERR_PETSTORE_SOCKET_ACTIVATION' });
+    throw Object.assign(
+      new TypeError(`LISTEN_FDS=1 is set for this process, but fd ${FIRST_FD} is not an open socket`),
+      { code: 'ERR_PETSTORE_SOCKET_ACTIVATION' },
+    );
   }
   return { fd: FIRST_FD, name: names === undefined || names === '' ? undefined : names };
 }

@@ -5,7 +5,10 @@ import { PET_STATUSES, type PetStatus } from '../pet/contract.js';
  * calls it; what listens (the service's metrics) is never imported here.
  */
 export interface StoreObserver {
-  /** A commit made `pets` creates durable in `seconds`: the journal append and its fdatasync; on a database, the statement and its COMMIT. */
+  /**
+   * A commit made `pets` creates durable in `seconds`: the journal append and its fdatasync; on a database, the
+   * statement and its COMMIT.
+   */
   committed(seconds: number, pets: number): void;
   /** A commit failed (or was refused while the storage is failing): its creates were answered 503, none stored. */
   failed(): void;

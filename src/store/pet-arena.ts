@@ -19,7 +19,8 @@ type ChunkNumbers = Uint8Array | Uint16Array | Uint32Array;
 
 /**
  * The pets in memory, off the JavaScript heap: the exact stored line of every pet (the file store's
- * line: its JSON text, then its checksum; the PostgreSQL store's copy: the JSON text alone) in large Buffers, appended and never rewritten, and per pet a few numbers in typed arrays (id, where its text is,
+ * line: its JSON text, then its checksum; the PostgreSQL store's copy: the JSON text alone) in large Buffers, appended
+ * and never rewritten, and per pet a few numbers in typed arrays (id, where its text is,
  * status): 15 bytes a pet while ids lie within 2^32 of the first and there are at most 256 Buffers.
  * Ids only ever grow, so every list is sorted and a page is a binary search plus a copy of
  * byte ranges. A million pets are then a few dozen objects for the garbage collector, not millions.
@@ -68,8 +69,19 @@ export class PetArena {
     return this.#count === 0 ? 0 : this.#base + (this.#ids[this.#count - 1] as number);
   }
 
-  /** Adds a pet whose line (record-line.ts) is `bytes[start..end)`, copied in whole, its JSON text `bytes[textStart..textEnd)` within it; its id above every id so far. */
-  append(id: number, status: StatusCode, bytes: Uint8Array, start: number, end: number, textStart: number, textEnd: number): void {
+  /**
+   * Adds a pet whose line (record-line.ts) is `bytes[start..end)`, copied in whole, its JSON text
+   * `bytes[textStart..textEnd)` within it; its id above every id so far.
+   */
+  append(
+    id: number,
+    status: StatusCode,
+    bytes: Uint8Array,
+    start: number,
+    end: number,
+    textStart: number,
+    textEnd: number,
+  ): void {
     const textLength = this.#check(id, textStart, textEnd);
     const length = end - start;
     if (this.#copyChunk === -1 || this.#used + length > (this.#chunks[this.#copyChunk] as Buffer).length) {
@@ -162,7 +174,10 @@ export class PetArena {
   /** The pet's JSON text, as a view of the arena (no copy). */
   textAt(position: number): Buffer {
     const offset = this.#offsets[position] as number;
-    return (this.#chunks[this.#chunkOf[position] as number] as Buffer).subarray(offset, offset + (this.#lengths[position] as number));
+    return (this.#chunks[this.#chunkOf[position] as number] as Buffer).subarray(
+      offset,
+      offset + (this.#lengths[position] as number),
+    );
   }
 
   /** Positions of the page after id `after`, at most `limit`, with `status` if given; and whether more follow. */
@@ -196,7 +211,14 @@ export class PetArena {
       // byte in JavaScript cost more still (bench/results.md, "Why the code is shaped this way").
       const chunk = this.#chunkOf[p] as number;
       const length = this.#lengths[p] as number;
-      out.set(new Uint8Array(this.#memory[chunk] as ArrayBufferLike, (this.#starts[chunk] as number) + (this.#offsets[p] as number), length), at);
+      out.set(
+        new Uint8Array(
+          this.#memory[chunk] as ArrayBufferLike,
+          (this.#starts[chunk] as number) + (this.#offsets[p] as number),
+          length,
+        ),
+        at,
+      );
       at += length;
     }
     out[at] = 0x5d; // ]

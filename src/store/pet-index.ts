@@ -17,7 +17,8 @@ export interface StoredLine {
 const EMPTY = Buffer.alloc(0);
 
 /**
- * The pets in memory of the file store and of the PostgreSQL store's copy, ascending by id, with one list per status, kept in a PetArena as their exact
+ * The pets in memory of the file store and of the PostgreSQL store's copy, ascending by id, with one list per status,
+ * kept in a PetArena as their exact
  * JSON text. Reads hand out either that text (for the HTTP answers) or plain Pet objects made from it
  * on demand (for embedders). A cursor page is a binary search plus a copy: O(log n + limit).
  */
@@ -53,16 +54,30 @@ export class PetIndex {
    * Adds a pet whose line (record-line.ts) is `bytes[start..end)`, copied in, with its exact JSON text
    * (`petJson`) at `bytes[textStart..textEnd)`; its id must be above the last.
    */
-  appendLine(id: number, status: PetStatus | undefined, bytes: Uint8Array, start: number, end: number, textStart: number, textEnd: number): void {
+  appendLine(
+    id: number,
+    status: PetStatus | undefined,
+    bytes: Uint8Array,
+    start: number,
+    end: number,
+    textStart: number,
+    textEnd: number,
+  ): void {
     this.#arena.append(id, statusCode(status), bytes, start, end, textStart, textEnd);
   }
 
-  /** As appendLine, keeping the line where it is in `buffer`, which must never change (a data file read at start, a page of the PostgreSQL copy's fill). */
+  /**
+   * As appendLine, keeping the line where it is in `buffer`, which must never change (a data file read at start, a page
+   * of the PostgreSQL copy's fill).
+   */
   appendInPlace(id: number, status: PetStatus | undefined, buffer: Buffer, textStart: number, textEnd: number): void {
     this.#arena.appendInPlace(id, statusCode(status), buffer, textStart, textEnd);
   }
 
-  /** The pet's line (a new StoredLine): what the store keeps after its text is the store's own (record-line.ts reads the file store's). */
+  /**
+   * The pet's line (a new StoredLine): what the store keeps after its text is the store's own (record-line.ts reads the
+   * file store's).
+   */
   lineOf(id: number): StoredLine | undefined {
     const at = this.#arena.positionOf(id);
     if (at === -1) return undefined;
@@ -86,14 +101,21 @@ export class PetIndex {
     return { pets: positions.map((p) => petFromJson(this.#arena.textAt(p).toString())), more };
   }
 
-  /** The page's JSON text as bytes, built in one Buffer and kept for the next who asks (page-memo.ts): read-only for callers. */
+  /**
+   * The page's JSON text as bytes, built in one Buffer and kept for the next who asks (page-memo.ts): read-only for
+   * callers.
+   */
   listText(query: ListQuery): ListText {
     const count = this.#arena.size;
     const kept = this.#memo.get(query, count);
     if (kept !== undefined) return kept;
     const { positions, more } = this.#page(query);
     const last = positions.at(-1);
-    const page = { json: this.#arena.jsonArray(positions), lastId: last === undefined ? undefined : this.#arena.idAt(last), more };
+    const page = {
+      json: this.#arena.jsonArray(positions),
+      lastId: last === undefined ? undefined : this.#arena.idAt(last),
+      more,
+    };
     this.#memo.set(query, count, page);
     return page;
   }

@@ -108,7 +108,10 @@ export class IdempotencyKeyLimitError extends Error {
   readonly retryAfter: number;
 
   constructor(limit: number, retryAfter: number) {
-    super(`this API key has ${limit} Idempotency-Keys remembered, the most this server keeps for one API key within its window; retry after ${retryAfter} s, or create without an Idempotency-Key`);
+    super(
+      `this API key has ${limit} Idempotency-Keys remembered, the most this server keeps for one API key within its ` +
+        `window; retry after ${retryAfter} s, or create without an Idempotency-Key`,
+    );
     this.name = 'IdempotencyKeyLimitError';
     this.retryAfter = retryAfter;
   }

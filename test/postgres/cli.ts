@@ -8,7 +8,16 @@ import { spawnSync } from 'node:child_process';
 import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { request, runCli, spawnServerFor, startServer, stopProcess, tempDirFor, TEST_KEY, waitFor } from '../helpers.js';
+import {
+  request,
+  runCli,
+  spawnServerFor,
+  startServer,
+  stopProcess,
+  tempDirFor,
+  TEST_KEY,
+  waitFor,
+} from '../helpers.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect } from './store.js';
 import { assertImmutable } from './immutable-pets.js';
@@ -18,7 +27,10 @@ const REVOKE_BOUND_MS = 2000;
 
 /** The one printed line that is a bare key. */
 function printedKey(output: string): string {
-  const keys = output.split('\n').map((l) => l.trim()).filter((l) => /^pet_[A-Za-z0-9_-]{20,}$/.test(l));
+  const keys = output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => /^pet_[A-Za-z0-9_-]{20,}$/.test(l));
   assert.equal(keys.length, 1, `exactly one key is printed:\n${output}`);
   return keys[0] as string;
 }
@@ -45,14 +57,19 @@ export function cliTests(cluster: () => Cluster): void {
     const at = Date.now();
     const refused = new Set<number>();
     for (;;) {
-      for (const [i, s] of instances.entries()) if ((await request(s.url, 'GET', '/v1/pets', { auth: key })).status === 401) refused.add(i);
+      for (const [i, s] of instances.entries())
+        if ((await request(s.url, 'GET', '/v1/pets', { auth: key })).status === 401) refused.add(i);
       if (refused.size === instances.length || Date.now() - at > REVOKE_BOUND_MS + 1000) break;
       await new Promise((r) => setTimeout(r, 50));
     }
     const took = Date.now() - at;
     assert.equal(refused.size, instances.length, 'both instances refuse the revoked key');
     assert.ok(took <= REVOKE_BOUND_MS, `the revoke took ${took} ms to reach every instance`);
-    assert.equal((await runCli(['keys', 'revoke', id, '--database-url', url])).code, 1, 'revoking an unknown id exits 1 (not found), as with the key file');
+    assert.equal(
+      (await runCli(['keys', 'revoke', id, '--database-url', url])).code,
+      1,
+      'revoking an unknown id exits 1 (not found), as with the key file',
+    );
   });
 
   test('instances starting together on a new database generate one key between them, and it works on all', async (t) => {
@@ -73,7 +90,10 @@ export function cliTests(cluster: () => Cluster): void {
     const files = await startServer({ dataDir: dir });
     const sent = [];
     for (let i = 0; i < 30; i++) {
-      const res = await files.request('POST', '/v1/pets', { headers: JSON_HEADERS, body: `{"name":"m\\u0000${i}","categoryId":${9223372036854775000n + BigInt(i)}${i % 2 ? ',"status":"sold"' : ''}}` });
+      const res = await files.request('POST', '/v1/pets', {
+        headers: JSON_HEADERS,
+        body: `{"name":"m\\u0000${i}","categoryId":${9223372036854775000n + BigInt(i)}${i % 2 ? ',"status":"sold"' : ''}}`,
+      });
       sent.push(res.text);
     }
     const fileList = (await files.request('GET', '/v1/pets?limit=100')).text;
@@ -88,8 +108,16 @@ export function cliTests(cluster: () => Cluster): void {
     assert.match(migrated.stdout, /verified: the database holds 30 pets/);
 
     const server = await spawnServerFor(t, ['--database-url', url]);
-    assert.equal((await request(server.url, 'GET', '/v1/pets?limit=100', { auth: key })).text, fileList, 'the same pets, ids and bytes; the old key works');
-    const next = await request(server.url, 'POST', '/v1/pets', { auth: key, headers: JSON_HEADERS, body: '{"name":"next","categoryId":1}' });
+    assert.equal(
+      (await request(server.url, 'GET', '/v1/pets?limit=100', { auth: key })).text,
+      fileList,
+      'the same pets, ids and bytes; the old key works',
+    );
+    const next = await request(server.url, 'POST', '/v1/pets', {
+      auth: key,
+      headers: JSON_HEADERS,
+      body: '{"name":"next","categoryId":1}',
+    });
     assert.equal((next.json as { id: number }).id, 31);
     await assertImmutable(connect(t, url), 'm\u00000');
 
@@ -103,15 +131,32 @@ export function cliTests(cluster: () => Cluster): void {
   test('migrate of a file store killed while it ran: new ids in the database start past the ids it had reserved', async (t) => {
     const dir = await tempDirFor(t, 'petstore-migrate-');
     const files = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });
-    for (let i = 0; i < 3; i++) assert.equal((await request(files.url, 'POST', '/v1/pets', { auth: TEST_KEY, headers: JSON_HEADERS, body: '{"name":"m","categoryId":1}' })).status, 201);
+    for (let i = 0; i < 3; i++)
+      assert.equal(
+        (
+          await request(files.url, 'POST', '/v1/pets', {
+            auth: TEST_KEY,
+            headers: JSON_HEADERS,
+            body: '{"name":"m","categoryId":1}',
+          })
+        ).status,
+        201,
+      );
     files.child.kill('SIGKILL');
     await files.exited;
-    const reserved = Number(/"reserved":(\d+),"stopped":false/.exec(await readFile(join(dir, 'pets-ids.json'), 'utf8'))?.[1]);
+    const reserved = Number(
+      /"reserved":(\d+),"stopped":false/.exec(await readFile(join(dir, 'pets-ids.json'), 'utf8'))?.[1],
+    );
     assert.ok(reserved > 3);
     const url = await cluster().createDatabase();
     const migrated = await runCli(['migrate', '--data-dir', dir, '--database-url', url]);
     assert.equal(migrated.code, 0, migrated.stderr);
-    assert.match(migrated.stdout, new RegExp(`copied 3 pets \\(last id ${reserved}\\) .*\nverified: the database holds 3 pets; new pets get ids from ${reserved + 1}\n$`));
+    assert.match(
+      migrated.stdout,
+      new RegExp(
+        `copied 3 pets \\(last id ${reserved}\\) .*\nverified: the database holds 3 pets; new pets get ids from ${reserved + 1}\n$`,
+      ),
+    );
   });
 
   test('a key created or revoked in the database is logged by id by a running instance, never the key', async (t) => {
@@ -121,7 +166,11 @@ export function cliTests(cluster: () => Cluster): void {
     assert.equal(created.code, 0, created.stderr);
     const key = printedKey(created.stdout);
     const id = /created key (\S+);/.exec(created.stdout)?.[1] as string;
-    const logged = (msg: string): boolean => server.stdout().split('\n').some((line) => line.includes(`"msg":"${msg}","keyId":"${id}"`));
+    const logged = (msg: string): boolean =>
+      server
+        .stdout()
+        .split('\n')
+        .some((line) => line.includes(`"msg":"${msg}","keyId":"${id}"`));
     // The instance reads the keys every second, requests or not.
     await waitFor(() => logged('API key added'), REVOKE_BOUND_MS + 1000, 'the added key is logged');
     assert.equal((await runCli(['keys', 'revoke', id, '--database-url', url])).code, 0);
@@ -137,10 +186,20 @@ export function cliTests(cluster: () => Cluster): void {
     await cp(dist, join(root, 'dist'), { recursive: true, filter: (source) => !source.startsWith(join(dist, 'test')) });
     await writeFile(join(root, 'package.json'), '{"type":"commonjs"}\n');
     await mkdir(join(root, 'data'));
-    const run = spawnSync(process.execPath, [join(root, 'dist/server.js'), '--port', '0', '--database-url', 'postgres://127.0.0.1:1/none'], {
-      cwd: root, env: { PATH: process.env['PATH'], PETSTORE_API_KEYS: TEST_KEY }, encoding: 'utf8', timeout: 10_000,
-    });
+    const run = spawnSync(
+      process.execPath,
+      [join(root, 'dist/server.js'), '--port', '0', '--database-url', 'postgres://127.0.0.1:1/none'],
+      {
+        cwd: root,
+        env: { PATH: process.env.PATH, PETSTORE_API_KEYS: TEST_KEY },
+        encoding: 'utf8',
+        timeout: 10_000,
+      },
+    );
     assert.equal(run.status, 1, run.stderr);
-    assert.match(run.stderr, /^cannot start: --database-url needs the "postgres" package, which is not installed; add only it: npm install postgres@\^3\.4 in a project .*, or npm install --omit=dev --save-prod --no-save postgres@\^3\.4 in a production tree made from a clone/);
+    assert.match(
+      run.stderr,
+      /^cannot start: --database-url needs the "postgres" package, which is not installed; add only it: npm install postgres@\^3\.4 in a project .*, or npm install --omit=dev --save-prod --no-save postgres@\^3\.4 in a production tree made from a clone/,
+    );
   });
 }

@@ -17,7 +17,9 @@ import { connect } from './store.js';
 const NEW_PET = { name: 'Rex', categoryId: 1n, status: undefined } as const;
 
 export function commitWatchTests(cluster: () => Cluster): void {
-  test('a commit made while the listening connection was down and no poll could read it is heard once LISTEN is back', { timeout: 30_000 }, async (t) => {
+  test('a commit made while the listening connection was down and no poll could read it is heard once LISTEN is back', {
+    timeout: 30_000,
+  }, async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);
     const store = await PostgresStore.open(url); // another instance: it creates, and migrates the schema
@@ -26,36 +28,50 @@ export function commitWatchTests(cluster: () => Cluster): void {
     await sql.unsafe(`CREATE ROLE ${role} SUPERUSER LOGIN`);
     const listening = async (): Promise<number> => {
       // A connection whose LISTEN has completed.
-      const [row] = await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = ${role} AND application_name = 'petstore-listen' AND state = 'idle' AND query LIKE 'LISTEN%'`;
-      return row?.['n'] as number;
+      const [row] =
+        await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = ${role} AND application_name = 'petstore-listen' AND state = 'idle' AND query LIKE 'LISTEN%'`;
+      return row?.n as number;
     };
     // The highest id can be read only while the listening connection is up: as when the database
     // is away for both, the polls while it is down find nothing, and only the read after LISTEN can.
     const highestId = async (): Promise<number> => {
-      if ((await listening()) === 0) throw Object.assign(new Error('the database is away (for this test)'), { code: 'ECONNREFUSED' });
+      if ((await listening()) === 0)
+        throw Object.assign(new Error('the database is away (for this test)'), { code: 'ECONNREFUSED' });
       const [row] = await sql`SELECT last_id::int AS id FROM petstore.pet_ids`;
-      return row?.['id'] as number;
+      return row?.id as number;
     };
     const errors: unknown[] = [];
-    const watch = new CommitWatch({ url: url.replace('postgres://postgres@', `postgres://${role}@`), statementTimeout: 5000, highestId, onError: (e) => errors.push(e) });
+    const watch = new CommitWatch({
+      url: url.replace('postgres://postgres@', `postgres://${role}@`),
+      statementTimeout: 5000,
+      highestId,
+      onError: (e) => errors.push(e),
+    });
     t.after(() => watch.close());
     const heard: number[] = [];
     watch.add((id) => heard.push(id));
-    for (const deadline = Date.now() + 5000; (await listening()) !== 1; await sleep(20)) assert.ok(Date.now() < deadline, 'it listens');
+    for (const deadline = Date.now() + 5000; (await listening()) !== 1; await sleep(20))
+      assert.ok(Date.now() < deadline, 'it listens');
     await store.create(NEW_PET);
     await waitFor(() => heard.length === 1, 5000, 'the first commit, by NOTIFY');
 
     await sql.unsafe(`ALTER ROLE ${role} NOLOGIN`);
     await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = ${role} AND application_name = 'petstore-listen'`;
-    for (const deadline = Date.now() + 5000; (await listening()) !== 0; await sleep(50)) assert.ok(Date.now() < deadline, 'the listening connection is gone');
+    for (const deadline = Date.now() + 5000; (await listening()) !== 0; await sleep(50))
+      assert.ok(Date.now() < deadline, 'the listening connection is gone');
     await store.create(NEW_PET); // its NOTIFY reaches nobody
     await sleep(600); // two polls, both finding the database away
     assert.deepEqual(heard, [1], 'not heard while down: no poll could read it');
 
     await sql.unsafe(`ALTER ROLE ${role} LOGIN`);
-    for (const deadline = Date.now() + 5000; (await listening()) !== 1; await sleep(50)) assert.ok(Date.now() < deadline, 'it listens again');
-    for (const deadline = Date.now() + 2000; heard.length < 2 && Date.now() < deadline;) await sleep(20);
-    assert.deepEqual(heard, [1, 2], 'the commit made while it was down, read once LISTEN was back, before any later commit');
+    for (const deadline = Date.now() + 5000; (await listening()) !== 1; await sleep(50))
+      assert.ok(Date.now() < deadline, 'it listens again');
+    for (const deadline = Date.now() + 2000; heard.length < 2 && Date.now() < deadline; ) await sleep(20);
+    assert.deepEqual(
+      heard,
+      [1, 2],
+      'the commit made while it was down, read once LISTEN was back, before any later commit',
+    );
     // The refused login is reported, once; the polls finding the database away are not.
     assert.equal(errors.length, 1, String(errors));
     assert.match(String(errors[0]), /not permitted to log in/);
@@ -72,14 +88,27 @@ export function commitWatchTests(cluster: () => Cluster): void {
     const highestId = async (): Promise<number> => {
       reads++;
       const [row] = await sql`SELECT last_id::int AS id FROM petstore.pet_ids`;
-      return row?.['id'] as number;
+      return row?.id as number;
     };
     const watch = new CommitWatch({ url, statementTimeout: 5000, highestId, onError: () => {} });
     t.after(() => watch.close());
     const heard: number[] = [];
     watch.add((id) => heard.push(id));
     await waitFor(() => reads === 1, 5000, 'the read after LISTEN');
-    for (const payload of ['1e300', '1e3', '9007199254740993', ' 7', '7 ', '0x10', '+5', '5.0', '-1', '0', '', 'Infinity']) {
+    for (const payload of [
+      '1e300',
+      '1e3',
+      '9007199254740993',
+      ' 7',
+      '7 ',
+      '0x10',
+      '+5',
+      '5.0',
+      '-1',
+      '0',
+      '',
+      'Infinity',
+    ]) {
       await sql`SELECT pg_notify('petstore_pets', ${payload})`;
     }
     await store.create(NEW_PET);

@@ -22,7 +22,11 @@ import { connect } from './store.js';
 const ENV = { PETSTORE_API_KEYS: TEST_KEY };
 const FILLED = 25_000; // two pages of the fill and a half
 
-async function openFilled(t: { after(fn: () => Promise<void>): void }, url: string, options = {}): Promise<PostgresStore> {
+async function openFilled(
+  t: { after(fn: () => Promise<void>): void },
+  url: string,
+  options = {},
+): Promise<PostgresStore> {
   const store = await PostgresStore.open(url, options);
   t.after(() => store.close());
   await waitFor(() => store.ready, 5000, 'the copy filled');
@@ -40,14 +44,18 @@ function listed(store: PostgresStore): number[] {
 async function insertSilently(sql: ReturnType<typeof connect>, name: string): Promise<number> {
   const [row] = await sql`WITH ids AS (UPDATE petstore.pet_ids SET last_id = last_id + 1 RETURNING last_id)
     INSERT INTO petstore.pets (id, name_json, category_id, status) SELECT last_id, ${JSON.stringify(name)}, 1, NULL FROM ids RETURNING id::int`;
-  return row?.['id'] as number;
+  return row?.id as number;
 }
 
 /** An in-process server on the database, once its copy is filled (/readyz 200). */
 async function readyServer(t: { after(fn: () => Promise<void>): void }, url: string): Promise<TestServer> {
   const server = await startServer({ databaseUrl: url });
   t.after(() => server.close());
-  for (const deadline = Date.now() + 10_000; (await server.request('GET', '/readyz', { auth: false })).status !== 200; await sleep(20)) {
+  for (
+    const deadline = Date.now() + 10_000;
+    (await server.request('GET', '/readyz', { auth: false })).status !== 200;
+    await sleep(20)
+  ) {
     assert.ok(Date.now() < deadline, '/readyz 200 once the copy is filled');
   }
   return server;
@@ -63,7 +71,9 @@ async function assertListed(server: TestServer, pets: readonly Pet[], what: stri
 }
 
 export function copyTests(cluster: () => Cluster): void {
-  test('the copy holds petJson\'s exact bytes, awkward names and all: filled at start in one large page, and read on a pet at a time after commits', { timeout: 60_000 }, async (t) => {
+  test("the copy holds petJson's exact bytes, awkward names and all: filled at start in one large page, and read on a pet at a time after commits", {
+    timeout: 60_000,
+  }, async (t) => {
     const url = await cluster().createDatabase();
     const reading = await readyServer(t, url); // filled while empty: reads on from each commit heard of
     const writer = await openFilled(t, url, { maxWaitingCreates: 2000 });
@@ -78,14 +88,21 @@ export function copyTests(cluster: () => Cluster): void {
     const last = (pets.at(-1) as Pet).id;
     await assertListed(filled, pets, 'filled at start');
     // A list is answered from the copy (a pet by id above its newest would be asked of the database).
-    for (const deadline = Date.now() + 10_000; (await reading.request('GET', `/v1/pets?after=${last - 1}`)).text === '[]'; await sleep(20)) {
+    for (
+      const deadline = Date.now() + 10_000;
+      (await reading.request('GET', `/v1/pets?after=${last - 1}`)).text === '[]';
+      await sleep(20)
+    ) {
       assert.ok(Date.now() < deadline, 'the reading instance read on to the last pet');
     }
     await assertListed(reading, pets, 'read on after commits');
-    for (const pet of pets.slice(0, 40)) assert.equal((await reading.request('GET', `/v1/pets/${pet.id}`)).text, petJson(pet), `pet ${pet.id}`);
+    for (const pet of pets.slice(0, 40))
+      assert.equal((await reading.request('GET', `/v1/pets/${pet.id}`)).text, petJson(pet), `pet ${pet.id}`);
   });
 
-  test('a pet just created through one instance is read on another at once: above the copy\'s newest, getPet asks the database; lists have it once heard of', { timeout: 30_000 }, async (t) => {
+  test("a pet just created through one instance is read on another at once: above the copy's newest, getPet asks the database; lists have it once heard of", {
+    timeout: 30_000,
+  }, async (t) => {
     const url = await cluster().createDatabase();
     const one = await openFilled(t, url);
     const other = await openFilled(t, url);
@@ -95,16 +112,22 @@ export function copyTests(cluster: () => Cluster): void {
     await sleep(300);
     assert.deepEqual(listed(other), [], 'not in the copy');
     const got = other.get(silent);
-    assert.ok(got instanceof Promise, 'an id above the copy\'s newest is asked of the database');
+    assert.ok(got instanceof Promise, "an id above the copy's newest is asked of the database");
     assert.deepEqual(await got, { id: silent, name: 'silent', categoryId: 1n });
     const pet = await one.create({ name: 'Rex', categoryId: 7n });
-    await waitFor(() => listed(other).length === 2, 5000, 'the next commit heard of: the copy reads on from its newest id, the silent pet too');
+    await waitFor(
+      () => listed(other).length === 2,
+      5000,
+      'the next commit heard of: the copy reads on from its newest id, the silent pet too',
+    );
     assert.deepEqual(listed(other), [silent, pet.id]);
     assert.deepEqual(other.get(pet.id), pet, 'now from memory');
     assert.equal(other.get(pet.id + 1) instanceof Promise, true, 'above the newest: the database again');
   });
 
-  test('an instance reads its own creates at once, after the pets committed before them elsewhere even when their NOTIFY was lost', { timeout: 30_000 }, async (t) => {
+  test('an instance reads its own creates at once, after the pets committed before them elsewhere even when their NOTIFY was lost', {
+    timeout: 30_000,
+  }, async (t) => {
     const url = await cluster().createDatabase();
     const store = await openFilled(t, url);
     const sql = connect(t, url);
@@ -117,7 +140,9 @@ export function copyTests(cluster: () => Cluster): void {
     assert.deepEqual(listed(store), [mine.id, lost, next.id], 'at once, and none skipped');
   });
 
-  test('a fill that fails for another reason than the database being away is reported once, not every 250 ms, and completes once it can read', { timeout: 30_000 }, async (t) => {
+  test('a fill that fails for another reason than the database being away is reported once, not every 250 ms, and completes once it can read', {
+    timeout: 30_000,
+  }, async (t) => {
     const url = await cluster().createDatabase();
     await (await PostgresStore.open(url, { databaseReads: true })).close(); // the schema
     const sql = connect(t, url);
@@ -130,20 +155,30 @@ export function copyTests(cluster: () => Cluster): void {
     await sql.unsafe(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA petstore TO ${role}`);
     await sql.unsafe(`REVOKE SELECT ON petstore.pets FROM ${role}`);
     const reported: unknown[] = [];
-    const store = await PostgresStore.open(url.replace('postgres://postgres@', `postgres://${role}@`), { onBackgroundError: (e) => reported.push(e) });
+    const store = await PostgresStore.open(url.replace('postgres://postgres@', `postgres://${role}@`), {
+      onBackgroundError: (e) => reported.push(e),
+    });
     t.after(() => store.close());
     await waitFor(() => reported.length > 0, 5000, 'the refused fill reported');
     await sleep(1000); // four more tries at least
     assert.equal(reported.length, 1, 'reported once, not at every try');
-    assert.match(String(reported[0]), /the pets cannot be read into this instance's memory, trying again every 250 ms: permission denied for table pets/);
-    assert.ok(reported[0] instanceof CopyReadError, 'told apart from the commit watch\'s failures, which the log names otherwise');
+    assert.match(
+      String(reported[0]),
+      /the pets cannot be read into this instance's memory, trying again every 250 ms: permission denied for table pets/,
+    );
+    assert.ok(
+      reported[0] instanceof CopyReadError,
+      "told apart from the commit watch's failures, which the log names otherwise",
+    );
     assert.equal(store.ready, false, 'not ready: the copy is not filled');
     await sql.unsafe(`GRANT SELECT ON petstore.pets TO ${role}`);
     await waitFor(() => store.ready, 5000, 'the copy filled once the pets may be read');
     assert.deepEqual(listed(store), [1]);
   });
 
-  test('filled at start page by page: /healthz answers and /readyz says 503 until the copy is complete, then a log line counts the pets; --database-reads on reads the database instead', { timeout: 60_000 }, async (t) => {
+  test('filled at start page by page: /healthz answers and /readyz says 503 until the copy is complete, then a log line counts the pets; --database-reads on reads the database instead', {
+    timeout: 60_000,
+  }, async (t) => {
     const url = await cluster().createDatabase();
     await (await PostgresStore.open(url, { databaseReads: true })).close(); // the schema
     const sql = connect(t, url);
@@ -163,24 +198,46 @@ export function copyTests(cluster: () => Cluster): void {
     const server = await spawnServerFor(t, ['--database-url', url], ENV);
     try {
       assert.equal((await request(server.url, 'GET', '/healthz', { auth: false })).status, 200);
-      assert.equal((await request(server.url, 'GET', '/readyz', { auth: false })).status, 503, 'not ready while the copy is filled');
+      assert.equal(
+        (await request(server.url, 'GET', '/readyz', { auth: false })).status,
+        503,
+        'not ready while the copy is filled',
+      );
     } finally {
       release();
       await holder;
     }
-    for (const deadline = Date.now() + 10_000; (await request(server.url, 'GET', '/readyz', { auth: false })).status !== 200; await sleep(50)) {
+    for (
+      const deadline = Date.now() + 10_000;
+      (await request(server.url, 'GET', '/readyz', { auth: false })).status !== 200;
+      await sleep(50)
+    ) {
       assert.ok(Date.now() < deadline, '/readyz 200 once the copy is filled');
     }
-    assert.match(server.stdout(), new RegExp(`"msg":"the pets are read into memory[^"]*".*"pets":${FILLED},"seconds":[0-9.]+`));
+    assert.match(
+      server.stdout(),
+      new RegExp(`"msg":"the pets are read into memory[^"]*".*"pets":${FILLED},"seconds":[0-9.]+`),
+    );
     const last = await request(server.url, 'GET', `/v1/pets?after=${FILLED - 5}&limit=10`);
-    assert.deepEqual((last.json as Array<{ id: number }>).map((p) => p.id), [FILLED - 4, FILLED - 3, FILLED - 2, FILLED - 1, FILLED], 'every page of the fill read');
+    assert.deepEqual(
+      (last.json as Array<{ id: number }>).map((p) => p.id),
+      [FILLED - 4, FILLED - 3, FILLED - 2, FILLED - 1, FILLED],
+      'every page of the fill read',
+    );
     const sold = await request(server.url, 'GET', `/v1/pets?status=sold&after=${FILLED - 10}`);
     const soldIds = [FILLED - 7, FILLED - 4, FILLED - 1]; // the multiples of 3
-    assert.equal(sold.text, `[${soldIds.map((n) => `{"id":${n},"name":"p${n}","categoryId":${n},"status":"sold"}`).join(',')}]`);
+    assert.equal(
+      sold.text,
+      `[${soldIds.map((n) => `{"id":${n},"name":"p${n}","categoryId":${n},"status":"sold"}`).join(',')}]`,
+    );
 
     // A pet committed without its NOTIFY: the copy does not list it, the database does.
     const reads = await spawnServerFor(t, ['--database-url', url, '--database-reads', 'on'], ENV);
-    assert.equal((await request(reads.url, 'GET', '/readyz', { auth: false })).status, 200, 'ready at once: nothing to fill');
+    assert.equal(
+      (await request(reads.url, 'GET', '/readyz', { auth: false })).status,
+      200,
+      'ready at once: nothing to fill',
+    );
     const silent = await insertSilently(sql, 'silent');
     const after = `/v1/pets?after=${FILLED}`;
     assert.equal((await request(reads.url, 'GET', after)).text, `[{"id":${silent},"name":"silent","categoryId":1}]`);
@@ -188,8 +245,8 @@ export function copyTests(cluster: () => Cluster): void {
     assert.doesNotMatch(reads.stdout(), /read into memory/);
   });
 
-  test('a catch-up asked for while one is reading is not dropped: the copy holds the pet committed meanwhile, '
-    + 'with no further commit', { timeout: 30_000 }, async (t) => {
+  test('a catch-up asked for while one is reading is not dropped: the copy holds the pet committed meanwhile, ' +
+    'with no further commit', { timeout: 30_000 }, async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);
     await migrate(sql);
@@ -202,7 +259,12 @@ export function copyTests(cluster: () => Cluster): void {
       await held;
       return result;
     };
-    const copy = new PetCopy(sql, guard, () => {}, () => {});
+    const copy = new PetCopy(
+      sql,
+      guard,
+      () => {},
+      () => {},
+    );
     t.after(() => copy.close());
     await copy.fill();
     let release: () => void = () => {};

@@ -18,12 +18,29 @@ const IN_A_CLONE = 'npm install --omit=dev --save-prod --no-save postgres@^3.4';
 // What reaching the registry may take from the environment: a certificate authority of the network's
 // (Node's official builds know only their bundled ones, so npm on such a build retries until its
 // timeout without it) and proxies.
-const NETWORK = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy'];
-const networkEnv = (): NodeJS.ProcessEnv => Object.fromEntries(NETWORK.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name]]));
+const NETWORK = [
+  'NODE_EXTRA_CA_CERTS',
+  'SSL_CERT_FILE',
+  'HTTPS_PROXY',
+  'HTTP_PROXY',
+  'NO_PROXY',
+  'https_proxy',
+  'http_proxy',
+  'no_proxy',
+];
+const networkEnv = (): NodeJS.ProcessEnv =>
+  Object.fromEntries(
+    NETWORK.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name]]),
+  );
 
 /** Runs a shell command line in `cwd`; fails the test with its output unless it exits 0. */
 function run(command: string, cwd: string, env: NodeJS.ProcessEnv = {}): string {
-  const result = spawnSync('sh', ['-c', command], { cwd, encoding: 'utf8', timeout: 120_000, env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...networkEnv(), ...env } });
+  const result = spawnSync('sh', ['-c', command], {
+    cwd,
+    encoding: 'utf8',
+    timeout: 120_000,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...networkEnv(), ...env },
+  });
   assert.equal(result.status, 0, `${command}\n${result.stdout}\n${result.stderr}`);
   return result.stdout;
 }
@@ -36,15 +53,26 @@ async function installed(dir: string): Promise<string[]> {
 
 /** Whether the registry answers, or why not (as a skip reason). */
 function registryUnreachable(): string | undefined {
-  const ping = spawnSync('npm', ['ping', '--fetch-timeout=10000', '--fetch-retries=0'], { encoding: 'utf8', timeout: 30_000 });
-  return ping.status === 0 ? undefined : `the npm registry is not reachable, and the recipes fetch the driver from it: ${ping.stderr.trim().split('\n').at(-1) ?? ''}`;
+  const ping = spawnSync('npm', ['ping', '--fetch-timeout=10000', '--fetch-retries=0'], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return ping.status === 0
+    ? undefined
+    : `the npm registry is not reachable, and the recipes fetch the driver from it: ${ping.stderr.trim().split('\n').at(-1) ?? ''}`;
 }
 
 /** Starts `command args` (a server) on the database, creates and lists a pet, and stops it. */
 async function serveOnDatabase(command: string, args: string[], cwd: string, url: string): Promise<void> {
-  const server = await launchServer(command, [...args, '--port', '0', '--database-url', url], { cwd, env: { PATH: process.env['PATH'], PETSTORE_API_KEYS: TEST_KEY } });
+  const server = await launchServer(command, [...args, '--port', '0', '--database-url', url], {
+    cwd,
+    env: { PATH: process.env.PATH, PETSTORE_API_KEYS: TEST_KEY },
+  });
   try {
-    const created = await request(server.url, 'POST', '/v1/pets', { headers: [['content-type', 'application/json']], body: '{"name":"Rex","categoryId":1}' });
+    const created = await request(server.url, 'POST', '/v1/pets', {
+      headers: [['content-type', 'application/json']],
+      body: '{"name":"Rex","categoryId":1}',
+    });
     assert.equal(created.status, 201, created.text);
     assert.equal((await request(server.url, 'GET', '/v1/pets')).status, 200);
     assert.match(server.stdout(), /"msg":"listening",.*"database":"PostgreSQL"/);
@@ -61,7 +89,8 @@ export function driverInstallTests(cluster: () => Cluster): void {
       return;
     }
     const doc = await readFile(join(ROOT, 'docs', 'postgresql.md'), 'utf8');
-    for (const recipe of [IN_A_PROJECT, IN_A_CLONE]) assert.ok(doc.includes(`\n  ${recipe}\n`), `postgresql.md gives the recipe: ${recipe}`);
+    for (const recipe of [IN_A_PROJECT, IN_A_CLONE])
+      assert.ok(doc.includes(`\n  ${recipe}\n`), `postgresql.md gives the recipe: ${recipe}`);
     const work = await tempDirFor(t, 'petstore-install-');
     // The dist/ this test run built, packed as `npm pack` would.
     const tarball = join(work, run(`npm pack --ignore-scripts --silent --pack-destination ${work}`, ROOT).trim());
@@ -76,7 +105,11 @@ export function driverInstallTests(cluster: () => Cluster): void {
     assert.deepEqual(await installed(project), ['petstore-api'], 'the package needs nothing else');
     run(`${IN_A_PROJECT} ${quiet}`, project);
     assert.deepEqual(await installed(project), ['petstore-api', 'postgres']);
-    assert.match(run('node_modules/.bin/petstore --help', project), /^ {2}petstore keys create/m, 'the installed command names itself');
+    assert.match(
+      run('node_modules/.bin/petstore --help', project),
+      /^ {2}petstore keys create/m,
+      'the installed command names itself',
+    );
     await serveOnDatabase('node_modules/.bin/petstore', [], project, url);
 
     // A production tree made from a clone: dist/ and a package.json that lists postgres as a dev package, no node_modules.
@@ -88,7 +121,11 @@ export function driverInstallTests(cluster: () => Cluster): void {
     run(`${IN_A_CLONE} ${quiet}`, tree);
     assert.deepEqual(await installed(tree), ['postgres'], 'only the driver, no dev package');
     assert.equal(await readFile(join(tree, 'package.json'), 'utf8'), manifest, 'package.json is untouched');
-    assert.deepEqual((await readdir(tree)).filter((name) => name === 'package-lock.json'), [], 'no lock file is written');
+    assert.deepEqual(
+      (await readdir(tree)).filter((name) => name === 'package-lock.json'),
+      [],
+      'no lock file is written',
+    );
     await serveOnDatabase(process.execPath, ['dist/server.js'], tree, url);
   });
 }

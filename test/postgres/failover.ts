@@ -47,7 +47,7 @@ async function ready(server: TestServer): Promise<void> {
  */
 async function create(server: TestServer, name: string, refused: string[] = []): Promise<string> {
   const headers: Array<[string, string]> = [...JSON_HEADERS, ['idempotency-key', name]];
-  for (const deadline = Date.now() + 30_000; ;) {
+  for (const deadline = Date.now() + 30_000; ; ) {
     const res = await server.request('POST', '/v1/pets', { headers, body: JSON.stringify({ name, categoryId: 1 }) });
     if (res.status === 201) return res.text;
     assert.equal(res.status, 503, res.text);
@@ -60,8 +60,8 @@ async function create(server: TestServer, name: string, refused: string[] = []):
 const idOf = (text: string): number => (JSON.parse(text) as { id: number }).id;
 
 export function failoverTests(cluster: () => Cluster): void {
-  test('after a failover that lost the last commits no id is acknowledged twice: creates wait for the id counter, '
-    + 'copies are read again, the lost pets are in a file', { timeout: 240_000 }, async (t) => {
+  test('after a failover that lost the last commits no id is acknowledged twice: creates wait for the id counter, ' +
+    'copies are read again, the lost pets are in a file', { timeout: 240_000 }, async (t) => {
     const url = await cluster().createDatabase();
     const one = await instance(t, url);
     const other = await instance(t, url);
@@ -77,14 +77,14 @@ export function failoverTests(cluster: () => Cluster): void {
     assert.deepEqual(lost.map(idOf), [11, 12, 13]);
     for (const { server } of [one, other]) {
       // Listed: in the instance's copy (a getPet above the copy's newest would ask the database).
-      for (const deadline = Date.now() + 10_000; ;) {
+      for (const deadline = Date.now() + 10_000; ; ) {
         const listed = (await server.request('GET', '/v1/pets?after=12')).text;
         if (listed === `[${lost[2]}]`) break;
         assert.ok(Date.now() < deadline, `pet 13 in the copies of both instances: ${listed}`);
         await new Promise((r) => setTimeout(r, 20));
       }
     }
-    const lostEtag = (await other.server.request('GET', '/v1/pets/11')).headers['etag'];
+    const lostEtag = (await other.server.request('GET', '/v1/pets/11')).headers.etag;
 
     // The failover: the primary is gone at once, the standby takes over without pets 11 to 13.
     await cluster().stop();
@@ -102,7 +102,7 @@ export function failoverTests(cluster: () => Cluster): void {
     for (const text of after) assert.ok(idOf(text) > 13, `${text}: an id past every id acknowledged before`);
     for (const { server, log } of [one, other]) {
       // An instance notices at its first statement after the database was away, or once it listens again.
-      for (const deadline = Date.now() + 60_000; !log().includes('"msg":"creates are taken again');) {
+      for (const deadline = Date.now() + 60_000; !log().includes('"msg":"creates are taken again'); ) {
         assert.ok(Date.now() < deadline, `the recovery is over within 60 s: ${log()}`);
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -115,10 +115,10 @@ export function failoverTests(cluster: () => Cluster): void {
       const conditional = await server.request('GET', '/v1/pets/11', { headers });
       assert.equal(conditional.status, 404, 'the old ETag names no pet now');
       const expected = `[${[...kept, ...after].sort((a, b) => idOf(a) - idOf(b)).join(',')}]`;
-      for (const deadline = Date.now() + 5000; ;) {
+      for (const deadline = Date.now() + 5000; ; ) {
         const listed = (await server.request('GET', '/v1/pets?limit=100')).text;
         if (listed === expected || Date.now() > deadline) {
-          assert.equal(listed, expected, 'the database\'s pets, read again, and the other instance\'s new one');
+          assert.equal(listed, expected, "the database's pets, read again, and the other instance's new one");
           break;
         }
         await new Promise((r) => setTimeout(r, 20));
@@ -129,9 +129,12 @@ export function failoverTests(cluster: () => Cluster): void {
     for (const { server, log } of [one, other]) {
       // Whichever it meets first: the counter behind, the WAL position behind the one it saw, or pet 13 gone
       // (once another instance moved the counter on).
-      const noticed = new RegExp('"msg":"the database went back \\((its id counter is at 10, below id 13, which this '
-        + 'instance saw committed|its WAL position went back from \\d+ to \\d+ bytes|pet 13, which this instance saw '
-        + 'committed, is missing in it)\\)', 'g');
+      const noticed = new RegExp(
+        '"msg":"the database went back \\((its id counter is at 10, below id 13, which this ' +
+          'instance saw committed|its WAL position went back from \\d+ to \\d+ bytes|pet 13, which this instance saw ' +
+          'committed, is missing in it)\\)',
+        'g',
+      );
       assert.equal(log().match(noticed)?.length, 1, log());
       const files = (await readdir(server.dataDir)).filter((name) => /^lost-pets-.*\.jsonl$/.test(name));
       assert.equal(files.length, 1, String(files));
@@ -142,8 +145,8 @@ export function failoverTests(cluster: () => Cluster): void {
     }
   });
 
-  test('a create that reaches a database gone back before anything else noticed is refused in its own statement, '
-    + 'and its id is never one handed out before', { timeout: 60_000 }, async (t) => {
+  test('a create that reaches a database gone back before anything else noticed is refused in its own statement, ' +
+    'and its id is never one handed out before', { timeout: 60_000 }, async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);
     const wentBack: string[] = [];

@@ -14,11 +14,16 @@ const REASON = /pets are immutable/;
 
 /** Asserts that the pets table refuses every change to its rows, and that pet 1 is still `name`. */
 export async function assertImmutable(sql: ReturnType<typeof connect>, name: string): Promise<void> {
-  await assert.rejects(sql`UPDATE petstore.pets SET name_json = '"changed"' WHERE id = 1`, {
-    code: '23001',
-    message: 'UPDATE on petstore.pets refused: pets are immutable in this API, and every instance serves its own '
-      + 'copy of them, which would go on serving the old rows',
-  }, 'UPDATE refused');
+  await assert.rejects(
+    sql`UPDATE petstore.pets SET name_json = '"changed"' WHERE id = 1`,
+    {
+      code: '23001',
+      message:
+        'UPDATE on petstore.pets refused: pets are immutable in this API, and every instance serves its own ' +
+        'copy of them, which would go on serving the old rows',
+    },
+    'UPDATE refused',
+  );
   await assert.rejects(sql`DELETE FROM petstore.pets WHERE id = 1`, REASON, 'DELETE refused');
   await assert.rejects(sql`TRUNCATE petstore.pets CASCADE`, REASON, 'TRUNCATE refused');
   const rows = await sql`SELECT name_json FROM petstore.pets WHERE id = 1`;
@@ -40,7 +45,7 @@ export function immutablePetTests(cluster: () => Cluster): void {
       await tx`DELETE FROM petstore.pets WHERE id = 1`;
       await tx`ALTER TABLE petstore.pets ENABLE TRIGGER pets_immutable`;
     });
-    assert.deepEqual([...await sql`SELECT id FROM petstore.pets`], []);
+    assert.deepEqual([...(await sql`SELECT id FROM petstore.pets`)], []);
     await store.create({ name: 'Rex', categoryId: 1n, status: undefined });
     await assert.rejects(sql`DELETE FROM petstore.pets`, REASON, 'the trigger is on again');
   });

@@ -36,7 +36,9 @@ async function listAll(url: string): Promise<string[]> {
 }
 
 export function instanceTests(cluster: () => Cluster): void {
-  test('three instances on one database: every acknowledged pet once, the same everywhere, none skipped by a polling reader, through a kill -9', { timeout: 120_000 }, async (t) => {
+  test('three instances on one database: every acknowledged pet once, the same everywhere, none skipped by a polling reader, through a kill -9', {
+    timeout: 120_000,
+  }, async (t) => {
     const url = await cluster().createDatabase();
     const args = ['--database-url', url];
     const instances: ServerProcess[] = await Promise.all([0, 1, 2].map(() => spawnServer(args, ENV)));
@@ -119,24 +121,36 @@ export function instanceTests(cluster: () => Cluster): void {
     const pets = (lists[0] as string[]).map((text) => ({ text, ...(JSON.parse(text) as Listed) }));
     const ids = pets.map((p) => p.id);
     assert.equal(new Set(ids).size, ids.length, 'ids are unique');
-    assert.deepEqual(ids, [...ids].sort((a, b) => a - b), 'listed in ascending id order');
+    assert.deepEqual(
+      ids,
+      [...ids].sort((a, b) => a - b),
+      'listed in ascending id order',
+    );
     const byName = new Map(pets.map((p) => [p.name, p]));
     assert.equal(byName.size, pets.length, 'no pet stored twice');
-    for (const [name, text] of acknowledged) assert.equal(byName.get(name)?.text, text, `acknowledged ${name} is there, as answered`);
+    for (const [name, text] of acknowledged)
+      assert.equal(byName.get(name)?.text, text, `acknowledged ${name} is there, as answered`);
     for (const p of pets) assert.ok(acknowledged.has(p.name) || unanswered.has(p.name), `${p.name} was sent`);
     assert.deepEqual(seen, ids, 'the reader saw every pet, in order');
     t.diagnostic(`${acknowledged.size} acknowledged, ${unanswered.size} unanswered at the kill, ${pets.length} stored`);
   });
 
-  test('when the database goes away: /readyz 503, creates 503 with Retry-After, reads 200 from the copy (503 above its newest), no crash, an open stream stays open; it resumes by itself', { timeout: 60_000 }, async (t) => {
+  test('when the database goes away: /readyz 503, creates 503 with Retry-After, reads 200 from the copy (503 above its newest), no crash, an open stream stays open; it resumes by itself', {
+    timeout: 60_000,
+  }, async (t) => {
     const url = await cluster().createDatabase();
     const server = await spawnServerFor(t, ['--database-url', url], ENV);
-    const post = (name: string): ReturnType<typeof request> => request(server.url, 'POST', '/v1/pets', { headers: JSON_HEADERS, body: `{"name":"${name}","categoryId":1}` });
+    const post = (name: string): ReturnType<typeof request> =>
+      request(server.url, 'POST', '/v1/pets', { headers: JSON_HEADERS, body: `{"name":"${name}","categoryId":1}` });
     const before = await post('before');
     assert.equal(before.status, 201);
     const stream = await openStream(server.url);
     t.after(() => stream.close());
-    await stream.until((text) => text === `retry: 1000\n\n${eventsOf([before.text])}`, 5000, 'the stream has the first pet');
+    await stream.until(
+      (text) => text === `retry: 1000\n\n${eventsOf([before.text])}`,
+      5000,
+      'the stream has the first pet',
+    );
 
     await cluster().stop();
     try {
@@ -171,8 +185,15 @@ export function instanceTests(cluster: () => Cluster): void {
     }
     const after = await post('after');
     assert.equal(after.status, 201, after.text);
-    await stream.until((text) => text === `retry: 1000\n\n${eventsOf([before.text, after.text])}`, 10_000, 'the stream stayed open through the outage and has the new pet');
-    assert.deepEqual(((await request(server.url, 'GET', '/v1/pets')).json as Listed[]).map((p) => p.name), ['before', 'after']);
+    await stream.until(
+      (text) => text === `retry: 1000\n\n${eventsOf([before.text, after.text])}`,
+      10_000,
+      'the stream stayed open through the outage and has the new pet',
+    );
+    assert.deepEqual(
+      ((await request(server.url, 'GET', '/v1/pets')).json as Listed[]).map((p) => p.name),
+      ['before', 'after'],
+    );
     assert.equal(server.child.exitCode, null, 'the server never stopped');
     assert.doesNotMatch(server.stderr(), /internal_error|"status":500/);
   });

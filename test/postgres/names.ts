@@ -16,11 +16,20 @@ export function nameTests(cluster: () => Cluster): void {
     const database = await startServer({ databaseUrl: await cluster().createDatabase() });
     t.after(() => database.close());
     for (const server of [files, database]) {
-      const kept = await server.request('POST', '/v1/pets', { headers: JSON_HEADERS, body: '{"name":"nul \\u0000 here","categoryId":1}' });
+      const kept = await server.request('POST', '/v1/pets', {
+        headers: JSON_HEADERS,
+        body: '{"name":"nul \\u0000 here","categoryId":1}',
+      });
       assert.equal(kept.status, 201, kept.text);
-      assert.equal((await server.request('GET', '/v1/pets/1')).text, '{"id":1,"name":"nul \\u0000 here","categoryId":1}');
+      assert.equal(
+        (await server.request('GET', '/v1/pets/1')).text,
+        '{"id":1,"name":"nul \\u0000 here","categoryId":1}',
+      );
       for (const name of ['\\ud800', 'a\\udc00b', '\\ud83d\\u0041']) {
-        const refused = await server.request('POST', '/v1/pets', { headers: JSON_HEADERS, body: `{"name":"${name}","categoryId":1}` });
+        const refused = await server.request('POST', '/v1/pets', {
+          headers: JSON_HEADERS,
+          body: `{"name":"${name}","categoryId":1}`,
+        });
         assert.equal(refused.status, 400, `${name}: ${refused.text}`);
         assert.match(refused.text, /lone surrogate/);
       }

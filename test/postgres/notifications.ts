@@ -32,8 +32,8 @@ async function ids(server: TestServer): Promise<number[]> {
 }
 
 export function notificationTests(cluster: () => Cluster): void {
-  test('a NOTIFY forged by a role that may only connect freezes no instance: the other sees new pets within the lag, '
-    + 'and a wait on it returns', { timeout: 60_000 }, async (t) => {
+  test('a NOTIFY forged by a role that may only connect freezes no instance: the other sees new pets within the lag, ' +
+    'and a wait on it returns', { timeout: 60_000 }, async (t) => {
     const url = await cluster().createDatabase();
     const one = await readyServer(t, url);
     const other = await readyServer(t, url);

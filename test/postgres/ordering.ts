@@ -21,14 +21,15 @@ async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | 'p
 /** Waits until `count` petstore sessions wait for a lock. */
 async function lockWaiters(sql: Sql, count: number): Promise<void> {
   for (const deadline = Date.now() + 10_000; ; await sleep(20)) {
-    const [row] = await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'petstore' AND wait_event_type = 'Lock'`;
-    if (row?.['n'] === count) return;
+    const [row] =
+      await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'petstore' AND wait_event_type = 'Lock'`;
+    if (row?.n === count) return;
     assert.ok(Date.now() < deadline, `${count} sessions wait for a lock`);
   }
 }
 
 async function ids(sql: Sql): Promise<number[]> {
-  return (await sql`SELECT id::int FROM petstore.pets ORDER BY id`).map((r) => r['id'] as number);
+  return (await sql`SELECT id::int FROM petstore.pets ORDER BY id`).map((r) => r.id as number);
 }
 
 /** Holds the row of an idempotency key, as a statement of another instance about to renew it would, until `release()`. */
@@ -43,11 +44,18 @@ async function holdKey(sql: Sql, scope: string, key: string): Promise<{ release:
     await held;
   });
   await isLocked;
-  return { release: async () => { release(); await holder; } };
+  return {
+    release: async () => {
+      release();
+      await holder;
+    },
+  };
 }
 
 export function orderingTests(cluster: () => Cluster): void {
-  test('a batch that took its ids first commits first: the batch of another instance waits, and a reader paging with after never sees a gap that later fills', { timeout: 60_000 }, async (t) => {
+  test('a batch that took its ids first commits first: the batch of another instance waits, and a reader paging with after never sees a gap that later fills', {
+    timeout: 60_000,
+  }, async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);
     const first = await PostgresStore.open(url, { idempotencyWindow: 1 });
@@ -72,7 +80,7 @@ export function orderingTests(cluster: () => Cluster): void {
         await sleep(5);
       }
     })();
-    assert.equal(await settledWithin(fast, 500), 'pending', 'the second batch waits for the first one\'s COMMIT');
+    assert.equal(await settledWithin(fast, 500), 'pending', "the second batch waits for the first one's COMMIT");
     assert.deepEqual(await ids(sql), [1]);
     await keyRow.release();
     assert.equal((await slow).pet.id, 2);
@@ -81,11 +89,17 @@ export function orderingTests(cluster: () => Cluster): void {
     reading = false;
     await reader;
     assert.deepEqual(await ids(sql), [1, 2, 3]);
-    for (const list of seen) assert.deepEqual(list, [1, 2, 3].slice(0, list.length), `the reader saw ${list.join(',')}: never 3 without 2`);
-    assert.ok(seen.some((list) => list.length === 1), 'the reader looked while the batches waited');
+    for (const list of seen)
+      assert.deepEqual(list, [1, 2, 3].slice(0, list.length), `the reader saw ${list.join(',')}: never 3 without 2`);
+    assert.ok(
+      seen.some((list) => list.length === 1),
+      'the reader looked while the batches waited',
+    );
   });
 
-  test('an idempotency key renewed by another instance after a batch began is not deleted as expired by that batch', { timeout: 60_000 }, async (t) => {
+  test('an idempotency key renewed by another instance after a batch began is not deleted as expired by that batch', {
+    timeout: 60_000,
+  }, async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);
     const renewing = await PostgresStore.open(url, { idempotencyWindow: 1 });
@@ -106,7 +120,14 @@ export function orderingTests(cluster: () => Cluster): void {
     await ids.release();
     assert.deepEqual((await renewed).pet, { id: 2, name: 'Second', categoryId: 2n });
     assert.equal((await unrelated).id, 3);
-    assert.deepEqual([...await sql`SELECT key, pet_id::int FROM petstore.idempotency_keys`], [{ key: 'renewed', pet_id: 2 }], 'the renewed key is kept');
-    assert.deepEqual(await renewing.createOnce({ name: 'Second', categoryId: 2n }, key), { pet: { id: 2, name: 'Second', categoryId: 2n }, replayed: true });
+    assert.deepEqual(
+      [...(await sql`SELECT key, pet_id::int FROM petstore.idempotency_keys`)],
+      [{ key: 'renewed', pet_id: 2 }],
+      'the renewed key is kept',
+    );
+    assert.deepEqual(await renewing.createOnce({ name: 'Second', categoryId: 2n }, key), {
+      pet: { id: 2, name: 'Second', categoryId: 2n },
+      replayed: true,
+    });
   });
 }

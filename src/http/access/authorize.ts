@@ -5,7 +5,10 @@ import { AUTH_REALM, type Scope } from '../../pet/contract.js';
 import { monotonicMs } from '../../lib/monotonic.js';
 import { HttpError } from '../http-error.js';
 
-/** The quotas of a server: one counter for every key, and its own policy (undefined: only keys with a quota of their own are counted). */
+/**
+ * The quotas of a server: one counter for every key, and its own policy (undefined: only keys with a quota of their own
+ * are counted).
+ */
 export interface Quotas {
   counter: QuotaCounter;
   policy: QuotaPolicy | undefined;
@@ -41,12 +44,19 @@ export function authorize(key: AcceptedKey, scope: Scope | undefined, quotas: Qu
     const { admitted, remaining, resetSeconds } = quotas.counter.take(key.identity, policy, monotonicMs());
     context.push('ratelimit-policy', policyField(policy), 'ratelimit', `${NAME};r=${remaining};t=${resetSeconds}`);
     if (!admitted) {
-      const message = `this API key's quota of ${policy.requests} request${policy.requests === 1 ? '' : 's'} per ${policy.seconds} s is used up; retry after Retry-After seconds`;
+      const message =
+        `this API key's quota of ${policy.requests} request${policy.requests === 1 ? '' : 's'} per ` +
+        `${policy.seconds} s is used up; retry after Retry-After seconds`;
       throw new HttpError(429, 'rate_limited', message, { 'retry-after': String(resetSeconds) });
     }
   }
   if (scope !== undefined && (key.scopes & scopeBit(scope)) === 0) {
     const challenge = `Bearer realm="${AUTH_REALM}", error="insufficient_scope", scope="${scope}"`;
-    throw new HttpError(403, 'insufficient_scope', `this API key does not hold the scope ${scope}, which this operation needs`, { 'www-authenticate': challenge });
+    throw new HttpError(
+      403,
+      'insufficient_scope',
+      `this API key does not hold the scope ${scope}, which this operation needs`,
+      { 'www-authenticate': challenge },
+    );
   }
 }

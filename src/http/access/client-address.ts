@@ -12,15 +12,24 @@ export interface TrustedProxies {
  */
 export function trustedProxies(text: string): TrustedProxies {
   const list = new BlockList();
-  const entries = text.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
-  if (entries.length === 0) throw new TypeError('the trusted proxies must be at least one address or CIDR network, such as 127.0.0.1 or 10.0.0.0/8');
+  const entries = text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  if (entries.length === 0)
+    throw new TypeError(
+      'the trusted proxies must be at least one address or CIDR network, such as 127.0.0.1 or 10.0.0.0/8',
+    );
   for (const entry of entries) {
     const [address = '', prefix, extra] = entry.split('/');
     const family = isIP(address);
     const bits = family === 4 ? 32 : 128;
     const length = prefix === undefined ? bits : /^[0-9]{1,3}$/.test(prefix) ? Number(prefix) : NaN;
     if (family === 0 || extra !== undefined || !(length >= 0 && length <= bits)) {
-      throw new TypeError(`a trusted proxy must be an IPv4 or IPv6 address or CIDR network (such as 10.0.0.0/8 or fd00::/8); got ${JSON.stringify(entry)}`);
+      throw new TypeError(
+        `a trusted proxy must be an IPv4 or IPv6 address or CIDR network (such as 10.0.0.0/8 or fd00::/8); got ` +
+          `${JSON.stringify(entry)}`,
+      );
     }
     list.addSubnet(address, length, family === 4 ? 'ipv4' : 'ipv6');
   }
@@ -37,7 +46,7 @@ export function clientAddress(req: IncomingMessage, trusted: TrustedProxies): st
   if (!isTrusted(trusted, peer)) return peer;
   // nginx and Caddy append to X-Forwarded-For and pass a client's own Forwarded on untouched.
   const forwarded = req.headers['x-forwarded-for'];
-  const hops = forwarded !== undefined ? String(forwarded).split(',') : forwardedFor(req.headers['forwarded'] ?? '');
+  const hops = forwarded !== undefined ? String(forwarded).split(',') : forwardedFor(req.headers.forwarded ?? '');
   let client = peer;
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = plainAddress(nodeName(hops[i] ?? ''));
@@ -60,7 +69,10 @@ function plainAddress(text: string): string | undefined {
   return isIP(address) === 0 ? undefined : address.toLowerCase();
 }
 
-/** RFC 7239 node: `192.0.2.43`, `192.0.2.43:47011`, `[2001:db8::17]`, `[2001:db8::17]:4711`; bare IPv6 as some proxies write it. */
+/**
+ * RFC 7239 node: `192.0.2.43`, `192.0.2.43:47011`, `[2001:db8::17]`, `[2001:db8::17]:4711`; bare IPv6 as some proxies
+ * write it.
+ */
 function nodeName(text: string): string {
   const node = text.trim();
   if (node.startsWith('[')) {
@@ -71,7 +83,9 @@ function nodeName(text: string): string {
   return colon !== -1 && colon === node.lastIndexOf(':') ? node.slice(0, colon) : node;
 }
 
-/** The `for` values of a Forwarded field, in order, quotes and escapes undone; commas and semicolons inside quotes kept. */
+/**
+ * The `for` values of a Forwarded field, in order, quotes and escapes undone; commas and semicolons inside quotes kept.
+ */
 function forwardedFor(field: string): string[] {
   const values: string[] = [];
   let element = '';
@@ -79,7 +93,8 @@ function forwardedFor(field: string): string[] {
   let quoted = false;
   const endPair = (): void => {
     const equals = element.indexOf('=');
-    if (equals !== -1 && element.slice(0, equals).trim().toLowerCase() === 'for') found = unquote(element.slice(equals + 1).trim());
+    if (equals !== -1 && element.slice(0, equals).trim().toLowerCase() === 'for')
+      found = unquote(element.slice(equals + 1).trim());
     element = '';
   };
   for (let i = 0; i < field.length; i++) {

@@ -28,7 +28,9 @@ export function rememberedKey(socket: Socket, header: string, keyring: Keyring, 
   const last = remembered.get(socket);
   if (last === undefined) return undefined;
   keyring.refresh(now);
-  return last.keyring === keyring && last.generation === keyring.generation && sameText(last.header, header) ? last.key : undefined;
+  return last.keyring === keyring && last.generation === keyring.generation && sameText(last.header, header)
+    ? last.key
+    : undefined;
 }
 
 /** Remembers that `header` was accepted as `key` on `socket`, under the keyring's current keys. */

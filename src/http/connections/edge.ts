@@ -12,7 +12,6 @@ import { versionNotSupported } from '../pipeline/request-line.js';
 import { clientErrorResponse, errorReply, rawErrorResponse, send } from '../respond.js';
 import { errorCode } from '../../lib/system-error.js';
 
-
 /**
  * How long a connection the server closes after an answer waits for its client to close too: long
  * enough for the answer to arrive and be read before the close (a close with unread bytes is a reset,
@@ -22,7 +21,10 @@ const CLOSE_LINGER_MS = 2000;
 
 /** `Expect` other than 100-continue: 417, and the connection closes (the body may follow). */
 export function refuseExpectation(_req: IncomingMessage, res: ServerResponse): void {
-  send(res, errorReply(new HttpError(417, 'expectation_failed', 'only "Expect: 100-continue" is supported')), ['connection', 'close']);
+  send(res, errorReply(new HttpError(417, 'expectation_failed', 'only "Expect: 100-continue" is supported')), [
+    'connection',
+    'close',
+  ]);
 }
 
 /**
@@ -33,7 +35,12 @@ export function clientErrorHandler(connections: OwedAnswers): (error: Error, soc
   return (error, socket) => {
     const code = errorCode(error);
     // A TLS failure (a handshake that timed out) has no session to carry an HTTP answer: just close.
-    if (code === 'ECONNRESET' || code?.startsWith('ERR_TLS') === true || code?.startsWith('ERR_SSL') === true || !socket.writable) {
+    if (
+      code === 'ECONNRESET' ||
+      code?.startsWith('ERR_TLS') === true ||
+      code?.startsWith('ERR_SSL') === true ||
+      !socket.writable
+    ) {
       socket.destroy();
       return;
     }
@@ -41,7 +48,11 @@ export function clientErrorHandler(connections: OwedAnswers): (error: Error, soc
       // An owed response may have closed the connection itself (Connection: close): it is ending.
       if (!socket.writable) return;
       if (!reply) socket.destroy();
-      else closeAfter(socket, unsupportedVersion(error) ? rawErrorResponse(versionNotSupported()) : clientErrorResponse(code));
+      else
+        closeAfter(
+          socket,
+          unsupportedVersion(error) ? rawErrorResponse(versionNotSupported()) : clientErrorResponse(code),
+        );
     });
   };
 }
@@ -51,8 +62,18 @@ export function clientErrorHandler(connections: OwedAnswers): (error: Error, soc
  * or a bare LF there: only a well-formed `HTTP/d.d` CRLF at the error (`bytesParsed`) is a 505.
  */
 function unsupportedVersion(error: Error): boolean {
-  const { code, rawPacket, bytesParsed } = error as Error & { code?: unknown; rawPacket?: unknown; bytesParsed?: unknown };
-  if (code !== 'HPE_INVALID_VERSION' || !Buffer.isBuffer(rawPacket) || typeof bytesParsed !== 'number' || bytesParsed < 9) return false;
+  const { code, rawPacket, bytesParsed } = error as Error & {
+    code?: unknown;
+    rawPacket?: unknown;
+    bytesParsed?: unknown;
+  };
+  if (
+    code !== 'HPE_INVALID_VERSION' ||
+    !Buffer.isBuffer(rawPacket) ||
+    typeof bytesParsed !== 'number' ||
+    bytesParsed < 9
+  )
+    return false;
   const version = / HTTP\/(\d\.\d)\r\n$/.exec(rawPacket.toString('latin1', bytesParsed - 9, bytesParsed + 2));
   return version !== null && version[1] !== '1.0' && version[1] !== '1.1';
 }
@@ -66,7 +87,8 @@ export function connectHandler(connections: OwedAnswers): (req: IncomingMessage,
   return (_req, socket) => {
     socket.resume();
     connections.afterOwed(socket as Socket, () => {
-      if (socket.writable) closeAfter(socket, rawErrorResponse(new HttpError(405, 'method_not_allowed', 'CONNECT is not supported')));
+      if (socket.writable)
+        closeAfter(socket, rawErrorResponse(new HttpError(405, 'method_not_allowed', 'CONNECT is not supported')));
       else socket.destroy();
     });
   };

@@ -60,16 +60,31 @@ export class OwedAnswers {
    * `slots` is told of a connection each time the last response it owes has ended (idle), and when
    * its answers stall and move again; `sendTimeoutMs` bounds how long an answer may make no progress.
    */
-  constructor(readonly slots?: SlotNotices, sendTimeoutMs = 60_000) {
+  constructor(
+    readonly slots?: SlotNotices,
+    sendTimeoutMs = 60_000,
+  ) {
     this.#watch = new SendWatch(sendTimeoutMs, slots, this.ended);
     this.#idle = slots === undefined ? undefined : (socket, now) => slots.idle(socket, now);
   }
 
   add(socket: Socket): void {
     this.#open.set(socket, {
-      socket, owed: new Set(), answering: 0, waiting: [], paused: false, lastReq: undefined, lastRes: undefined,
-      quietSince: monotonicMs(), bytesAtQuiet: 0, whenClear: undefined, idle: this.#idle,
-      received: true, taken: 0, progressAt: NaN, stalled: false,
+      socket,
+      owed: new Set(),
+      answering: 0,
+      waiting: [],
+      paused: false,
+      lastReq: undefined,
+      lastRes: undefined,
+      quietSince: monotonicMs(),
+      bytesAtQuiet: 0,
+      whenClear: undefined,
+      idle: this.#idle,
+      received: true,
+      taken: 0,
+      progressAt: NaN,
+      stalled: false,
     });
     socket.once('close', () => this.#open.delete(socket));
   }
@@ -149,7 +164,12 @@ export class OwedAnswers {
   closeQuiet(graceMs: number): void {
     const now = monotonicMs();
     for (const [socket, connection] of this.#open) {
-      if (connection.owed.size === 0 && socket.bytesRead === connection.bytesAtQuiet && now - connection.quietSince >= graceMs) socket.destroy();
+      if (
+        connection.owed.size === 0 &&
+        socket.bytesRead === connection.bytesAtQuiet &&
+        now - connection.quietSince >= graceMs
+      )
+        socket.destroy();
     }
   }
 

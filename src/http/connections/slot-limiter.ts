@@ -38,7 +38,10 @@ export class SlotLimiter {
   evicted = 0;
   refused = 0;
 
-  constructor(readonly max = Infinity, tls = false) {
+  constructor(
+    readonly max = Infinity,
+    tls = false,
+  ) {
     this.#byPeer = tls ? new Map() : undefined;
   }
 
@@ -108,7 +111,8 @@ export class SlotLimiter {
   /** Closes the connections that have not sent a byte in the `graceMs` since they were accepted. */
   closeSilent(graceMs: number): void {
     const now = monotonicMs();
-    for (const [socket, slot] of this.#open) if (socket.bytesRead === 0 && now - slot.acceptedAt >= graceMs) socket.destroy();
+    for (const [socket, slot] of this.#open)
+      if (socket.bytesRead === 0 && now - slot.acceptedAt >= graceMs) socket.destroy();
   }
 
   /** Closes every connection still open, whatever it is doing: the end of a stop's patience. */
@@ -150,7 +154,12 @@ export class SlotLimiter {
       // Each address's sockets are in the order they became closable: its first is its oldest.
       for (const socket of closable) {
         const slot = this.#open.get(socket);
-        if (slot !== undefined && this.#turn - slot.turn >= 2 && slot.since <= before && (closable.size > held || slot.since < since)) {
+        if (
+          slot !== undefined &&
+          this.#turn - slot.turn >= 2 &&
+          slot.since <= before &&
+          (closable.size > held || slot.since < since)
+        ) {
           [victim, held, since] = [socket, closable.size, slot.since];
         }
         break;

@@ -13,7 +13,9 @@ export const STREAM_PAGE = 100;
 const RETRY_MS = 1000;
 /** Heartbeat intervals a stream may wait for its client to take a byte of what it was sent. */
 const STALL_TICKS = 2;
-/** Media types are case-insensitive (RFC 9110 §8.3.1); a test that allocates nothing for the many requests without it. */
+/**
+ * Media types are case-insensitive (RFC 9110 §8.3.1); a test that allocates nothing for the many requests without it.
+ */
 const EVENT_STREAM = /text\/event-stream/i;
 
 /** A GET whose Accept names `text/event-stream` (with a q above 0): the stream rather than a page. */
@@ -79,8 +81,17 @@ export class EventStream implements Watcher {
   #endReason: HttpError | undefined;
   #lifetime: NodeJS.Timeout | undefined;
 
-  /** Held by `feed` at once for the API key `keyId` (a 429 or 503 beyond its limits), so that a stream being opened counts too. */
-  constructor(feed: Feed, res: ServerResponse, status: PetStatus | undefined, after: number, keyId: string | undefined) {
+  /**
+   * Held by `feed` at once for the API key `keyId` (a 429 or 503 beyond its limits), so that a stream being opened
+   * counts too.
+   */
+  constructor(
+    feed: Feed,
+    res: ServerResponse,
+    status: PetStatus | undefined,
+    after: number,
+    keyId: string | undefined,
+  ) {
     this.#feed = feed;
     this.#res = res;
     this.#status = status;
@@ -137,7 +148,10 @@ export class EventStream implements Watcher {
     this.#flushedAtTick = this.#flushed;
     if (this.#res.writableNeedDrain && !moved) {
       if (++this.#stalledTicks >= STALL_TICKS) {
-        this.#feed.logger.info('event stream ended: its client took none of what it was sent for two heartbeat intervals', { after: this.#cursor });
+        this.#feed.logger.info(
+          'event stream ended: its client took none of what it was sent for two heartbeat intervals',
+          { after: this.#cursor },
+        );
         this.#res.destroy();
       }
       return;

@@ -26,7 +26,9 @@ export interface FeedOptions {
   maxHeldPerKey: number;
   /** How often a stream that sent nothing sends a heartbeat, in milliseconds. */
   heartbeatMs: number;
-  /** How long an event stream lasts at most, in milliseconds; then it ends, and its client resumes with Last-Event-ID. */
+  /**
+   * How long an event stream lasts at most, in milliseconds; then it ends, and its client resumes with Last-Event-ID.
+   */
   streamLifetimeMs: number;
   /**
    * Called every KEY_CHECK_MS while anything is held: where keys are learnt of only when a request
@@ -64,7 +66,9 @@ export class Feed {
    */
   readonly #reads = new Map<string, unknown>();
   #latest = 0;
-  /** Revocations told of so far, and at which of them each revoked key id went (a number per key revoked while it runs). */
+  /**
+   * Revocations told of so far, and at which of them each revoked key id went (a number per key revoked while it runs).
+   */
   #revocations = 0;
   readonly #revokedAt = new Map<string, number>();
   #round: NodeJS.Immediate | undefined;

@@ -14,7 +14,13 @@ const RETRY_MS = 1000;
  * all it may, a 503 when the feed does.
  */
 export function waitForPets(
-  feed: Feed, query: ListQuery, seen: number, ms: number, res: ServerResponse, empty: ListText, key: { id: string | undefined; revocations: number },
+  feed: Feed,
+  query: ListQuery,
+  seen: number,
+  ms: number,
+  res: ServerResponse,
+  empty: ListText,
+  key: { id: string | undefined; revocations: number },
 ): Promise<ListText> {
   return new Promise((resolve, reject) => {
     const waiter = new Waiter(feed, query, Math.max(seen, query.after), resolve, reject, empty);
@@ -34,7 +40,14 @@ class Waiter implements Watcher {
   #done = false;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(feed: Feed, query: ListQuery, checked: number, resolve: (page: ListText) => void, reject: (error: unknown) => void, empty: ListText) {
+  constructor(
+    feed: Feed,
+    query: ListQuery,
+    checked: number,
+    resolve: (page: ListText) => void,
+    reject: (error: unknown) => void,
+    empty: ListText,
+  ) {
     this.#feed = feed;
     this.#query = query;
     this.#checked = checked;

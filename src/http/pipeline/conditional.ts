@@ -12,7 +12,13 @@ import type { Reply } from '../respond.js';
  */
 
 /** The tag of a page of listPets; `lastId` undefined for an empty page. */
-export function pageTag(limit: number, after: number, status: PetStatus | undefined, lastId: number | undefined, more: boolean): string {
+export function pageTag(
+  limit: number,
+  after: number,
+  status: PetStatus | undefined,
+  lastId: number | undefined,
+  more: boolean,
+): string {
   return `W/"${limit}.${after}.${status ?? 'all'}.${lastId ?? 0}${more ? '+' : ''}"`;
 }
 

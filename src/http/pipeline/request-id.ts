@@ -23,7 +23,8 @@ function refill(): void {
   for (let i = 0; i < random.length; i++) {
     const position = i % 16;
     let byte = random[i] as number;
-    if (position === 6) byte = (byte & 0x0f) | 0x40; // version 4
+    if (position === 6)
+      byte = (byte & 0x0f) | 0x40; // version 4
     else if (position === 8) byte = (byte & 0x3f) | 0x80; // variant 10
     if (position === 4 || position === 6 || position === 8 || position === 10) text[at++] = 0x2d; // '-'
     text[at++] = HEX[byte >> 4] as number;

@@ -30,14 +30,22 @@ export function versionNotSupported(): HttpError {
  */
 export function checkRequestLine(req: IncomingMessage): void {
   if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) throw versionNotSupported();
-  if (req.rawHeaders.length > 2 * MAX_HEADERS) throw new HttpError(431, 'headers_too_large', `the request has more than ${MAX_HEADERS} headers`);
+  if (req.rawHeaders.length > 2 * MAX_HEADERS)
+    throw new HttpError(431, 'headers_too_large', `the request has more than ${MAX_HEADERS} headers`);
   const host = req.headers.host;
   if (host === undefined) {
-    if (req.httpVersionMinor === 1) throw new HttpError(400, 'invalid_request', 'an HTTP/1.1 request needs a Host header');
+    if (req.httpVersionMinor === 1)
+      throw new HttpError(400, 'invalid_request', 'an HTTP/1.1 request needs a Host header');
     return;
   }
-  if (headerCount(req, 'host') > 1) throw new HttpError(400, 'invalid_request', 'the Host header is given more than once');
-  if (!validHost(host)) throw new HttpError(400, 'invalid_request', 'the Host header must be a host name or address, with an optional port');
+  if (headerCount(req, 'host') > 1)
+    throw new HttpError(400, 'invalid_request', 'the Host header is given more than once');
+  if (!validHost(host))
+    throw new HttpError(
+      400,
+      'invalid_request',
+      'the Host header must be a host name or address, with an optional port',
+    );
 }
 
 function validHost(host: string): boolean {

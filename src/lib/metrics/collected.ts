@@ -19,7 +19,9 @@ export class CollectedMetric implements MetricFamily {
 
   samples(): string | Promise<string> {
     const samples = this.read();
-    return samples instanceof Promise ? samples.then((s) => sampleLines(this.name, this.labelNames, s)) : sampleLines(this.name, this.labelNames, samples);
+    return samples instanceof Promise
+      ? samples.then((s) => sampleLines(this.name, this.labelNames, s))
+      : sampleLines(this.name, this.labelNames, samples);
   }
 }
 

@@ -20,7 +20,11 @@ export class Counter implements MetricFamily {
   readonly type = 'counter';
   readonly #series = new Map<string, CounterSeries>();
 
-  constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[] = []) {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly labelNames: readonly string[] = [],
+  ) {
     checkNames(name, labelNames);
     if (!name.endsWith('_total')) throw new TypeError(`a counter's name ends in _total: ${name}`);
   }

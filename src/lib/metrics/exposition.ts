@@ -35,7 +35,8 @@ export function checkNames(name: string, labelNames: readonly string[], reserved
 
 /** `{a="x",b="y"}`, or '' for no labels; a value's backslash, double quote and line feed are escaped. */
 export function labelText(names: readonly string[], values: readonly string[]): string {
-  if (values.length !== names.length) throw new TypeError(`${names.length} label values expected (${names.join(', ')}), got ${values.length}`);
+  if (values.length !== names.length)
+    throw new TypeError(`${names.length} label values expected (${names.join(', ')}), got ${values.length}`);
   if (names.length === 0) return '';
   return `{${names.map((name, i) => `${name}="${escapeLabelValue(values[i] as string)}"`).join(',')}}`;
 }

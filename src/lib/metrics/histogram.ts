@@ -5,16 +5,22 @@ import { checkNames, formatValue, labelText, type MetricFamily } from './exposit
  * cumulatively, in a typed array (exact to 2^53); the exposition adds them up.
  */
 export class HistogramSeries {
-  /** Observations per bucket: `counts[i]` those above bound i - 1 and at most bound i; the last, those above every bound. */
+  /**
+   * Observations per bucket: `counts[i]` those above bound i - 1 and at most bound i; the last, those above every
+   * bound.
+   */
   readonly counts: Float64Array;
   sum = 0;
 
-  constructor(readonly labels: readonly string[], readonly bounds: Float64Array) {
+  constructor(
+    readonly labels: readonly string[],
+    readonly bounds: Float64Array,
+  ) {
     this.counts = new Float64Array(bounds.length + 1);
   }
 
   observe(value: number): void {
-    if (value !== value) return; // NaN is no observation, and would poison the sum for good
+    if (Number.isNaN(value)) return; // NaN is no observation, and would poison the sum for good
     const bounds = this.bounds;
     // Bucket `le` holds what is at most its bound. Most observations are small: the scan ends early.
     let i = 0;
@@ -31,9 +37,17 @@ export class Histogram implements MetricFamily {
   readonly #series = new Map<string, HistogramSeries>();
 
   /** `bounds`: the buckets' upper bounds, finite and ascending; the `+Inf` bucket is added. */
-  constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[], bounds: readonly number[]) {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly labelNames: readonly string[],
+    bounds: readonly number[],
+  ) {
     checkNames(name, labelNames, ['le']);
-    if (bounds.length === 0 || bounds.some((b, i) => !Number.isFinite(b) || (i > 0 && b <= (bounds[i - 1] as number)))) {
+    if (
+      bounds.length === 0 ||
+      bounds.some((b, i) => !Number.isFinite(b) || (i > 0 && b <= (bounds[i - 1] as number)))
+    ) {
       throw new TypeError(`the bucket bounds of ${name} must be finite and ascending: ${bounds.join(', ')}`);
     }
     this.#bounds = Float64Array.from(bounds);

@@ -9,7 +9,8 @@ export class MetricsRegistry {
 
   /** Adds `family`; a second family of the same name is refused (the exposition would be invalid). */
   add<T extends MetricFamily>(family: T): T {
-    if (this.#families.some((f) => f.name === family.name)) throw new TypeError(`a metric named ${family.name} is already registered`);
+    if (this.#families.some((f) => f.name === family.name))
+      throw new TypeError(`a metric named ${family.name} is already registered`);
     this.#families.push(family);
     return family;
   }
@@ -21,6 +22,8 @@ export class MetricsRegistry {
    */
   async expose(): Promise<string> {
     const samples = await Promise.all(this.#families.map((f) => f.samples()));
-    return this.#families.map((f, i) => `# HELP ${f.name} ${escapeHelp(f.help)}\n# TYPE ${f.name} ${f.type}\n${samples[i] as string}`).join('');
+    return this.#families
+      .map((f, i) => `# HELP ${f.name} ${escapeHelp(f.help)}\n# TYPE ${f.name} ${f.type}\n${samples[i] as string}`)
+      .join('');
   }
 }

@@ -19,48 +19,92 @@ const RESOLUTION_MS = 10;
 const late = (nanos: number): number => Math.max(0, nanos - RESOLUTION_MS * 1e6);
 /** The event loop's delay figures, in the order their families are added; the first read in a scrape takes them all. */
 const DELAY_FIGURES: ReadonlyArray<readonly [string, (h: IntervalHistogram) => number]> = [
-  ['min', (h) => late(h.min)], ['max', (h) => late(h.max)], ['mean', (h) => late(h.mean)], ['stddev', (h) => h.stddev],
-  ['p50', (h) => late(h.percentile(50))], ['p90', (h) => late(h.percentile(90))], ['p99', (h) => late(h.percentile(99))],
+  ['min', (h) => late(h.min)],
+  ['max', (h) => late(h.max)],
+  ['mean', (h) => late(h.mean)],
+  ['stddev', (h) => h.stddev],
+  ['p50', (h) => late(h.percentile(50))],
+  ['p90', (h) => late(h.percentile(90))],
+  ['p99', (h) => late(h.percentile(99))],
 ];
 
 export class ProcessMetrics {
   readonly #delay = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
 
   constructor(registry: MetricsRegistry) {
-    const add = (type: 'counter' | 'gauge', name: string, help: string, read: Reader, labels: readonly string[] = []): void => {
+    const add = (
+      type: 'counter' | 'gauge',
+      name: string,
+      help: string,
+      read: Reader,
+      labels: readonly string[] = [],
+    ): void => {
       registry.add(new CollectedMetric(type, name, help, labels, read));
     };
-    add('counter', 'process_cpu_user_seconds_total', 'User CPU time spent, in seconds', () => single(process.cpuUsage().user / 1e6));
-    add('counter', 'process_cpu_system_seconds_total', 'System CPU time spent, in seconds', () => single(process.cpuUsage().system / 1e6));
+    add('counter', 'process_cpu_user_seconds_total', 'User CPU time spent, in seconds', () =>
+      single(process.cpuUsage().user / 1e6),
+    );
+    add('counter', 'process_cpu_system_seconds_total', 'System CPU time spent, in seconds', () =>
+      single(process.cpuUsage().system / 1e6),
+    );
     add('counter', 'process_cpu_seconds_total', 'User and system CPU time spent, in seconds', () => {
       const { user, system } = process.cpuUsage();
       return single((user + system) / 1e6);
     });
     const started = startTime() ?? Date.now() / 1000 - process.uptime();
-    add('gauge', 'process_start_time_seconds', 'Start time of the process since the Unix epoch, in seconds', () => single(started));
-    add('gauge', 'process_resident_memory_bytes', 'Resident memory size, in bytes', () => single(process.memoryUsage.rss()));
+    add('gauge', 'process_start_time_seconds', 'Start time of the process since the Unix epoch, in seconds', () =>
+      single(started),
+    );
+    add('gauge', 'process_resident_memory_bytes', 'Resident memory size, in bytes', () =>
+      single(process.memoryUsage.rss()),
+    );
     add('gauge', 'process_virtual_memory_bytes', 'Virtual memory size, in bytes', () => statusField('VmSize'));
     add('gauge', 'process_heap_bytes', 'Process heap (data segment) size, in bytes', () => statusField('VmData'));
     add('gauge', 'process_open_fds', 'Open file descriptors', openFds);
     add('gauge', 'process_max_fds', 'Open file descriptors at most (the soft limit)', maxFds);
-    add('gauge', 'nodejs_heap_size_total_bytes', 'V8 heap size, in bytes', () => single(process.memoryUsage().heapTotal));
+    add('gauge', 'nodejs_heap_size_total_bytes', 'V8 heap size, in bytes', () =>
+      single(process.memoryUsage().heapTotal),
+    );
     add('gauge', 'nodejs_heap_size_used_bytes', 'V8 heap used, in bytes', () => single(process.memoryUsage().heapUsed));
-    add('gauge', 'nodejs_external_memory_bytes', 'Memory of C++ objects bound to JavaScript objects (Buffers among them), in bytes', () => single(process.memoryUsage().external));
-    add('gauge', 'nodejs_eventloop_lag_seconds', 'How late a callback queued now runs, measured at the scrape, in seconds', eventLoopLag);
+    add(
+      'gauge',
+      'nodejs_external_memory_bytes',
+      'Memory of C++ objects bound to JavaScript objects (Buffers among them), in bytes',
+      () => single(process.memoryUsage().external),
+    );
+    add(
+      'gauge',
+      'nodejs_eventloop_lag_seconds',
+      'How late a callback queued now runs, measured at the scrape, in seconds',
+      eventLoopLag,
+    );
     this.#delay.enable();
     let taken: number[] = [];
     for (const [i, [figure]] of DELAY_FIGURES.entries()) {
-      add('gauge', `nodejs_eventloop_lag_${figure}_seconds`, `The event loop's delay beyond the monitor's ${RESOLUTION_MS} ms interval since the previous scrape, ${figure}, in seconds`, () => {
-        // The registry reads its families in order in one go: the first takes every figure and starts the next interval.
-        if (i === 0) {
-          taken = this.#delay.count === 0 ? [] : DELAY_FIGURES.map(([, f]) => f(this.#delay) / 1e9);
-          this.#delay.reset();
-        }
-        return taken.length === 0 ? [] : single(taken[i] as number);
-      });
+      add(
+        'gauge',
+        `nodejs_eventloop_lag_${figure}_seconds`,
+        `The event loop's delay beyond the monitor's ${RESOLUTION_MS} ms interval since the previous scrape, ` +
+          `${figure}, in seconds`,
+        () => {
+          // The registry reads its families in order in one go: the first takes every figure and starts the next
+          // interval.
+          if (i === 0) {
+            taken = this.#delay.count === 0 ? [] : DELAY_FIGURES.map(([, f]) => f(this.#delay) / 1e9);
+            this.#delay.reset();
+          }
+          return taken.length === 0 ? [] : single(taken[i] as number);
+        },
+      );
     }
     const [major, minor, patch] = process.versions.node.split('.');
-    add('gauge', 'nodejs_version_info', 'The version of Node running the server', () => [[[process.version, major ?? '', minor ?? '', patch ?? ''], 1]], ['version', 'major', 'minor', 'patch']);
+    add(
+      'gauge',
+      'nodejs_version_info',
+      'The version of Node running the server',
+      () => [[[process.version, major ?? '', minor ?? '', patch ?? ''], 1]],
+      ['version', 'major', 'minor', 'patch'],
+    );
   }
 
   /** Stops the event-loop monitor. */
@@ -117,7 +161,9 @@ function startTime(): number | undefined {
   // The command name, field 2, is in parentheses and may hold spaces: the fields are counted after its last ')'.
   const ticks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
   const sinceBoot = Number(uptime.split(' ')[0]);
-  return Number.isFinite(ticks) && Number.isFinite(sinceBoot) ? Date.now() / 1000 - sinceBoot + ticks / TICKS_PER_SECOND : undefined;
+  return Number.isFinite(ticks) && Number.isFinite(sinceBoot)
+    ? Date.now() / 1000 - sinceBoot + ticks / TICKS_PER_SECOND
+    : undefined;
 }
 
 /** /proc/<name>, or undefined on a system without /proc. */

@@ -33,34 +33,95 @@ export class ServiceMetrics {
   readonly #registry = new MetricsRegistry();
   #process: ProcessMetrics | undefined;
 
-  /** Adds the service's families (its requests on `mount`'s routes, its store, its feed, the process) and returns what the app measures with. */
+  /**
+   * Adds the service's families (its requests on `mount`'s routes, its store, its feed, the process) and returns what
+   * the app measures with.
+   */
   attach(store: PetStore, mount: Mount, feed: Feed): RequestMetrics {
     const requests = new RequestMetrics(this.#registry, mount);
     addStoreMetrics(this.#registry, store);
-    this.#registry.add(new CollectedMetric('gauge', 'petstore_http_held_requests', 'Event streams and requests waiting for new pets (wait) open now, by kind', ['kind'], () => {
-      const { streams, waiting } = feed.held();
-      return [[['stream'], streams], [['wait'], waiting]];
-    }));
-    this.#registry.add(new CollectedMetric('gauge', 'petstore_http_max_held_requests', 'Event streams and waiting requests held at most (--max-streams)', [], () => single(feed.maxHeld)));
+    this.#registry.add(
+      new CollectedMetric(
+        'gauge',
+        'petstore_http_held_requests',
+        'Event streams and requests waiting for new pets (wait) open now, by kind',
+        ['kind'],
+        () => {
+          const { streams, waiting } = feed.held();
+          return [
+            [['stream'], streams],
+            [['wait'], waiting],
+          ];
+        },
+      ),
+    );
+    this.#registry.add(
+      new CollectedMetric(
+        'gauge',
+        'petstore_http_max_held_requests',
+        'Event streams and waiting requests held at most (--max-streams)',
+        [],
+        () => single(feed.maxHeld),
+      ),
+    );
     this.#process = new ProcessMetrics(this.#registry);
     return requests;
   }
 
-  /** Adds the families of the server `listen` runs: the connections open, their limit, those closed or refused at it. */
+  /**
+   * Adds the families of the server `listen` runs: the connections open, their limit, those closed or refused at it.
+   */
   watchServer(server: Server | HttpsServer, sockets: SlotLimiter, connections: OwedAnswers): void {
-    const open = (): Promise<number> => new Promise((resolve, reject) => server.getConnections((error, count) => (error === null ? resolve(count) : reject(error))));
-    this.#registry.add(new CollectedMetric('gauge', 'petstore_http_open_connections', 'Connections open to the API now', [], async () => single(await open())));
-    this.#registry.add(new CollectedMetric('gauge', 'petstore_http_max_connections', 'Connections open to the API at most (--max-connections)', [], () => single(sockets.max)));
-    this.#registry.add(new CollectedMetric('counter', 'petstore_http_evicted_connections_total',
-      'Connections without a request in progress closed at --max-connections to make room for a new one', [], () => single(sockets.evicted)));
-    this.#registry.add(new CollectedMetric('counter', 'petstore_http_refused_connections_total',
-      'Connections closed at once because --max-connections were open and none could be closed for room', [], () => single(sockets.refused)));
-    this.#registry.add(new CollectedMetric('counter', 'petstore_http_ended_connections_total',
-      'Connections the server ended for answers their clients did not take: no progress for --send-timeout, '
-        + 'more than 64 requests unanswered, or the most unsent bytes while 64 MiB waited in all', ['reason'],
-      () => ENDINGS.map((why) => [[why], connections.ended[why]])));
+    const open = (): Promise<number> =>
+      new Promise((resolve, reject) =>
+        server.getConnections((error, count) => (error === null ? resolve(count) : reject(error))),
+      );
+    this.#registry.add(
+      new CollectedMetric('gauge', 'petstore_http_open_connections', 'Connections open to the API now', [], async () =>
+        single(await open()),
+      ),
+    );
+    this.#registry.add(
+      new CollectedMetric(
+        'gauge',
+        'petstore_http_max_connections',
+        'Connections open to the API at most (--max-connections)',
+        [],
+        () => single(sockets.max),
+      ),
+    );
+    this.#registry.add(
+      new CollectedMetric(
+        'counter',
+        'petstore_http_evicted_connections_total',
+        'Connections without a request in progress closed at --max-connections to make room for a new one',
+        [],
+        () => single(sockets.evicted),
+      ),
+    );
+    this.#registry.add(
+      new CollectedMetric(
+        'counter',
+        'petstore_http_refused_connections_total',
+        'Connections closed at once because --max-connections were open and none could be closed for room',
+        [],
+        () => single(sockets.refused),
+      ),
+    );
+    this.#registry.add(
+      new CollectedMetric(
+        'counter',
+        'petstore_http_ended_connections_total',
+        'Connections the server ended for answers their clients did not take: no progress for --send-timeout, ' +
+          'more than 64 requests unanswered, or the most unsent bytes while 64 MiB waited in all',
+        ['reason'],
+        () => ENDINGS.map((why) => [[why], connections.ended[why]]),
+      ),
+    );
     if (server instanceof TlsServer) {
-      const failures = this.#registry.add(new Counter('petstore_tls_handshake_failures_total', 'TLS handshakes that failed, by reason', ['reason']));
+      const failures = this.#registry.add(
+        new Counter('petstore_tls_handshake_failures_total', 'TLS handshakes that failed, by reason', ['reason']),
+      );
       const series = Object.fromEntries(HANDSHAKE_FAILURES.map((reason) => [reason, failures.labels(reason)]));
       server.on('tlsClientError', (error: Error) => {
         // Closed at --max-connections in its handshake: counted among the evicted connections, not here.
@@ -99,9 +160,14 @@ export class ServiceMetrics {
     this.#process?.close();
   }
 
-  /** Adds the count of plain HTTP requests answered 400 on the HTTPS port (plain-http-on-tls.ts); returns what counts one. */
+  /**
+   * Adds the count of plain HTTP requests answered 400 on the HTTPS port (plain-http-on-tls.ts); returns what counts
+   * one.
+   */
   countPlainHttp(): () => void {
-    const plain = this.#registry.add(new Counter('petstore_tls_plain_http_total', 'Plain HTTP requests sent to the HTTPS port, answered 400')).labels();
+    const plain = this.#registry
+      .add(new Counter('petstore_tls_plain_http_total', 'Plain HTTP requests sent to the HTTPS port, answered 400'))
+      .labels();
     return () => plain.inc();
   }
 }

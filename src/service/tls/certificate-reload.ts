@@ -127,8 +127,11 @@ export class CertificateReload {
     this.#served = reading.signature;
     this.#refused = undefined;
     this.#expiry = loaded.expiry;
-    this.#logger.info('TLS certificate reloaded: new connections get it, open ones keep theirs',
-      { certificate: files.cert, subject: loaded.subject, notAfter: new Date(loaded.expiry * 1000).toISOString() });
+    this.#logger.info('TLS certificate reloaded: new connections get it, open ones keep theirs', {
+      certificate: files.cert,
+      subject: loaded.subject,
+      notAfter: new Date(loaded.expiry * 1000).toISOString(),
+    });
     return true;
   }
 
@@ -146,7 +149,10 @@ export class CertificateReload {
  * with `metrics`, its expiry and reloads are measured.
  */
 export function reloadCertificates(
-  server: TlsServer, tls: TlsOptions, logger: Logger, metrics: ServiceMetrics | undefined,
+  server: TlsServer,
+  tls: TlsOptions,
+  logger: Logger,
+  metrics: ServiceMetrics | undefined,
 ): CertificateReload {
   const { certFile, keyFile } = tls;
   const files = certFile !== undefined && keyFile !== undefined ? { cert: certFile, key: keyFile } : undefined;

@@ -12,9 +12,14 @@ import type { Socket } from 'node:net';
 const TLS_HANDSHAKE = 0x16;
 // A method token and a space: `GET `, `POST `, `OPTIONS `…
 const REQUEST_LINE = /^[A-Z]{3,10} /;
-const BODY = JSON.stringify({ code: 'invalid_request', message: 'this port speaks HTTPS (TLS): send the request with https://', status: 400 });
-const ANSWER = 'HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncache-control: no-store\r\nconnection: close\r\n'
-  + `content-length: ${Buffer.byteLength(BODY)}\r\n\r\n${BODY}`;
+const BODY = JSON.stringify({
+  code: 'invalid_request',
+  message: 'this port speaks HTTPS (TLS): send the request with https://',
+  status: 400,
+});
+const ANSWER =
+  'HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncache-control: no-store\r\nconnection: close\r\n' +
+  `content-length: ${Buffer.byteLength(BODY)}\r\n\r\n${BODY}`;
 
 /**
  * Puts the look at the first bytes in front of `server`'s TLS: a client that sends nothing within

@@ -37,36 +37,53 @@ export async function readLiveDirectory(fs: FileSystem, dir: string): Promise<Lo
       if (result instanceof StoreOpenError) throw result;
       return result;
     }
-    if (attempt === ATTEMPTS) throw new StoreOpenError(`${dir} kept changing while it was read (${ATTEMPTS} attempts); try again`);
+    if (attempt === ATTEMPTS)
+      throw new StoreOpenError(`${dir} kept changing while it was read (${ATTEMPTS} attempts); try again`);
     await new Promise((resolve) => setTimeout(resolve, attempt * 10));
   }
 }
 
 async function directoryState(fs: FileSystem, dir: string): Promise<{ names: string[]; key: string }> {
   const names = await listDirectory(fs, dir);
-  const generations = names.map(journalGeneration).filter((g) => g !== undefined).sort((a, b) => a - b);
+  const generations = names
+    .map(journalGeneration)
+    .filter((g) => g !== undefined)
+    .sort((a, b) => a - b);
   let snapshot = 'none';
   try {
     const s = await stat(join(dir, SNAPSHOT_FILE), { bigint: true });
     snapshot = `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
   } catch (error) {
-    if (errorCode(error) !== 'ENOENT') throw new StoreOpenError(`cannot read ${join(dir, SNAPSHOT_FILE)} (${errorCode(error) ?? String(error)})`, { cause: error });
+    if (errorCode(error) !== 'ENOENT')
+      throw new StoreOpenError(`cannot read ${join(dir, SNAPSHOT_FILE)} (${errorCode(error) ?? String(error)})`, {
+        cause: error,
+      });
   }
   return { names, key: `${generations.join(',')} ${snapshot}` };
 }
 
 /**
  * Writes the pets of `loaded` into the new directory `dir` as a stopped store leaves it: pets.json
- * naming journal 1, pets-ids.json saying it stopped at `lastId`, and that journal, empty; all durable (of the pets, the first `count`). Each pet's line is checked against its
+ * naming journal 1, pets-ids.json saying it stopped at `lastId`, and that journal, empty; all durable (of the pets, the
+ * first `count`). Each pet's line is checked against its
  * checksum as it is copied. A server started there continues after the highest id `loaded` tells of.
  * Unlike the store, the journal comes last: a copy cut off before it is refused, not served.
  */
 export async function writeStoreCopy(
-  fs: FileSystem, dir: string, { index, lastId }: LoadedDirectory, report: (error: unknown) => void, count = index.size,
+  fs: FileSystem,
+  dir: string,
+  { index, lastId }: LoadedDirectory,
+  report: (error: unknown) => void,
+  count = index.size,
 ): Promise<void> {
   // Idempotency keys go along, so that a retry against the restored copy is still a replay; the
   // server started on it drops those past their window.
-  await replaceFile(fs, join(dir, SNAPSHOT_FILE), snapshotChunks(index, count, 1, lastId, () => true), report);
+  await replaceFile(
+    fs,
+    join(dir, SNAPSHOT_FILE),
+    snapshotChunks(index, count, 1, lastId, () => true),
+    report,
+  );
   // As a clean stop leaves it: a server started on the copy goes on from lastId, without a gap.
   await writeReservation(fs, dir, { reserved: lastId, stopped: true }, report);
   await (await Journal.create(fs, dir, 1, report)).close();

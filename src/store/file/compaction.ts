@@ -133,7 +133,9 @@ export class Compaction {
     // Every pet committed so far is in a journal before the current one: the snapshot covers those.
     const now = Date.now();
     this.#idempotency.sweep(now);
-    const chunks = snapshotChunks(this.#index, this.#index.size, this.#journal.generation, this.#ids.handedOut, (id) => this.#idempotency.isLive(id, now));
+    const chunks = snapshotChunks(this.#index, this.#index.size, this.#journal.generation, this.#ids.handedOut, (id) =>
+      this.#idempotency.isLive(id, now),
+    );
     this.#snapshotBytes = await replaceFile(this.#fs, join(this.#dir, SNAPSHOT_FILE), chunks, this.#report);
     this.#compactAt = this.#bound();
   }

@@ -41,8 +41,9 @@ export class StoreDamagedError extends StoreOpenError {
     const shown = damage.slice(0, SHOWN).map(describeDamage).join('; ');
     const more = damage.length > SHOWN ? `; and ${damage.length - SHOWN} more` : '';
     super(
-      `damaged data: ${shown}${more}. A damaged record is never served: the "verify" command lists every damaged place, ` +
-      'and "repair <new-dir>" writes a new data directory with every intact pet (docs/operations.md, "Damaged data")',
+      `damaged data: ${shown}${more}. A damaged record is never served: the "verify" command lists every damaged ` +
+        `place, ` +
+        'and "repair <new-dir>" writes a new data directory with every intact pet (docs/operations.md, "Damaged data")',
     );
     this.name = 'StoreDamagedError';
     this.damage = damage;
@@ -65,8 +66,12 @@ export function namedId(d: Damage): number | undefined {
 export function describeDamage(d: Damage): string {
   const id = namedId(d);
   const [after, before] = d.between ?? [0, 0];
-  const span = d.between === undefined || before - after <= 2 || (id !== undefined && before === Number.POSITIVE_INFINITY) ? ''
-    : before === Number.POSITIVE_INFINITY ? ` (may have held pets ${after + 1} and later)` : ` (may have held pets ${after + 1}–${before - 1})`;
+  const span =
+    d.between === undefined || before - after <= 2 || (id !== undefined && before === Number.POSITIVE_INFINITY)
+      ? ''
+      : before === Number.POSITIVE_INFINITY
+        ? ` (may have held pets ${after + 1} and later)`
+        : ` (may have held pets ${after + 1}–${before - 1})`;
   return `${d.file} line ${d.line} (byte ${d.offset}${id === undefined ? '' : `, pet ${id}`}): ${d.reason}${span}`;
 }
 
@@ -79,14 +84,26 @@ export const setAside = (damage: readonly Damage[]): Damage[] => damage.filter((
  * shown as U+FFFD) and exactly, in base64.
  */
 export function damageReport(damage: readonly Damage[]): string {
-  return setAside(damage).map((d) => `${JSON.stringify({
-    file: d.file,
-    line: d.line,
-    offset: d.offset,
-    reason: d.reason,
-    ...(namedId(d) === undefined ? {} : { id: d.id }),
-    ...(d.between === undefined ? {} : { mayHaveHeld: { above: d.between[0], ...(d.between[1] === Number.POSITIVE_INFINITY ? {} : { below: d.between[1] }) } }),
-    text: d.bytes.toString('utf8'),
-    base64: d.bytes.toString('base64'),
-  })}\n`).join('');
+  return setAside(damage)
+    .map(
+      (d) =>
+        `${JSON.stringify({
+          file: d.file,
+          line: d.line,
+          offset: d.offset,
+          reason: d.reason,
+          ...(namedId(d) === undefined ? {} : { id: d.id }),
+          ...(d.between === undefined
+            ? {}
+            : {
+                mayHaveHeld: {
+                  above: d.between[0],
+                  ...(d.between[1] === Number.POSITIVE_INFINITY ? {} : { below: d.between[1] }),
+                },
+              }),
+          text: d.bytes.toString('utf8'),
+          base64: d.bytes.toString('base64'),
+        })}\n`,
+    )
+    .join('');
 }

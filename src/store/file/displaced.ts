@@ -10,7 +10,12 @@ import type { DisplacedLine } from './records/record-scan.js';
  * one that differs stays damage. Their damage is marked `kept`, and so are lines reported missing
  * from a journal that turn out to be among them. The index is new; `keyed` gains the ids it holds.
  */
-export function setBack(index: PetIndex, displaced: readonly DisplacedLine[], damage: readonly Damage[], keyed: number[]): PetIndex {
+export function setBack(
+  index: PetIndex,
+  displaced: readonly DisplacedLine[],
+  damage: readonly Damage[],
+  keyed: number[],
+): PetIndex {
   if (displaced.length === 0) return index;
   const pending = [...displaced].sort((a, b) => a.id - b.id);
   const merged = new PetIndex(index.size + pending.length);
@@ -29,7 +34,8 @@ export function setBack(index: PetIndex, displaced: readonly DisplacedLine[], da
     const end = readLineTail(bytes, textEnd, bytes.length)?.end ?? textEnd;
     const line = bytes.subarray(textStart - 1, end);
     // The same pet's line again: a repeated line, nothing lost.
-    for (let d = pending[next]; d !== undefined && d.id === id; d = pending[++next]) d.damage.kept = d.line.equals(line);
+    for (let d = pending[next]; d !== undefined && d.id === id; d = pending[++next])
+      d.damage.kept = d.line.equals(line);
     merged.appendLine(id, index.get(id)?.status, bytes, textStart - 1, end, textStart, textEnd);
   }
   putPending(Number.POSITIVE_INFINITY);

@@ -12,8 +12,19 @@ import { buildLine } from './records/record-line.js';
 import { buildSkipLine } from './records/skip-line.js';
 import { secondsSince } from '../observer.js';
 import {
-  IdempotencyKeyLimitError, IdempotencyKeyReusedError, RequestInProgressError, StoreUnavailableError, type CommitListener, type IdempotencyKey, type ListPage, type ListQuery, type ListText,
-  type PetStore, type StatusCounts, type StoreObserver, type StoreStats,
+  IdempotencyKeyLimitError,
+  IdempotencyKeyReusedError,
+  RequestInProgressError,
+  StoreUnavailableError,
+  type CommitListener,
+  type IdempotencyKey,
+  type ListPage,
+  type ListQuery,
+  type ListText,
+  type PetStore,
+  type StatusCounts,
+  type StoreObserver,
+  type StoreStats,
 } from '../store.js';
 
 interface PendingCreate {
@@ -30,8 +41,10 @@ const RECOVERY_INTERVAL_MS = 1000; // a failed journal tried again while no crea
 export type { FileStoreOptions } from './open-store.js';
 
 /**
- * Pets kept in a JSON snapshot plus JSON-lines journals in one directory (see data-format.ts). A create is acknowledged only
- * after its line is appended to the journal and fdatasync'ed; creates that arrive while a commit is under way wait and are
+ * Pets kept in a JSON snapshot plus JSON-lines journals in one directory (see data-format.ts). A create is acknowledged
+ * only
+ * after its line is appended to the journal and fdatasync'ed; creates that arrive while a commit is under way wait and
+ * are
  * committed together (group commit), so a create costs one append, never a rewrite. This class keeps the queue and the
  * public interface; loading, the journal, compaction and the id reservation each live in a module of their own.
  */
@@ -62,7 +75,10 @@ export class FileStore implements PetStore {
     this.#ids = ids;
   }
 
-  /** Opens (creating if needed) the store in `dir` (open-store.ts); a StoreOpenError names the file when the data cannot be used. */
+  /**
+   * Opens (creating if needed) the store in `dir` (open-store.ts); a StoreOpenError names the file when the data cannot
+   * be used.
+   */
   static async open(dir: string, options: FileStoreOptions = {}): Promise<FileStore> {
     const opened = await openStore(dir, options);
     const store = new FileStore(opened);
@@ -76,16 +92,24 @@ export class FileStore implements PetStore {
     return !this.#closed && this.#journal.failure === undefined;
   }
 
-  /** The highest id that may have been handed out: the last pet's, or past it after an unclean stop (id-reservation.ts). */
+  /**
+   * The highest id that may have been handed out: the last pet's, or past it after an unclean stop (id-reservation.ts).
+   */
   get lastId(): number {
     return this.#ids.handedOut;
   }
 
-  get size(): number { return this.#index.size; }
+  get size(): number {
+    return this.#index.size;
+  }
 
-  countByStatus(): StatusCounts { return this.#index.countByStatus(); }
+  countByStatus(): StatusCounts {
+    return this.#index.countByStatus();
+  }
 
-  stats(): StoreStats { return { createsWaiting: this.#queue.length }; }
+  stats(): StoreStats {
+    return { createsWaiting: this.#queue.length };
+  }
 
   /** For replication: the open journal's generation and fdatasync'ed length, and the highest id handed out. */
   durableJournal(): { generation: number; length: number; idsHandedOut: number } {
@@ -130,11 +154,14 @@ export class FileStore implements PetStore {
     const id = this.#idempotency.lookup(scope, key, now);
     const first = id === undefined ? undefined : this.#index.get(id);
     if (first !== undefined) {
-      return samePet(first, pet) ? Promise.resolve({ pet: first, replayed: true }) : Promise.reject(new IdempotencyKeyReusedError());
+      return samePet(first, pet)
+        ? Promise.resolve({ pet: first, replayed: true })
+        : Promise.reject(new IdempotencyKeyReusedError());
     }
     const begun = this.#idempotency.begin(scope, key, now);
     if (begun === 'taken') return Promise.reject(new RequestInProgressError());
-    if (begun !== 'begun') return Promise.reject(new IdempotencyKeyLimitError(this.#idempotency.maxPerScope, begun.retryAfter));
+    if (begun !== 'begun')
+      return Promise.reject(new IdempotencyKeyLimitError(this.#idempotency.maxPerScope, begun.retryAfter));
     return this.#enqueue(pet, { scope, key, at: now }).then((stored) => ({ pet: stored, replayed: false }));
   }
 
@@ -171,7 +198,9 @@ export class FileStore implements PetStore {
       this.#scheduleRecovery();
       return;
     }
-    const refusal = this.#reservation.covers(this.#ids.handedOut + batch.length) ? undefined : await this.#reservation.beforeTaking(this.#ids.handedOut, batch.length);
+    const refusal = this.#reservation.covers(this.#ids.handedOut + batch.length)
+      ? undefined
+      : await this.#reservation.beforeTaking(this.#ids.handedOut, batch.length);
     if (refusal !== undefined) return this.#refuse(batch, refusal);
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
     const pets = batch.map(({ pet }) => petWithId(++this.#ids.handedOut, pet));
@@ -179,7 +208,8 @@ export class FileStore implements PetStore {
     const lines = texts.map((text, i) => buildLine(text, (batch[i] as PendingCreate).record));
     const parts = lines.flatMap((line) => [line, NEWLINE]);
     // Ids handed out without a line (refused creates, an unclean stop's reservation) are written down as skipped first.
-    if (this.#ids.recorded !== (pets[0] as Pet).id - 1) parts.unshift(buildSkipLine(this.#ids.recorded + 1, (pets[0] as Pet).id - 1));
+    if (this.#ids.recorded !== (pets[0] as Pet).id - 1)
+      parts.unshift(buildSkipLine(this.#ids.recorded + 1, (pets[0] as Pet).id - 1));
     const began = process.hrtime.bigint();
     try {
       await this.#journal.append(Buffer.concat(parts));
@@ -226,7 +256,10 @@ export class FileStore implements PetStore {
     this.#recoveryTimer.unref();
   }
 
-  /** Waits for pending creates, leaves one compacted snapshot and the empty journal it names, releases the directory; on a failing disk the journals stay. */
+  /**
+   * Waits for pending creates, leaves one compacted snapshot and the empty journal it names, releases the directory; on
+   * a failing disk the journals stay.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -239,7 +272,8 @@ export class FileStore implements PetStore {
       // Lines of a failed batch may have reached the journal: cut them before leaving the data behind.
       if (this.#journal.failure !== undefined) await this.#journal.recover(this.#report);
       // A clean stop says so in pets-ids.json: the next start goes on from the last id, without a gap.
-      if (this.#journal.failure === undefined) await this.#compaction.finish().then(() => this.#reservation.stop(this.#ids.handedOut));
+      if (this.#journal.failure === undefined)
+        await this.#compaction.finish().then(() => this.#reservation.stop(this.#ids.handedOut));
       else await this.#journal.close();
     } finally {
       this.#lock.release();

@@ -21,7 +21,8 @@ import { StoreUnavailableError } from '../store.js';
  */
 export const RESERVE_BLOCK = 1024;
 const FORMAT = 'petstore-ids/1';
-const LINE = /^\{"format":"petstore-ids\/1","reserved":(0|[1-9][0-9]{0,15}),"stopped":(true|false),"crc":"[0-9a-f]{8}"\}\n$/;
+const LINE =
+  /^\{"format":"petstore-ids\/1","reserved":(0|[1-9][0-9]{0,15}),"stopped":(true|false),"crc":"[0-9a-f]{8}"\}\n$/;
 const CRC_MEMBER = '"crc":"';
 
 /** What pets-ids.json says. */
@@ -41,14 +42,21 @@ export function readReservation(bytes: Buffer): Reservation | undefined {
 }
 
 export function reservationText({ reserved, stopped }: Reservation): Buffer {
-  const line = Buffer.from(`{"format":"${FORMAT}","reserved":${reserved},"stopped":${stopped},${CRC_MEMBER}00000000"}\n`);
+  const line = Buffer.from(
+    `{"format":"${FORMAT}","reserved":${reserved},"stopped":${stopped},${CRC_MEMBER}00000000"}\n`,
+  );
   const crcAt = line.length - 11;
   writeHex8(crc32(line, 0, crcAt - CRC_MEMBER.length), line, crcAt);
   return line;
 }
 
 /** Writes pets-ids.json into `dir`. */
-export function writeReservation(fs: FileSystem, dir: string, reservation: Reservation, report: (error: unknown) => void): Promise<number> {
+export function writeReservation(
+  fs: FileSystem,
+  dir: string,
+  reservation: Reservation,
+  report: (error: unknown) => void,
+): Promise<number> {
   return replaceFile(fs, join(dir, IDS_FILE), [reservationText(reservation)], report);
 }
 
@@ -63,7 +71,13 @@ export class IdReservation {
   #writing: Promise<void> | undefined;
 
   /** `reserved`: the highest id that may have been handed out; `onDisk`: what pets-ids.json says now. */
-  constructor(fs: FileSystem, dir: string, reserved: number, onDisk: Reservation | undefined, report: (error: unknown) => void) {
+  constructor(
+    fs: FileSystem,
+    dir: string,
+    reserved: number,
+    onDisk: Reservation | undefined,
+    report: (error: unknown) => void,
+  ) {
     this.#fs = fs;
     this.#dir = dir;
     this.#reserved = reserved;
@@ -86,7 +100,8 @@ export class IdReservation {
    * are reserved. Only a batch that finds too few ids reserved waits, for a block more.
    */
   async beforeTaking(last: number, count: number): Promise<Error | undefined> {
-    if (last + count > Number.MAX_SAFE_INTEGER) return new Error('pet ids are exhausted: the next id would not be a safe integer');
+    if (last + count > Number.MAX_SAFE_INTEGER)
+      return new Error('pet ids are exhausted: the next id would not be a safe integer');
     if (last + count <= this.#reserved) return undefined;
     try {
       await this.cover(last + count);
@@ -125,11 +140,13 @@ export class IdReservation {
 
   #write(reserved: number): Promise<void> {
     this.#stoppedAt = undefined;
-    const writing = writeReservation(this.#fs, this.#dir, { reserved, stopped: false }, this.#report).then(() => {
-      this.#reserved = reserved;
-    }).finally(() => {
-      this.#writing = undefined;
-    });
+    const writing = writeReservation(this.#fs, this.#dir, { reserved, stopped: false }, this.#report)
+      .then(() => {
+        this.#reserved = reserved;
+      })
+      .finally(() => {
+        this.#writing = undefined;
+      });
     this.#writing = writing;
     return writing;
   }

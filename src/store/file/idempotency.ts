@@ -17,10 +17,19 @@ const SCOPE = /^[A-Za-z0-9_-]{1,64}$/;
 /** A record as read back from a data file of an earlier format (parsed by the strict parser: integers are bigints). */
 export function isIdempotencyRecord(value: unknown): value is { scope: string; key: string; at: bigint } {
   const record = value as Record<string, unknown> | null;
-  return typeof record === 'object' && record !== null && !Array.isArray(record) && Object.keys(record).length === 3
-    && typeof record['scope'] === 'string' && SCOPE.test(record['scope'])
-    && typeof record['key'] === 'string' && KEY.test(record['key'])
-    && typeof record['at'] === 'bigint' && record['at'] >= 0n && record['at'] <= BigInt(Number.MAX_SAFE_INTEGER);
+  return (
+    typeof record === 'object' &&
+    record !== null &&
+    !Array.isArray(record) &&
+    Object.keys(record).length === 3 &&
+    typeof record.scope === 'string' &&
+    SCOPE.test(record.scope) &&
+    typeof record.key === 'string' &&
+    KEY.test(record.key) &&
+    typeof record.at === 'bigint' &&
+    record.at >= 0n &&
+    record.at <= BigInt(Number.MAX_SAFE_INTEGER)
+  );
 }
 
 /** The record a stored pet was created with, read from its line: the key's text is kept there, and only there. */
@@ -62,7 +71,12 @@ export class IdempotencyIndex {
   #table = new Int32Array(4 * INITIAL_ENTRIES);
 
   /** `hash`: the keyed hash of the table, with a secret of its own unless one is given. */
-  constructor(windowMs: number, recordOf: StoredRecordOf, maxPerScope = Number.POSITIVE_INFINITY, hash = new KeyedHash()) {
+  constructor(
+    windowMs: number,
+    recordOf: StoredRecordOf,
+    maxPerScope = Number.POSITIVE_INFINITY,
+    hash = new KeyedHash(),
+  ) {
     this.#windowMs = windowMs;
     this.#hash = hash;
     this.#recordOf = recordOf;
@@ -114,7 +128,8 @@ export class IdempotencyIndex {
 
   /** The create with this key is over: stored as pet `id`, or refused (undefined: the key may be used again). */
   end(record: IdempotencyRecord, id: number | undefined): void {
-    if (this.#pending.delete(nameOf(record.scope, record.key))) (this.#perScope[this.#scopeNumber(record.scope)] as { pending: number }).pending--;
+    if (this.#pending.delete(nameOf(record.scope, record.key)))
+      (this.#perScope[this.#scopeNumber(record.scope)] as { pending: number }).pending--;
     if (id !== undefined) this.restore(record, id, record.at);
   }
 
@@ -203,7 +218,10 @@ export class IdempotencyIndex {
     return number;
   }
 
-  /** Drops the forgotten entries from the front, grows the arrays if they are still more than half full, and rebuilds the table. */
+  /**
+   * Drops the forgotten entries from the front, grows the arrays if they are still more than half full, and rebuilds
+   * the table.
+   */
   #makeRoom(): void {
     const old = this.#table;
     const oldHead = this.#head;

@@ -28,7 +28,12 @@ export class Journal {
   }
 
   /** A new, empty journal of `generation`; its name is made durable before any line is written. */
-  static async create(fs: FileSystem, dir: string, generation: number, report: (error: unknown) => void): Promise<Journal> {
+  static async create(
+    fs: FileSystem,
+    dir: string,
+    generation: number,
+    report: (error: unknown) => void,
+  ): Promise<Journal> {
     const path = join(dir, journalFile(generation));
     const file = await fs.open(path, 'wx');
     try {

@@ -28,7 +28,10 @@ export interface LoadedDirectory {
   snapshotJournal: number | undefined;
   /** The highest id ever handed out that the files tell of (pets.json keeps it past the last pet's). */
   lastId: number;
-  /** Format 4: the id the newest journal's lines have reached (its last pet's, or skip line's); the next line follows it. */
+  /**
+   * Format 4: the id the newest journal's lines have reached (its last pet's, or skip line's); the next line follows
+   * it.
+   */
   follow: number;
   /** Journal generations on disk, ascending; the last is the one to append to. */
   generations: number[];
@@ -65,7 +68,8 @@ export async function loadDirectory(fs: FileSystem, dir: string): Promise<Loaded
   return loaded;
 }
 
-export const listDirectory = (fs: FileSystem, dir: string): Promise<string[]> => openStep(`cannot list data directory ${dir}`, () => fs.readdir(dir));
+export const listDirectory = (fs: FileSystem, dir: string): Promise<string[]> =>
+  openStep(`cannot list data directory ${dir}`, () => fs.readdir(dir));
 
 /**
  * Loads the snapshot and replays the journals of `names` in order, changing nothing on disk. Damaged
@@ -76,9 +80,17 @@ export const listDirectory = (fs: FileSystem, dir: string): Promise<string[]> =>
 export async function readDirectory(fs: FileSystem, dir: string, names: readonly string[]): Promise<LoadedDirectory> {
   const snapshotPath = join(dir, SNAPSHOT_FILE);
   const bytes = await readIfExists(fs, snapshotPath);
-  const generations = names.map(journalGeneration).filter((g): g is number => g !== undefined).sort((a, b) => a - b);
+  const generations = names
+    .map(journalGeneration)
+    .filter((g): g is number => g !== undefined)
+    .sort((a, b) => a - b);
   // A directory without pets.json but with journals was made by the first version, before pets.json named its format.
-  const format = bytes === undefined ? (generations.length > 0 ? 1 : undefined) : checksummedFormat(bytes, snapshotPath) ?? legacyFormat(bytes, snapshotPath);
+  const format =
+    bytes === undefined
+      ? generations.length > 0
+        ? 1
+        : undefined
+      : (checksummedFormat(bytes, snapshotPath) ?? legacyFormat(bytes, snapshotPath));
   const keyed: number[] = [];
   let damage: Damage[] = [];
   let index = new PetIndex();
@@ -87,11 +99,21 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   // Format 4: each journal line's id follows the one before, from the snapshot's last id on (NaN: not known).
   let follow: number | undefined;
   const displaced: DisplacedLine[] = [];
-  const scan = (file: string, content: Buffer): ScanState => ({ file, bytes: content, verify: true, lastId: index.lastId, follow, damage, displaced });
-  const keep = (content: Buffer) => (r: ScannedRecord): void => {
-    index.appendInPlace(r.id, r.status, content, r.textStart, r.textEnd);
-    if (r.keyed) keyed.push(r.id);
-  };
+  const scan = (file: string, content: Buffer): ScanState => ({
+    file,
+    bytes: content,
+    verify: true,
+    lastId: index.lastId,
+    follow,
+    damage,
+    displaced,
+  });
+  const keep =
+    (content: Buffer) =>
+    (r: ScannedRecord): void => {
+      index.appendInPlace(r.id, r.status, content, r.textStart, r.textEnd);
+      if (r.keyed) keyed.push(r.id);
+    };
   if (bytes !== undefined && (format === 3 || format === 4)) {
     // Room for as many pets as the snapshot can hold, in typed arrays whose untouched pages cost nothing.
     index = new PetIndex(Math.ceil(bytes.length / MIN_LINE_BYTES));
@@ -117,8 +139,15 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
       follow = state.follow;
     } else {
       // Format 1 does not say which journals its snapshot covers: lines at or below its last id are in it.
-      journalLength = readLegacyJournal(journal, path, index, snapshotJournal === undefined ? snapshotLastId : 0, keyed);
-      if (journalLength < journal.length && i < live.length - 1) throw new StoreOpenError(`${path} ends in an incomplete line but is not the newest journal`);
+      journalLength = readLegacyJournal(
+        journal,
+        path,
+        index,
+        snapshotJournal === undefined ? snapshotLastId : 0,
+        keyed,
+      );
+      if (journalLength < journal.length && i < live.length - 1)
+        throw new StoreOpenError(`${path} ends in an incomplete line but is not the newest journal`);
       tornBytes = journal.length - journalLength;
     }
   }
@@ -126,14 +155,33 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
   index = setBack(index, displaced, damage, keyed);
   damage = damage.filter((d) => !(d.kind === 'missing' && d.kept === true));
   // Ids damaged or torn bytes may have held count too, so that no id is handed out twice (repair).
-  lastId = [...damage.map((d) => namedId(d) ?? 0), ...trailingIds(damage)].reduce((a, b) => Math.max(a, b), Math.max(lastId, index.lastId + (tornBytes > 0 ? mostPetsIn(tornBytes) : 0)));
+  lastId = [...damage.map((d) => namedId(d) ?? 0), ...trailingIds(damage)].reduce(
+    (a, b) => Math.max(a, b),
+    Math.max(lastId, index.lastId + (tornBytes > 0 ? mostPetsIn(tornBytes) : 0)),
+  );
   const recordsReach = follow !== undefined && follow >= 0 ? follow : lastId;
   // Read after the journals: every line read above was acknowledged within the reservation read here.
   const { reservation, missing } = await readIds(fs, dir, format, lastId, damage);
   // Without a reservation to go by, a block past the records: as far as a store could have gone.
-  lastId = Math.max(lastId, reservation?.reserved ?? 0, format === 4 && reservation === undefined ? lastId + RESERVE_BLOCK : 0);
+  lastId = Math.max(
+    lastId,
+    reservation?.reserved ?? 0,
+    format === 4 && reservation === undefined ? lastId + RESERVE_BLOCK : 0,
+  );
   return {
-    index, format, snapshotBytes: bytes?.length ?? 0, snapshotJournal, lastId, follow: recordsReach, generations, journalLength, tornBytes, keyed, damage, reservation, idsMissing: missing,
+    index,
+    format,
+    snapshotBytes: bytes?.length ?? 0,
+    snapshotJournal,
+    lastId,
+    follow: recordsReach,
+    generations,
+    journalLength,
+    tornBytes,
+    keyed,
+    damage,
+    reservation,
+    idsMissing: missing,
   };
 }
 
@@ -142,7 +190,13 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
  * records). Damaged, it is damage; missing, ids past the records cannot be known. After a clean stop
  * the records reach the last id it names, or pets were lost since.
  */
-async function readIds(fs: FileSystem, dir: string, format: LoadedDirectory['format'], recordsLastId: number, damage: Damage[]): Promise<{ reservation: Reservation | undefined; missing: boolean }> {
+async function readIds(
+  fs: FileSystem,
+  dir: string,
+  format: LoadedDirectory['format'],
+  recordsLastId: number,
+  damage: Damage[],
+): Promise<{ reservation: Reservation | undefined; missing: boolean }> {
   const path = join(dir, IDS_FILE);
   const bytes = await readIfExists(fs, path);
   const reservation = bytes === undefined ? undefined : readReservation(bytes);
@@ -152,8 +206,15 @@ async function readIds(fs: FileSystem, dir: string, format: LoadedDirectory['for
   if (bytes !== undefined && reservation === undefined) {
     problem('damaged: the ids reserved before the stop cannot be read', bytes);
   } else if (reservation?.stopped === true && recordsLastId < reservation.reserved) {
-    const lost = reservation.reserved === recordsLastId + 1 ? `pet ${reservation.reserved} may have been lost` : `pets ${recordsLastId + 1}–${reservation.reserved} may have been lost`;
-    problem(`the store was stopped cleanly with ids up to ${reservation.reserved} handed out, but its records end at ${recordsLastId}: ${lost}`, Buffer.alloc(0));
+    const lost =
+      reservation.reserved === recordsLastId + 1
+        ? `pet ${reservation.reserved} may have been lost`
+        : `pets ${recordsLastId + 1}–${reservation.reserved} may have been lost`;
+    problem(
+      `the store was stopped cleanly with ids up to ${reservation.reserved} handed out, but its records end at ` +
+        `${recordsLastId}: ${lost}`,
+      Buffer.alloc(0),
+    );
   }
   return { reservation, missing: bytes === undefined && format === 4 };
 }
@@ -172,7 +233,8 @@ const mostPetsIn = (bytes: number): number => Math.max(1, Math.floor((bytes + 1)
 function trailingIds(damage: readonly Damage[]): number[] {
   const held = new Map<number, number>();
   for (const d of damage) {
-    if (d.between?.[1] === Number.POSITIVE_INFINITY) held.set(d.between[0], (held.get(d.between[0]) ?? 0) + mostPetsIn(d.bytes.length));
+    if (d.between?.[1] === Number.POSITIVE_INFINITY)
+      held.set(d.between[0], (held.get(d.between[0]) ?? 0) + mostPetsIn(d.bytes.length));
   }
   return [...held].map(([after, pets]) => after + pets);
 }
@@ -181,19 +243,27 @@ function trailingIds(damage: readonly Damage[]): number[] {
  * The journals the data needs are all there, without a gap: from the snapshot's generation (formats 2, 3),
  * from 1 without a snapshot (where the store began), consecutive after a format 1 snapshot.
  */
-function checkComplete(dir: string, hasSnapshot: boolean, snapshotJournal: number | undefined, live: readonly number[]): void {
-  const first = !hasSnapshot ? 1 : snapshotJournal ?? live[0];
+function checkComplete(
+  dir: string,
+  hasSnapshot: boolean,
+  snapshotJournal: number | undefined,
+  live: readonly number[],
+): void {
+  const first = !hasSnapshot ? 1 : (snapshotJournal ?? live[0]);
   if (first === undefined || (!hasSnapshot && live.length === 0)) return;
   const gap = live.findIndex((g, i) => g !== first + i);
   if (live.length > 0 && gap === -1) return;
   const missing = join(dir, journalFile(first + Math.max(gap, 0)));
   const snapshotPath = join(dir, SNAPSHOT_FILE);
-  const found = !hasSnapshot ? `there is no ${snapshotPath}` : snapshotJournal === undefined
-    ? 'the journals are not consecutive' : `${snapshotPath} covers the journals before ${snapshotJournal}`;
+  const found = !hasSnapshot
+    ? `there is no ${snapshotPath}`
+    : snapshotJournal === undefined
+      ? 'the journals are not consecutive'
+      : `${snapshotPath} covers the journals before ${snapshotJournal}`;
   throw new StoreOpenError(
     `incomplete data directory: ${found}, but ${missing} is missing; the pets in it would be lost. ` +
-    'A copy made while the server runs misses a journal that the server removed during the copy: ' +
-    'copy it again, with the "backup" command or from a stopped server.',
+      'A copy made while the server runs misses a journal that the server removed during the copy: ' +
+      'copy it again, with the "backup" command or from a stopped server.',
   );
 }
 

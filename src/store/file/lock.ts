@@ -20,6 +20,9 @@ export class DirectoryLock {
       throw error;
     }
     if (lock instanceof LockFile) return lock;
-    throw new StoreOpenError(`data directory ${dir} is in use by another server (pid ${lock.owner}, lock file ${path}); stop that server first, or give this one another data directory`);
+    throw new StoreOpenError(
+      `data directory ${dir} is in use by another server (pid ${lock.owner}, lock file ${path}); stop that server ` +
+        `first, or give this one another data directory`,
+    );
   }
 }

@@ -22,13 +22,18 @@ export interface FileStoreOptions {
    * larger of this and the last snapshot's size, so that rewriting the snapshot costs O(1) per create.
    */
   compactAfterBytes?: number;
-  /** Told about a failure that no request is waiting on (a background compaction); default: a process warning on stderr. */
+  /**
+   * Told about a failure that no request is waiting on (a background compaction); default: a process warning on stderr.
+   */
   onBackgroundError?: (error: unknown) => void;
   /** Told what opening found or repaired, in a sentence (an unclean stop, a torn line cut); default: a warning. */
   onRepair?: (message: string) => void;
   /** How long an idempotency key is remembered, in milliseconds (default 24 hours). */
   idempotencyWindowMs?: number;
-  /** Idempotency keys remembered per API key at most (default 100,000); past it a keyed create is refused until the oldest expires. */
+  /**
+   * Idempotency keys remembered per API key at most (default 100,000); past it a keyed create is refused until the
+   * oldest expires.
+   */
   idempotencyKeyLimit?: number;
 }
 
@@ -60,13 +65,29 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
   await openStep(`cannot create data directory ${dir}`, () => makeDirectory(fs, dir));
   const tightened = await openStep(`cannot use data directory ${dir}`, async () => claimPrivateDirectory(dir));
   if (tightened !== undefined) {
-    (options.onRepair ?? reportToStderr)(`made ${dir} private (mode ${tightened.toString(8)} → 700), as it held no data yet`);
+    (options.onRepair ?? reportToStderr)(
+      `made ${dir} private (mode ${tightened.toString(8)} → 700), as it held no data yet`,
+    );
   }
   const lock = DirectoryLock.acquire(dir);
   try {
-    const { index, format, snapshotBytes, generations, journalLength, tornBytes, keyed, lastId, follow, idsMissing, reservation: loadedReservation } = await loadDirectory(fs, dir);
+    const {
+      index,
+      format,
+      snapshotBytes,
+      generations,
+      journalLength,
+      tornBytes,
+      keyed,
+      lastId,
+      follow,
+      idsMissing,
+      reservation: loadedReservation,
+    } = await loadDirectory(fs, dir);
     const idempotency = new IdempotencyIndex(
-      options.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_SECONDS * 1000, (id) => recordOfLine(index.lineOf(id)), options.idempotencyKeyLimit ?? IDEMPOTENCY_KEY_LIMIT,
+      options.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_SECONDS * 1000,
+      (id) => recordOfLine(index.lineOf(id)),
+      options.idempotencyKeyLimit ?? IDEMPOTENCY_KEY_LIMIT,
     );
     // Keys past their window are not loaded: they would only be dropped at the next compaction.
     const now = Date.now();
@@ -83,10 +104,16 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
     const ids: IdCounter = { handedOut: lastId, recorded: follow };
     const journal = upgrade
       ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, (newest ?? 0) + 1, report))
-      : await openStep(`cannot open the journal of generation ${newest} in ${dir} for writing`, () => Journal.reopen(fs, dir, newest, journalLength));
+      : await openStep(`cannot open the journal of generation ${newest} in ${dir} for writing`, () =>
+          Journal.reopen(fs, dir, newest, journalLength),
+        );
     const compaction = new Compaction(fs, dir, journal, index, {
-      compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER, snapshotBytes,
-      oldGenerations: upgrade ? generations : generations.slice(0, -1), idempotency, ids, report,
+      compactAfter: options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER,
+      snapshotBytes,
+      oldGenerations: upgrade ? generations : generations.slice(0, -1),
+      idempotency,
+      ids,
+      report,
     });
     // On a full disk the store still opens and serves reads (nothing at open needs a free block),
     // but is not ready: the probe fails, and FileStore's recovery timer brings readiness back.
@@ -100,22 +127,36 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
     const write = follow === lastId ? () => reservation.stop(lastId) : () => reservation.cover(lastId + 1);
     if (loadedReservation === undefined) await openStep(`cannot write ${join(dir, IDS_FILE)}`, write);
     if (idsMissing) {
-      (options.onRepair ?? reportToStderr)(`${join(dir, IDS_FILE)} is missing, so the ids handed out before the stop are not known: new ids start ${RESERVE_BLOCK} past the records, at ${lastId + 1}`);
+      (options.onRepair ?? reportToStderr)(
+        `${join(dir, IDS_FILE)} is missing, so the ids handed out before the stop are not known: new ids start ` +
+          `${RESERVE_BLOCK} past the records, at ${lastId + 1}`,
+      );
     }
     if (loadedReservation?.stopped === false) {
-      (options.onRepair ?? reportToStderr)(`unclean stop (a crash, kill -9 or a power loss) of ${dir}: `
-        + `its records end at pet ${index.lastId}; new ids continue from ${lastId + 1}, `
-        + `past every id reserved before the stop (${IDS_FILE}), as any of them may have reached a client`);
+      (options.onRepair ?? reportToStderr)(
+        `unclean stop (a crash, kill -9 or a power loss) of ${dir}: ` +
+          `its records end at pet ${index.lastId}; new ids continue from ${lastId + 1}, ` +
+          `past every id reserved before the stop (${IDS_FILE}), as any of them may have reached a client`,
+      );
     }
     if (tornBytes > 0) {
       const file = join(dir, journalFile(newest ?? 0));
-      (options.onRepair ?? reportToStderr)(`cut the last ${tornBytes} bytes of ${file}, after its last complete line: an append a crash cut short, never acknowledged`);
+      (options.onRepair ?? reportToStderr)(
+        `cut the last ${tornBytes} bytes of ${file}, after its last complete line: an append a crash cut short, ` +
+          `never acknowledged`,
+      );
     }
     if (upgrade) await openStep(`cannot write ${dir}/pets.json`, () => compaction.compactNow());
     if (format === 1 || format === 2) {
-      (options.onRepair ?? reportToStderr)(`${join(dir, 'pets.json')} was in format ${format}, whose records carry no checksums: rewritten in format 4, which checks every record`);
+      (options.onRepair ?? reportToStderr)(
+        `${join(dir, 'pets.json')} was in format ${format}, whose records carry no checksums: rewritten in format 4, ` +
+          `which checks every record`,
+      );
     } else if (format === 3) {
-      (options.onRepair ?? reportToStderr)(`${join(dir, 'pets.json')} was in format 3, whose journals do not show a line missing from their middle: rewritten in format 4, whose do`);
+      (options.onRepair ?? reportToStderr)(
+        `${join(dir, 'pets.json')} was in format 3, whose journals do not show a line missing from their middle: ` +
+          `rewritten in format 4, whose do`,
+      );
     }
     return { lock, index, journal, compaction, idempotency, ids, reservation, report };
   } catch (error) {

@@ -6,7 +6,8 @@ import { checkFormat, FORMAT_NAME, FORMAT_VERSION, namedFormat } from './records
 import { intactRecordAt, scanRecords, type ScannedRecord, type ScanState } from './records/record-scan.js';
 
 /**
- * `pets.json` of format 4, laid out as format 3 was (data-format.ts): a head naming the first journal it does not cover, one
+ * `pets.json` of format 4, laid out as format 3 was (data-format.ts): a head naming the first journal it does not
+ * cover, one
  * record line (record-line.ts) per pet, and an end giving the number of pets, the highest id ever
  * handed out and the CRC-32 of every byte of the file before that checksum:
  *
@@ -37,7 +38,9 @@ function endOf(bytes: Buffer): { start: number; count: number; lastId: number; c
   const start = bytes.lastIndexOf(0x0a, bytes.length - 2) + 1;
   const end = END.exec(bytes.toString('latin1', start, Math.min(bytes.length - 1, start + 100)));
   // The whole file's checksum covers every byte before its own member (`"crc":"` + 8 digits + `"}`).
-  return end === null ? undefined : { start, count: Number(end[1]), lastId: Number(end[2]), crcAt: start + end[0].length - 10 };
+  return end === null
+    ? undefined
+    : { start, count: Number(end[1]), lastId: Number(end[2]), crcAt: start + end[0].length - 10 };
 }
 
 /**
@@ -53,11 +56,20 @@ export function checksummedFormat(bytes: Buffer, file: string): 3 | 4 | undefine
   const firstLine = bytes.indexOf('\n[{"id":');
   const headEnd = bytes.indexOf(0x0a);
   const headCut = headEnd === -1 && bytes.length < 100 && isCutHead(bytes.toString('latin1'));
-  const layout = end !== undefined || headCut || (headEnd !== -1 && HEAD.test(bytes.toString('latin1', 0, Math.min(headEnd, 100))))
-    || (firstLine !== -1 && firstLine < 4096 && intactRecordAt(bytes, firstLine + 1, bytes.length) !== undefined);
+  const layout =
+    end !== undefined ||
+    headCut ||
+    (headEnd !== -1 && HEAD.test(bytes.toString('latin1', 0, Math.min(headEnd, 100)))) ||
+    (firstLine !== -1 && firstLine < 4096 && intactRecordAt(bytes, firstLine + 1, bytes.length) !== undefined);
   if (!layout) return undefined;
   const named = namedFormat(bytes);
-  if (named !== undefined && named !== '3' && named !== '4' && end !== undefined && crc32(bytes, 0, end.crcAt - CRC_MEMBER.length) === readHex8(bytes, end.crcAt)) {
+  if (
+    named !== undefined &&
+    named !== '3' &&
+    named !== '4' &&
+    end !== undefined &&
+    crc32(bytes, 0, end.crcAt - CRC_MEMBER.length) === readHex8(bytes, end.crcAt)
+  ) {
     checkFormat(`${FORMAT_NAME}/${named}`, file);
   }
   return named === '3' ? 3 : 4;
@@ -84,7 +96,8 @@ export function readSnapshot(state: ScanState, onRecord: (r: ScannedRecord) => v
   const headEnd = bytes.indexOf(0x0a);
   const head = headEnd === -1 ? null : HEAD.exec(bytes.toString('latin1', 0, Math.min(headEnd, 100)));
   const end = endOf(bytes);
-  const intact = head !== null && end !== undefined && crc32(bytes, 0, end.crcAt - CRC_MEMBER.length) === readHex8(bytes, end.crcAt);
+  const intact =
+    head !== null && end !== undefined && crc32(bytes, 0, end.crcAt - CRC_MEMBER.length) === readHex8(bytes, end.crcAt);
   state.verify = !intact;
   // Without a head, the pets begin at the first pet's line, wherever the head's line break went.
   const first = bytes.indexOf('[{"id":');
@@ -92,7 +105,15 @@ export function readSnapshot(state: ScanState, onRecord: (r: ScannedRecord) => v
   const petsEnd = end === undefined ? bytes.length : Math.max(petsStart, end.start);
   const found = state.damage.length;
   const problem = (line: number, offset: number, reason: string, to: number): void => {
-    state.damage.push({ file, line, offset, bytes: Buffer.from(bytes.subarray(offset, to)), reason, id: undefined, between: undefined });
+    state.damage.push({
+      file,
+      line,
+      offset,
+      bytes: Buffer.from(bytes.subarray(offset, to)),
+      reason,
+      id: undefined,
+      between: undefined,
+    });
   };
   if (head === null) problem(1, 0, 'the head (format and journal generation) is damaged', petsStart);
   let count = 0;
@@ -106,14 +127,28 @@ export function readSnapshot(state: ScanState, onRecord: (r: ScannedRecord) => v
     // Whatever stands after the last pet was read above as damage that may have held more pets; a
     // file that stops right after a pet's line has lost its end all the same.
     if (!state.damage.slice(found).some((d) => d.offset >= afterLastPet)) {
-      problem(endLine, bytes.length, 'the end (pet count, last id and checksum) is missing: the file was cut short', bytes.length);
-      (state.damage.at(-1) as { between: [number, number] | undefined }).between = [state.lastId, Number.POSITIVE_INFINITY];
+      problem(
+        endLine,
+        bytes.length,
+        'the end (pet count, last id and checksum) is missing: the file was cut short',
+        bytes.length,
+      );
+      (state.damage.at(-1) as { between: [number, number] | undefined }).between = [
+        state.lastId,
+        Number.POSITIVE_INFINITY,
+      ];
     }
   } else if (end.count !== count && state.damage.length === found) {
     problem(endLine, end.start, `it holds ${count} pets but says it holds ${end.count}`, bytes.length);
   } else if (!intact && state.damage.length === found) {
-    problem(endLine, end.start, 'the file\'s checksum does not match its records, though every pet\'s line matches its own: a line break, the pet count, the last id or the checksum '
-      + 'itself is damaged, or a line was changed and checksummed anew, and which line cannot be known', bytes.length);
+    problem(
+      endLine,
+      end.start,
+      "the file's checksum does not match its records, though every pet's line matches its own: a line break, the " +
+        'pet count, the last id or the checksum ' +
+        'itself is damaged, or a line was changed and checksummed anew, and which line cannot be known',
+      bytes.length,
+    );
     (state.damage.at(-1) as Damage).kind = 'whole-file';
   }
   return { journal: head === null ? undefined : Number(head[1]), lastId: end?.lastId };
@@ -122,7 +157,9 @@ export function readSnapshot(state: ScanState, onRecord: (r: ScannedRecord) => v
 /** A pet's line in memory no longer matches its checksum: RAM, not the disk, changed it. Never written on. */
 export class MemoryDamageError extends Error {
   constructor(id: number) {
-    super(`pet ${id}'s line in memory does not match its checksum; the snapshot was not written and the journals are kept`);
+    super(
+      `pet ${id}'s line in memory does not match its checksum; the snapshot was not written and the journals are kept`,
+    );
     this.name = 'MemoryDamageError';
   }
 }
@@ -135,7 +172,11 @@ export class MemoryDamageError extends Error {
  * is the highest id handed out so far, kept so that no id is ever handed out twice.
  */
 export function* snapshotChunks(
-  index: PetIndex, count: number, journal: number, lastId: number, keepsRecord: (id: number) => boolean,
+  index: PetIndex,
+  count: number,
+  journal: number,
+  lastId: number,
+  keepsRecord: (id: number) => boolean,
 ): Generator<Uint8Array> {
   let checksum = 0;
   let out = Buffer.from(`{"format":"${FORMAT_NAME}/${FORMAT_VERSION}","journal":${journal},"pets":[\n`);
@@ -145,7 +186,10 @@ export function* snapshotChunks(
   for (const { id, bytes, textStart, textEnd } of index.lines(count)) {
     const tail = readLineTail(bytes, textEnd, bytes.length);
     if (tail === undefined || !checksumMatches(bytes, textStart - 1, tail)) throw new MemoryDamageError(id);
-    const line = tail.recordStart >= 0 && !keepsRecord(id) ? withoutRecord(bytes, textStart, textEnd) : bytes.subarray(textStart - 1, tail.end);
+    const line =
+      tail.recordStart >= 0 && !keepsRecord(id)
+        ? withoutRecord(bytes, textStart, textEnd)
+        : bytes.subarray(textStart - 1, tail.end);
     const room = line.length + 2;
     if (used + room > out.length) {
       checksum = crc32(out, 0, used, checksum);

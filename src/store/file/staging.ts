@@ -13,10 +13,13 @@ import { SNAPSHOT_FILE } from './file-names.js';
  */
 export async function stagingDirectory(dest: string, what: string): Promise<string> {
   const target = resolve(dest);
-  const inside = (await stat(target).catch((error: unknown) => {
-    if (errorCode(error) === 'ENOENT') return undefined;
-    throw error;
-  }))?.isDirectory() === true;
+  const inside =
+    (
+      await stat(target).catch((error: unknown) => {
+        if (errorCode(error) === 'ENOENT') return undefined;
+        throw error;
+      })
+    )?.isDirectory() === true;
   const name = `.${inside ? `petstore-${what}` : basename(target)}.${randomBytes(6).toString('hex')}.tmp`;
   const staging = join(inside ? target : dirname(target), name);
   await mkdir(staging, { mode: 0o700 });

@@ -15,7 +15,11 @@ export class Availability {
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
 
-  constructor(onChange: (available: boolean, error?: unknown) => void, probe: () => Promise<unknown>, expected: (error: unknown) => boolean) {
+  constructor(
+    onChange: (available: boolean, error?: unknown) => void,
+    probe: () => Promise<unknown>,
+    expected: (error: unknown) => boolean,
+  ) {
     this.#onChange = onChange;
     this.#probe = probe;
     this.#expected = expected;

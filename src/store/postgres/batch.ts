@@ -38,7 +38,10 @@ export const COMMIT_CHANNEL = 'petstore_pets';
  * the database went back (rewind.ts), and the ids after the counter were acknowledged before.
  */
 export async function insertBatch(
-  sql: Sql, batch: readonly BatchEntry[], windowSeconds: number, floor: number,
+  sql: Sql,
+  batch: readonly BatchEntry[],
+  windowSeconds: number,
+  floor: number,
 ): Promise<BatchResult | undefined> {
   const count = batch.length;
   const rows = batch.map(({ pet, key }) => [...petColumns(pet), key?.scope ?? null, key?.key ?? null]);

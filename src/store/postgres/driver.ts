@@ -15,7 +15,10 @@ export interface PoolOptions {
 }
 
 // `onnotify` is an option of the driver its types leave out (its own `listen` uses it).
-type Driver = (url: string, options: Partial<Options<Record<string, never>>> & { onnotify?: (channel: string, payload: string) => void }) => Sql;
+type Driver = (
+  url: string,
+  options: Partial<Options<Record<string, never>>> & { onnotify?: (channel: string, payload: string) => void },
+) => Sql;
 
 async function loadDriver(): Promise<Driver> {
   try {
@@ -24,9 +27,13 @@ async function loadDriver(): Promise<Driver> {
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
-    throw new StoreOpenError('--database-url needs the "postgres" package, which is not installed; add only it: '
-      + 'npm install postgres@^3.4 in a project that installed this package, or npm install --omit=dev --save-prod --no-save postgres@^3.4 '
-      + 'in a production tree made from a clone (docs/postgresql.md, "Starting")', { cause: error });
+    throw new StoreOpenError(
+      '--database-url needs the "postgres" package, which is not installed; add only it: ' +
+        'npm install postgres@^3.4 in a project that installed this package, or npm install --omit=dev --save-prod ' +
+        '--no-save postgres@^3.4 ' +
+        'in a production tree made from a clone (docs/postgresql.md, "Starting")',
+      { cause: error },
+    );
   }
 }
 
@@ -37,7 +44,11 @@ async function loadDriver(): Promise<Driver> {
  */
 export async function openPool(url: string, options: PoolOptions): Promise<Sql> {
   const driver = await loadDriver();
-  const connection = { application_name: 'petstore', statement_timeout: options.statementTimeout, idle_in_transaction_session_timeout: options.statementTimeout * 2 };
+  const connection = {
+    application_name: 'petstore',
+    statement_timeout: options.statementTimeout,
+    idle_in_transaction_session_timeout: options.statementTimeout * 2,
+  };
   const settings = {
     max: options.max,
     connect_timeout: Math.max(1, Math.ceil(options.statementTimeout / 1000)),
@@ -55,7 +66,10 @@ export async function openPool(url: string, options: PoolOptions): Promise<Sql> 
   } finally {
     await probe.end({ timeout: 1 });
   }
-  return driver(url, { ...settings, connection: synchronousCommit === 'off' ? { ...connection, synchronous_commit: 'on' } : connection });
+  return driver(url, {
+    ...settings,
+    connection: synchronousCommit === 'off' ? { ...connection, synchronous_commit: 'on' } : connection,
+  });
 }
 
 /** What the one connection of a listener tells: each NOTIFY, and each close (a failed connect too). */
@@ -85,7 +99,10 @@ export async function openListener(url: string, statementTimeout: number, events
 
 /** A StoreOpenError for a failure to reach or set up the database, naming it without its password. */
 export function openError(url: string, error: unknown): StoreOpenError {
-  return new StoreOpenError(`cannot use the database ${describeUrl(url)}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+  return new StoreOpenError(
+    `cannot use the database ${describeUrl(url)}: ${(error as Error)?.message ?? String(error)}`,
+    { cause: error },
+  );
 }
 
 /** `postgres://user@host:port/db`, never the password. */
@@ -99,8 +116,19 @@ export function describeUrl(url: string): string {
 
 // Client-side codes of the driver and of node:net when the database cannot be reached.
 const UNREACHABLE = new Set([
-  'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT',
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ENOENT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENOENT',
 ]);
 // SQLSTATE classes that say "not now" rather than "wrong": 08 connection exception, 53 insufficient
 // resources (disk full, too many connections), 57 operator intervention (shutdown, statement timeout),
@@ -108,9 +136,15 @@ const UNREACHABLE = new Set([
 const TRANSIENT_CLASSES = new Set(['08', '53', '57', '58']);
 const TRANSIENT_STATES = new Set(['40001', '40P01', '55P03', '25006']);
 
-/** Whether `error` means the database is unreachable or cannot serve right now, so that trying again later may succeed. */
+/**
+ * Whether `error` means the database is unreachable or cannot serve right now, so that trying again later may succeed.
+ */
 export function isUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return false;
-  return UNREACHABLE.has(code) || TRANSIENT_STATES.has(code) || (code.length === 5 && TRANSIENT_CLASSES.has(code.slice(0, 2)));
+  return (
+    UNREACHABLE.has(code) ||
+    TRANSIENT_STATES.has(code) ||
+    (code.length === 5 && TRANSIENT_CLASSES.has(code.slice(0, 2)))
+  );
 }

@@ -10,7 +10,11 @@ import { IdempotencyKeyReusedError, type IdempotencyKey } from '../store.js';
  */
 
 /** The pet `key` made within the window, if any (a committed create: other instances' too). */
-export async function keyedPet(sql: Sql, { scope, key }: IdempotencyKey, windowSeconds: number): Promise<Pet | undefined> {
+export async function keyedPet(
+  sql: Sql,
+  { scope, key }: IdempotencyKey,
+  windowSeconds: number,
+): Promise<Pet | undefined> {
   const [row] = await sql<PetRow[]>`
     SELECT p.id::text, p.name_json, p.category_id::text, p.status
     FROM petstore.idempotency_keys k JOIN petstore.pets p ON p.id = k.pet_id

@@ -20,7 +20,12 @@ const CHUNK = 1000;
  * its reservation), the count and the last pet's id are checked before COMMIT, and on any failure
  * nothing is left behind.
  */
-export function importPets(sql: Sql, pets: readonly Pet[], keys: readonly KeyRecord[], handedOut = 0): Promise<ImportResult> {
+export function importPets(
+  sql: Sql,
+  pets: readonly Pet[],
+  keys: readonly KeyRecord[],
+  handedOut = 0,
+): Promise<ImportResult> {
   const lastPet = pets.at(-1)?.id ?? 0;
   const lastId = Math.max(lastPet, handedOut);
   return sql.begin(async (tx) => {
@@ -28,7 +33,9 @@ export function importPets(sql: Sql, pets: readonly Pet[], keys: readonly KeyRec
     const [ids] = await tx<[{ last_id: string }]>`SELECT last_id::text FROM petstore.pet_ids FOR UPDATE`;
     const [held] = await tx<[{ any: boolean }]>`SELECT EXISTS (SELECT 1 FROM petstore.pets) AS any`;
     if (ids?.last_id !== '0' || held?.any !== false) {
-      throw new StoreOpenError(`the database already holds pets (last id ${ids?.last_id}): migrate copies only into an empty database`);
+      throw new StoreOpenError(
+        `the database already holds pets (last id ${ids?.last_id}): migrate copies only into an empty database`,
+      );
     }
     for (let i = 0; i < pets.length; i += CHUNK) {
       const rows = pets.slice(i, i + CHUNK).map((p) => [p.id, ...petColumns(p)]);
@@ -40,9 +47,14 @@ export function importPets(sql: Sql, pets: readonly Pet[], keys: readonly KeyRec
     let added = 0;
     for (const key of keys) if (await insertKey(tx, key)) added++;
     if (keys.length > 0) await tx`INSERT INTO petstore.api_keys_initialised DEFAULT VALUES ON CONFLICT DO NOTHING`;
-    const [check] = await tx<[{ count: string; last: string }]>`SELECT count(*)::text AS count, coalesce(max(id), 0)::text AS last FROM petstore.pets`;
+    const [check] = await tx<
+      [{ count: string; last: string }]
+    >`SELECT count(*)::text AS count, coalesce(max(id), 0)::text AS last FROM petstore.pets`;
     if (check?.count !== String(pets.length) || check.last !== String(lastPet)) {
-      throw new Error(`verification failed: the database would hold ${check?.count} pets up to id ${check?.last}, the file store has ${pets.length} up to id ${lastPet}`);
+      throw new Error(
+        `verification failed: the database would hold ${check?.count} pets up to id ${check?.last}, the file store ` +
+          `has ${pets.length} up to id ${lastPet}`,
+      );
     }
     return { pets: pets.length, lastId, keys: added };
   });

@@ -30,7 +30,8 @@ interface KeyRow {
 function fromRow(row: KeyRow): KeyRecord {
   const key: KeyRecord = { id: row.id, label: row.label, created: row.created, sha256: row.sha256 };
   if (row.scopes !== null) key.scopes = row.scopes.split(',') as Scope[];
-  if (row.rate_limit_requests !== null && row.rate_limit_seconds !== null) key.rateLimit = { requests: row.rate_limit_requests, seconds: row.rate_limit_seconds };
+  if (row.rate_limit_requests !== null && row.rate_limit_seconds !== null)
+    key.rateLimit = { requests: row.rate_limit_requests, seconds: row.rate_limit_seconds };
   return key;
 }
 
@@ -49,7 +50,8 @@ function insert(sql: Sql | TransactionSql, key: KeyRecord, skipTaken = false): P
   const scopes = key.scopes === undefined ? null : `{${key.scopes.join(',')}}`;
   return sql`
     INSERT INTO petstore.api_keys (id, label, created, sha256, scopes, rate_limit_requests, rate_limit_seconds)
-    VALUES (${key.id}, ${key.label}, ${key.created}, ${key.sha256}, ${scopes}::text[], ${key.rateLimit?.requests ?? null}, ${key.rateLimit?.seconds ?? null})
+    VALUES (${key.id}, ${key.label}, ${key.created}, ${key.sha256}, ${scopes}::text[],
+      ${key.rateLimit?.requests ?? null}, ${key.rateLimit?.seconds ?? null})
     ${skipTaken ? sql`ON CONFLICT (id) DO NOTHING` : sql``}`;
 }
 

@@ -14,7 +14,10 @@ export interface PostgresStoreOptions {
   idempotencyWindow?: number;
   /** Told when the database goes away and when it is back; default: silent. */
   onAvailability?: (available: boolean, error?: unknown) => void;
-  /** Reads from the database instead of a copy of the pets in memory (pet-copy.ts): for stores larger than an instance's memory. */
+  /**
+   * Reads from the database instead of a copy of the pets in memory (pet-copy.ts): for stores larger than an instance's
+   * memory.
+   */
   databaseReads?: boolean;
   /** Told once the copy is filled at start: how many pets it read, in how many seconds. */
   onFilled?: (pets: number, seconds: number) => void;
@@ -23,8 +26,17 @@ export interface PostgresStoreOptions {
   /** Told when the database went back (lost commits): creates are refused until onRecovered. */
   onWentBack?: (event: WentBack) => void;
   onRecovered?: (event: Recovered) => void;
-  /** Told of a failure to learn of other instances' commits, or to read the pets into the copy, that is not the database being away; default: silent. */
+  /**
+   * Told of a failure to learn of other instances' commits, or to read the pets into the copy, that is not the database
+   * being away; default: silent.
+   */
   onBackgroundError?: (error: unknown) => void;
 }
 
-export const POSTGRES_DEFAULTS = { pool: 10, statementTimeout: 5000, maxWaitingCreates: 1000, maxReads: 256, idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS } as const;
+export const POSTGRES_DEFAULTS = {
+  pool: 10,
+  statementTimeout: 5000,
+  maxWaitingCreates: 1000,
+  maxReads: 256,
+  idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS,
+} as const;

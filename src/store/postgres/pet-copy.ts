@@ -7,7 +7,10 @@ import { StoreUnavailableError, type ListPage, type ListQuery, type ListText } f
 import { readHighestId } from './pet-reads.js';
 import { eachPet, IN_PLACE_BYTES, readTexts } from './pet-texts.js';
 
-/** A read of the pets into the copy failed while the database was there: told apart from the commit watch's failures in the log. */
+/**
+ * A read of the pets into the copy failed while the database was there: told apart from the commit watch's failures in
+ * the log.
+ */
 export class CopyReadError extends Error {
   override name = 'CopyReadError';
 }
@@ -21,7 +24,9 @@ const RETRY_MS = 250;
  * and untouched room costs address space, not memory; a larger store grows its arrays as it fills.
  */
 const MAX_RESERVED = 1 << 24;
-/** A read that fails for another reason than the database being away is reported at most this often while it goes on. */
+/**
+ * A read that fails for another reason than the database being away is reported at most this often while it goes on.
+ */
 const REPORT_EVERY_MS = 60_000;
 
 /** How the copy's statements run: the store's bounded, timed reads (`#read` in store.ts). */
@@ -71,7 +76,10 @@ export class PetCopy {
     return this.#index.size;
   }
 
-  /** Reads the whole table, a page at a time, giving the event loop a turn between pages; retries while the database is away. */
+  /**
+   * Reads the whole table, a page at a time, giving the event loop a turn between pages; retries while the database is
+   * away.
+   */
   fill(): Promise<{ pets: number; seconds: number }> {
     const began = process.hrtime.bigint();
     return this.#then(async () => {
@@ -194,9 +202,10 @@ export class PetCopy {
     for (;;) {
       const page = await this.#guard(() => readTexts(this.#sql, this.lastId, upTo, COPY_PAGE));
       const index = this.#index;
-      const count = page.length >= IN_PLACE_BYTES
-        ? eachPet(page, (id, status, start, end) => index.appendInPlace(id, status, page, start, end))
-        : eachPet(page, (id, status, start, end) => index.appendLine(id, status, page, start, end, start, end));
+      const count =
+        page.length >= IN_PLACE_BYTES
+          ? eachPet(page, (id, status, start, end) => index.appendInPlace(id, status, page, start, end))
+          : eachPet(page, (id, status, start, end) => index.appendLine(id, status, page, start, end, start, end));
       if (count < COPY_PAGE || this.#closed) return;
       // A turn for the event loop between pages: a fill of a million pets never holds it for long.
       await new Promise((r) => setImmediate(r));
@@ -218,7 +227,12 @@ export class PetCopy {
     if (now - this.#reportedAt < REPORT_EVERY_MS) return;
     this.#reportedAt = now;
     const reason = error instanceof Error ? error.message : String(error);
-    this.#report(new CopyReadError(`the pets cannot be read into this instance's memory, trying again every ${RETRY_MS} ms: ${reason}`, { cause: error }));
+    this.#report(
+      new CopyReadError(
+        `the pets cannot be read into this instance's memory, trying again every ${RETRY_MS} ms: ${reason}`,
+        { cause: error },
+      ),
+    );
   }
 
   #retryLater(): void {
@@ -233,7 +247,10 @@ export class PetCopy {
   /** Runs `work` after every change before it. */
   #then<T>(work: () => Promise<T>): Promise<T> {
     const done = this.#chain.then(work);
-    this.#chain = done.then(() => undefined, () => undefined);
+    this.#chain = done.then(
+      () => undefined,
+      () => undefined,
+    );
     return done;
   }
 }

@@ -7,14 +7,19 @@ import { toPet, type PetRow } from './pet-row.js';
 /** A page as the database answers it (`--database-reads`, and while the copy is being filled). */
 export async function readPage(sql: Sql, query: ListQuery): Promise<ListPage> {
   const limit = query.limit + 1;
-  const rows = query.status === undefined
-    ? await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE id > ${query.after} ORDER BY pets.id LIMIT ${limit}`
-    : await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE status = ${query.status} AND id > ${query.after} ORDER BY pets.id LIMIT ${limit}`;
+  const rows =
+    query.status === undefined
+      ? await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets
+          WHERE id > ${query.after} ORDER BY pets.id LIMIT ${limit}`
+      : await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets
+          WHERE status = ${query.status} AND id > ${query.after} ORDER BY pets.id LIMIT ${limit}`;
   return { pets: rows.slice(0, query.limit).map(toPet), more: rows.length > query.limit };
 }
 
 export async function readPet(sql: Sql, id: number): Promise<Pet | undefined> {
-  const [row] = await sql<PetRow[]>`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE id = ${id}`;
+  const [row] = await sql<
+    PetRow[]
+  >`SELECT id::text, name_json, category_id::text, status FROM petstore.pets WHERE id = ${id}`;
   return row === undefined ? undefined : toPet(row);
 }
 

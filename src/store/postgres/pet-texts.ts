@@ -21,7 +21,8 @@ export async function readTexts(sql: Sql, after: number, upTo: number, limit: nu
   const [row] = await sql`
     SELECT string_agg('{"id":' || id || ',"name":' || name_json || ',"categoryId":' || category_id
       || coalesce(',"status":"' || status || '"', '') || '}', chr(10) ORDER BY id)
-    FROM (SELECT id, name_json, category_id, status FROM petstore.pets WHERE id > ${after} AND id <= ${upTo} ORDER BY id LIMIT ${limit}) AS page`.raw();
+    FROM (SELECT id, name_json, category_id, status FROM petstore.pets
+      WHERE id > ${after} AND id <= ${upTo} ORDER BY id LIMIT ${limit}) AS page`.raw();
   const text = row?.[0];
   if (text === null || text === undefined) return Buffer.alloc(0);
   // The driver's value is a view of the buffer it read the message into. A large page is kept by the
@@ -38,7 +39,10 @@ export async function readTexts(sql: Sql, after: number, upTo: number, limit: nu
  * lies, read from its two ends (the codec's readWrittenPet).
  * Returns how many pets there were.
  */
-export function eachPet(page: Buffer, each: (id: number, status: PetStatus | undefined, start: number, end: number) => void): number {
+export function eachPet(
+  page: Buffer,
+  each: (id: number, status: PetStatus | undefined, start: number, end: number) => void,
+): number {
   const pet: PetBytes = { id: 0, status: undefined, fieldsEnd: 0 };
   let count = 0;
   for (let start = 0; start < page.length; count++) {

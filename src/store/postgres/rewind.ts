@@ -123,8 +123,9 @@ export class Rewind {
     if (this.#mark === mark) this.#mark = undefined; // looked for once; kept when the read failed
     const found = mark === undefined || text === mark.text;
     const state = text === undefined ? 'missing' : 'another pet';
-    const reason = (before === undefined ? undefined : divergence(before, now))
-      ?? (found ? undefined : `pet ${mark.id}, which this instance saw committed, is ${state} in it`);
+    const reason =
+      (before === undefined ? undefined : divergence(before, now)) ??
+      (found ? undefined : `pet ${mark.id}, which this instance saw committed, is ${state} in it`);
     if (reason !== undefined) this.wentBack(reason);
   }
 

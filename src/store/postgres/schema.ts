@@ -27,7 +27,8 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       created text NOT NULL,
       sha256 text NOT NULL CHECK (sha256 ~ '^[0-9a-f]{64}$')
     )`,
-    // Present once a key was ever created: as the key file's existence, it stops a first key from being generated again.
+    // Present once a key was ever created: as the key file's existence, it stops a first key from being generated
+    // again.
     'CREATE TABLE petstore.api_keys_initialised (one boolean PRIMARY KEY DEFAULT true CHECK (one))',
   ],
   [
@@ -105,7 +106,10 @@ export async function migrate(sql: Sql, migrations: readonly (readonly string[])
         refuseNewer(from, target);
         if (from === 0) {
           await session.unsafe('CREATE SCHEMA IF NOT EXISTS petstore');
-          await session.unsafe('CREATE TABLE petstore.schema_version (one boolean PRIMARY KEY DEFAULT true CHECK (one), version integer NOT NULL)');
+          await session.unsafe(
+            'CREATE TABLE petstore.schema_version (one boolean PRIMARY KEY DEFAULT true CHECK (one), version integer ' +
+              'NOT NULL)',
+          );
           await session.unsafe('INSERT INTO petstore.schema_version (version) VALUES (0)');
         }
         for (const statement of migrations.slice(from).flat()) await session.unsafe(statement);
@@ -143,6 +147,9 @@ async function schemaVersion(sql: Sql): Promise<number> {
 
 function refuseNewer(current: number, known: number): void {
   if (current > known) {
-    throw new StoreOpenError(`the database schema is version ${current}, newer than this server knows (version ${known}): run a newer version of the server`);
+    throw new StoreOpenError(
+      `the database schema is version ${current}, newer than this server knows (version ${known}): run a newer ` +
+        `version of the server`,
+    );
   }
 }

@@ -16,7 +16,16 @@ import { migrate } from './schema.js';
 import { countByStatus } from './status-counts.js';
 import { poolStats, secondsSince, type StatusCounts, type StoreObserver, type StoreStats } from '../observer.js';
 import {
-  RequestInProgressError, StoreOpenError, StoreUnavailableError, type CommitListener, type IdempotencyKey, type ListPage, type ListQuery, type ListText, type PetStore, type PetText,
+  RequestInProgressError,
+  StoreOpenError,
+  StoreUnavailableError,
+  type CommitListener,
+  type IdempotencyKey,
+  type ListPage,
+  type ListQuery,
+  type ListText,
+  type PetStore,
+  type PetText,
 } from '../store.js';
 
 interface PendingCreate extends BatchEntry {
@@ -53,7 +62,8 @@ export class PostgresStore implements PetStore {
   readonly #rewind: Rewind;
   /** With the copy, the listeners of watchCommits, told once the copy holds the pets. */
   readonly #listeners = new CommitListeners();
-  // Keys of this instance's creates still committing: a repeat here is a 409 (one on another instance waits on the id row).
+  // Keys of this instance's creates still committing: a repeat here is a 409 (one on another instance waits on the id
+  // row).
   readonly #pendingKeys = new Set<string>();
   #queue: PendingCreate[] = [];
   #committing: Promise<void> | undefined;
@@ -69,21 +79,34 @@ export class PostgresStore implements PetStore {
     this.#maxReads = options.maxReads ?? POSTGRES_DEFAULTS.maxReads;
     this.#windowSeconds = options.idempotencyWindow ?? POSTGRES_DEFAULTS.idempotencyWindow;
     // The probe is a write that changes nothing: its success means creates can be taken again.
-    const probe = (): Promise<unknown> => this.#guard(sql`UPDATE petstore.pet_ids SET last_id = last_id`.execute(), 'write');
+    const probe = (): Promise<unknown> =>
+      this.#guard(sql`UPDATE petstore.pet_ids SET last_id = last_id`.execute(), 'write');
     const report = options.onBackgroundError ?? (() => {});
     // A database that is back, or a new listening connection, may be a restarted database or another
     // one (a failover): whether it went back is checked (rewind.ts).
     const check = (): void => {
       this.#rewind.check().catch((e: unknown) => e instanceof StoreUnavailableError || report(e));
     };
-    this.#availability = new Availability((available, error) => {
-      if (available) check();
-      options.onAvailability?.(available, error);
-    }, probe, (error) => error instanceof StoreUnavailableError);
-    const copy = options.databaseReads === true ? undefined : new PetCopy(sql, (work) => this.#read(work), (id) => {
-      this.#rewind.saw(id);
-      this.#listeners.committed(id);
-    }, report);
+    this.#availability = new Availability(
+      (available, error) => {
+        if (available) check();
+        options.onAvailability?.(available, error);
+      },
+      probe,
+      (error) => error instanceof StoreUnavailableError,
+    );
+    const copy =
+      options.databaseReads === true
+        ? undefined
+        : new PetCopy(
+            sql,
+            (work) => this.#read(work),
+            (id) => {
+              this.#rewind.saw(id);
+              this.#listeners.committed(id);
+            },
+            report,
+          );
     this.#copy = copy;
     this.#rewind = new Rewind({
       sql,
@@ -106,16 +129,25 @@ export class PostgresStore implements PetStore {
     };
     const onListenLost = (): void => copy && this.#rewind.remember(copy.lastId, copy.getText(copy.lastId));
     this.#watch = new CommitWatch({
-      url, statementTimeout, highestId, onError: report, onListening: check, onListenLost,
+      url,
+      statementTimeout,
+      highestId,
+      onError: report,
+      onListening: check,
+      onListenLost,
     });
     if (copy === undefined) return;
-    this.#watch.add((id) => id > copy.lastId && copy.catchUp()); // every commit heard of and not yet held is read into the copy
+    // Every commit heard of and not yet held is read into the copy.
+    this.#watch.add((id) => id > copy.lastId && copy.catchUp());
     void copy.fill().then(({ pets, seconds }) => options.onFilled?.(pets, seconds));
   }
 
   /** Connects, creates or migrates the schema; refuses with a StoreOpenError when the database cannot be used. */
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
-    const sql = await openPool(url, { max: options.pool ?? POSTGRES_DEFAULTS.pool, statementTimeout: options.statementTimeout ?? POSTGRES_DEFAULTS.statementTimeout });
+    const sql = await openPool(url, {
+      max: options.pool ?? POSTGRES_DEFAULTS.pool,
+      statementTimeout: options.statementTimeout ?? POSTGRES_DEFAULTS.statementTimeout,
+    });
     try {
       await migrate(sql);
     } catch (error) {
@@ -136,18 +168,27 @@ export class PostgresStore implements PetStore {
 
   /** From the copy; an id above its newest is asked of the database (a pet just created through another instance). */
   get(id: number): Pet | undefined | Promise<Pet | undefined> {
-    return this.#copy?.filled === true && id <= this.#copy.lastId ? this.#copy.get(id) : this.#read(() => readPet(this.#sql, id));
+    return this.#copy?.filled === true && id <= this.#copy.lastId
+      ? this.#copy.get(id)
+      : this.#read(() => readPet(this.#sql, id));
   }
 
   listText(query: ListQuery): ListText | Promise<ListText> {
-    return this.#copy?.filled === true ? this.#copy.listText(query) : this.#read(() => readPage(this.#sql, query)).then(pageText);
+    return this.#copy?.filled === true
+      ? this.#copy.listText(query)
+      : this.#read(() => readPage(this.#sql, query)).then(pageText);
   }
 
   getText(id: number): PetText | undefined | Promise<PetText | undefined> {
-    return this.#copy?.filled === true && id <= this.#copy.lastId ? this.#copy.getText(id) : this.#read(() => readPet(this.#sql, id)).then((p) => p && petJson(p));
+    return this.#copy?.filled === true && id <= this.#copy.lastId
+      ? this.#copy.getText(id)
+      : this.#read(() => readPet(this.#sql, id)).then((p) => p && petJson(p));
   }
 
-  /** See PetStore.watchCommits: this instance's commits at once, other instances' by LISTEN (commit-watch.ts), through the copy if there is one. */
+  /**
+   * See PetStore.watchCommits: this instance's commits at once, other instances' by LISTEN (commit-watch.ts), through
+   * the copy if there is one.
+   */
   watchCommits(listener: CommitListener): () => void {
     return this.#copy === undefined ? this.#watch.add(listener) : this.#listeners.add(listener);
   }
@@ -186,7 +227,8 @@ export class PostgresStore implements PetStore {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closing'));
     if (this.#rewind.recovering) return Promise.reject(wentBackError());
     // The queue is bounded: when the database is slow or gone, clients are told at once instead of waiting in memory.
-    if (this.#queue.length >= this.#maxWaiting) return Promise.reject(new StoreUnavailableError('too many creates are waiting for the database'));
+    if (this.#queue.length >= this.#maxWaiting)
+      return Promise.reject(new StoreUnavailableError('too many creates are waiting for the database'));
     return new Promise((resolve, reject) => {
       this.#queue.push({ pet, key, resolve, reject });
       this.#committing ??= this.#commitLoop();
@@ -198,7 +240,10 @@ export class PostgresStore implements PetStore {
   }
 
   stats(): StoreStats {
-    return { createsWaiting: this.#queue.length, pool: poolStats(this.#sql.options.max, this.#reads + (this.#committing === undefined ? 0 : 1)) };
+    return {
+      createsWaiting: this.#queue.length,
+      pool: poolStats(this.#sql.options.max, this.#reads + (this.#committing === undefined ? 0 : 1)),
+    };
   }
 
   observe(observer: StoreObserver): void {
@@ -241,7 +286,11 @@ export class PostgresStore implements PetStore {
         return p.key === undefined || result.keyedIds.has(id) ? petWithId(id, p.pet) : undefined;
       });
       // This instance reads its own creates at once: the copy holds them before the 201s.
-      if (this.#copy?.filled === true) await this.#copy.own(result.base, stored.filter((pet) => pet !== undefined));
+      if (this.#copy?.filled === true)
+        await this.#copy.own(
+          result.base,
+          stored.filter((pet) => pet !== undefined),
+        );
       else this.#copy?.catchUp();
       for (const [i, p] of batch.entries()) p.resolve(stored[i]);
       if (this.#copy === undefined) this.#watch.committed(result.base + batch.length);
@@ -268,7 +317,8 @@ export class PostgresStore implements PetStore {
   /** Runs a read, bounded in number and time; what the database cannot answer becomes a StoreUnavailableError. */
   async #read<T>(work: () => Promise<T>, operation: 'read' | 'write' = 'read'): Promise<T> {
     if (this.#closed) throw new StoreUnavailableError('the store is closing', { operation });
-    if (this.#reads >= this.#maxReads) throw new StoreUnavailableError('too many reads are waiting for the database', { operation });
+    if (this.#reads >= this.#maxReads)
+      throw new StoreUnavailableError('too many reads are waiting for the database', { operation });
     this.#reads++;
     const running = work();
     void Promise.allSettled([running]).then(() => this.#reads--);
@@ -287,7 +337,10 @@ export class PostgresStore implements PetStore {
     } catch (error) {
       if (error !== late && !isUnavailable(error)) throw error;
       this.#availability.set(false, error);
-      throw new StoreUnavailableError(`the database cannot be used right now: ${(error as Error).message}`, { cause: error, operation });
+      throw new StoreUnavailableError(`the database cannot be used right now: ${(error as Error).message}`, {
+        cause: error,
+        operation,
+      });
     } finally {
       clearTimeout(timer);
     }
@@ -307,6 +360,7 @@ export class PostgresStore implements PetStore {
 }
 
 function wentBackError(): StoreUnavailableError {
-  return new StoreUnavailableError('the database lost commits (it went back): creates wait until no id seen before '
-    + 'can be handed out again');
+  return new StoreUnavailableError(
+    'the database lost commits (it went back): creates wait until no id seen before ' + 'can be handed out again',
+  );
 }

@@ -23,7 +23,9 @@ import { StoreOpenError } from '../../store.js';
 export const FORMAT_NAME = 'petstore-pets';
 export const FORMAT_VERSION = 4;
 
-/** The version a snapshot's first bytes name (`3` of `"format":"petstore-pets/3"`), or undefined when they name none. */
+/**
+ * The version a snapshot's first bytes name (`3` of `"format":"petstore-pets/3"`), or undefined when they name none.
+ */
 export function namedFormat(bytes: Buffer): string | undefined {
   const named = /^\s*\{\s*"format"\s*:\s*"petstore-pets\/([^"]{0,16})"/.exec(bytes.toString('latin1', 0, 100));
   return named?.[1];
@@ -36,16 +38,23 @@ export function namedFormat(bytes: Buffer): string | undefined {
 export function legacyFormat(bytes: Buffer, file: string): 1 | 2 {
   const named = /^\s*\{\s*"format"\s*:\s*"([^"]{0,64})"/.exec(bytes.toString('latin1', 0, 100));
   const version = named === null ? 1 : checkFormat(named[1], file);
-  if (version === 3 || version === 4) throw new StoreOpenError(`${file} names format ${version} but is not laid out as format ${version} is`);
+  if (version === 3 || version === 4)
+    throw new StoreOpenError(`${file} names format ${version} but is not laid out as format ${version} is`);
   return version;
 }
 
 /** Refuses a format this version does not read, and says so plainly when a newer version wrote it. */
 export function checkFormat(format: unknown, file: string): 1 | 2 | 3 | 4 {
-  const version = typeof format === 'string' && format.startsWith(`${FORMAT_NAME}/`) ? format.slice(FORMAT_NAME.length + 1) : '';
+  const version =
+    typeof format === 'string' && format.startsWith(`${FORMAT_NAME}/`) ? format.slice(FORMAT_NAME.length + 1) : '';
   if (version === '1' || version === '2' || version === '3' || version === '4') return Number(version) as 1 | 2 | 3 | 4;
   if (/^[1-9][0-9]{0,8}$/.test(version) && Number(version) > FORMAT_VERSION) {
-    throw new StoreOpenError(`${file} was written by a newer version of the server (format ${String(format)}); upgrade the server to use this data`);
+    throw new StoreOpenError(
+      `${file} was written by a newer version of the server (format ${String(format)}); upgrade the server to use ` +
+        `this data`,
+    );
   }
-  throw new StoreOpenError(`${file} is not a pet store snapshot (expected "format": "${FORMAT_NAME}/${FORMAT_VERSION}")`);
+  throw new StoreOpenError(
+    `${file} is not a pet store snapshot (expected "format": "${FORMAT_NAME}/${FORMAT_VERSION}")`,
+  );
 }

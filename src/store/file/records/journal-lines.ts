@@ -26,7 +26,13 @@ export function readJournal(state: ScanState, newest: boolean, onRecord: (r: Sca
   if (torn === 0) return { completeLength: complete, tornBytes: 0 };
   // `id`: the intact pet whose line break is damaged, which no pet is lost with.
   const problem = (reason: string, id?: number): Damage => ({
-    file: state.file, line, offset: complete, bytes: Buffer.from(bytes.subarray(complete)), reason, id, between: id === undefined ? [state.lastId, Number.POSITIVE_INFINITY] : undefined,
+    file: state.file,
+    line,
+    offset: complete,
+    bytes: Buffer.from(bytes.subarray(complete)),
+    reason,
+    id,
+    between: id === undefined ? [state.lastId, Number.POSITIVE_INFINITY] : undefined,
   });
   if (!newest) {
     state.damage.push(problem('the journal ends in an incomplete line but is not the newest journal'));

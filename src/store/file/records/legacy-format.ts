@@ -34,7 +34,11 @@ interface PetLine extends PetBytes {
 }
 
 /** A legacy pets.json, its pets in an index of their own; `journal` as in format 3 (undefined for format 1). */
-export function readLegacySnapshot(bytes: Buffer, file: string, keyed: number[]): { index: PetIndex; journal: number | undefined } {
+export function readLegacySnapshot(
+  bytes: Buffer,
+  file: string,
+  keyed: number[],
+): { index: PetIndex; journal: number | undefined } {
   if (!isUtf8(bytes)) throw new StoreOpenError(`${file} is not valid UTF-8`);
   const found: number[] = [];
   const read = readSnapshotLines(bytes, file, found);
@@ -47,7 +51,11 @@ export function readLegacySnapshot(bytes: Buffer, file: string, keyed: number[])
 }
 
 /** The snapshot in the store's own layout, or undefined when it is laid out in any other way (then parsed whole). */
-function readSnapshotLines(bytes: Buffer, file: string, keyed: number[]): { index: PetIndex; journal: number | undefined } | undefined {
+function readSnapshotLines(
+  bytes: Buffer,
+  file: string,
+  keyed: number[],
+): { index: PetIndex; journal: number | undefined } | undefined {
   const headEnd = bytes.indexOf(0x0a);
   const head = headEnd === -1 ? null : HEAD.exec(bytes.toString('latin1', 0, Math.min(headEnd, 100)));
   if (head === null) return undefined;
@@ -56,14 +64,18 @@ function readSnapshotLines(bytes: Buffer, file: string, keyed: number[]): { inde
   for (let pos = headEnd + 1, n = 1; ; n++) {
     let lineEnd = bytes.indexOf(0x0a, pos);
     if (lineEnd === -1) lineEnd = bytes.length;
-    if (lineEnd - pos === 2 && bytes[pos] === 0x5d && bytes[pos + 1] === 0x7d) { // "]}"
+    if (lineEnd - pos === 2 && bytes[pos] === 0x5d && bytes[pos + 1] === 0x7d) {
+      // "]}"
       const lastHadComma = index.size > 0 && bytes[pos - 2] === 0x2c;
-      return bytes.length - lineEnd <= 1 && !lastHadComma ? { index, journal: head[1] === undefined ? undefined : Number(head[1]) } : undefined;
+      return bytes.length - lineEnd <= 1 && !lastHadComma
+        ? { index, journal: head[1] === undefined ? undefined : Number(head[1]) }
+        : undefined;
     }
     if (lineEnd === bytes.length) return undefined;
     const comma = bytes[lineEnd - 1] === 0x2c;
     const contentEnd = comma ? lineEnd - 1 : lineEnd;
-    if (!comma && bytes.subarray(lineEnd + 1, lineEnd + 1 + SNAPSHOT_END.length).compare(SNAPSHOT_END) !== 0) return undefined;
+    if (!comma && bytes.subarray(lineEnd + 1, lineEnd + 1 + SNAPSHOT_END.length).compare(SNAPSHOT_END) !== 0)
+      return undefined;
     const where = (): string => `${file}, pet #${n}`;
     if (readPetLine(bytes, pos, contentEnd, line) && line.end === contentEnd) {
       take(index, line.id, line.status, petText(bytes, pos, line), line.record, keyed, where);
@@ -77,16 +89,22 @@ function readSnapshotLines(bytes: Buffer, file: string, keyed: number[]): { inde
   }
 }
 
-function parseSnapshotDocument(text: string, file: string, keyed: number[]): { index: PetIndex; journal: number | undefined } {
+function parseSnapshotDocument(
+  text: string,
+  file: string,
+  keyed: number[],
+): { index: PetIndex; journal: number | undefined } {
   const document = parseOrRefuse(text, () => file);
-  if (document === null || typeof document !== 'object' || Array.isArray(document)) throw new StoreOpenError(`${file} is not a pet store snapshot`);
-  const version = checkFormat(document['format'], file);
-  if (version === 3 || version === 4) throw new StoreOpenError(`${file} names format ${version} but is not laid out as format ${version} is`);
-  const journal = document['journal'];
+  if (document === null || typeof document !== 'object' || Array.isArray(document))
+    throw new StoreOpenError(`${file} is not a pet store snapshot`);
+  const version = checkFormat(document.format, file);
+  if (version === 3 || version === 4)
+    throw new StoreOpenError(`${file} names format ${version} but is not laid out as format ${version} is`);
+  const journal = document.journal;
   if (version === 2 && (typeof journal !== 'bigint' || journal < 1n || journal > BigInt(Number.MAX_SAFE_INTEGER))) {
     throw new StoreOpenError(`${file} has no "journal" generation (a positive integer)`);
   }
-  const list = document['pets'];
+  const list = document.pets;
   if (!Array.isArray(list)) throw new StoreOpenError(`${file} has no "pets" array`);
   const index = new PetIndex();
   for (const [i, value] of list.entries()) {
@@ -102,7 +120,13 @@ function parseSnapshotDocument(text: string, file: string, keyed: number[]): { i
  * format-1 snapshot already holds. Only an unterminated final line is forgiven (a create never
  * acknowledged); returns the length of the complete lines.
  */
-export function readLegacyJournal(bytes: Buffer, file: string, index: PetIndex, skipUpTo: number, keyed: number[]): number {
+export function readLegacyJournal(
+  bytes: Buffer,
+  file: string,
+  index: PetIndex,
+  skipUpTo: number,
+  keyed: number[],
+): number {
   const end = bytes.lastIndexOf(0x0a) + 1;
   if (!isUtf8(bytes.subarray(0, end))) throw new StoreOpenError(`${file} is not valid UTF-8`);
   const line: PetLine = { id: 0, status: undefined, fieldsEnd: 0, end: 0, record: undefined };
@@ -148,7 +172,15 @@ function petText(bytes: Buffer, start: number, line: PetLine): string {
 }
 
 /** Adds a pet, in ascending id order, with a line of format 3 made for it now. */
-function take(index: PetIndex, id: number, status: PetStatus | undefined, text: string, record: IdempotencyRecord | undefined, keyed: number[], where: () => string): void {
+function take(
+  index: PetIndex,
+  id: number,
+  status: PetStatus | undefined,
+  text: string,
+  record: IdempotencyRecord | undefined,
+  keyed: number[],
+  where: () => string,
+): void {
   if (id <= index.lastId) throw new StoreOpenError(`${where()}: id ${id} is not above the previous id ${index.lastId}`);
   const line = buildLine(text, record);
   index.appendLine(id, status, line, 0, line.length, 1, 1 + Buffer.byteLength(text));
@@ -159,7 +191,8 @@ function parseOrRefuse(text: string, where: () => string): JsonValue {
   try {
     return parseJson(text);
   } catch (error) {
-    if (error instanceof JsonSyntaxError) throw new StoreOpenError(`${where()} is not valid JSON: ${error.message}`, { cause: error });
+    if (error instanceof JsonSyntaxError)
+      throw new StoreOpenError(`${where()} is not valid JSON: ${error.message}`, { cause: error });
     throw error;
   }
 }
@@ -186,7 +219,7 @@ function parseLineIfPet(text: string): ReadPet | undefined {
 function toPet(value: JsonValue, where: () => string): ReadPet {
   try {
     const pet = storedPet(value, 'idempotency');
-    const record = (value as Record<string, JsonValue>)['idempotency'];
+    const record = (value as Record<string, JsonValue>).idempotency;
     if (record === undefined) return { pet, record };
     if (!isIdempotencyRecord(record)) throw new ValidationError('field "idempotency" must be {"scope", "key", "at"}');
     return { pet, record: { scope: record.scope, key: record.key, at: Number(record.at) } };

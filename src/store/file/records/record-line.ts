@@ -87,7 +87,14 @@ export function readLineTail(bytes: Uint8Array, textEnd: number, end: number, ou
  */
 export function tailAtEnd(bytes: Uint8Array, start: number, lineEnd: number): LineTail | undefined {
   const crcAt = lineEnd - 10;
-  if (crcAt - 2 <= start || bytes[crcAt - 2] !== 0x2c || bytes[crcAt - 1] !== 0x22 || bytes[lineEnd - 2] !== 0x22 || bytes[lineEnd - 1] !== 0x5d) return undefined;
+  if (
+    crcAt - 2 <= start ||
+    bytes[crcAt - 2] !== 0x2c ||
+    bytes[crcAt - 1] !== 0x22 ||
+    bytes[lineEnd - 2] !== 0x22 ||
+    bytes[lineEnd - 1] !== 0x5d
+  )
+    return undefined;
   return { recordStart: -1, recordEnd: -1, crcAt, end: lineEnd };
 }
 
@@ -148,8 +155,16 @@ export function readRecord(bytes: Uint8Array, start: number, end: number): Idemp
   if (pos < 0) return undefined;
   const atStart = pos;
   let at = 0;
-  while (pos < end && (bytes[pos] as number) >= 0x30 && (bytes[pos] as number) <= 0x39 && pos - atStart < 16) at = at * 10 + ((bytes[pos++] as number) - 0x30);
-  if (pos === atStart || (pos - atStart > 1 && bytes[atStart] === 0x30) || at > Number.MAX_SAFE_INTEGER || bytes[pos] !== 0x7d || pos + 1 !== end) return undefined;
+  while (pos < end && (bytes[pos] as number) >= 0x30 && (bytes[pos] as number) <= 0x39 && pos - atStart < 16)
+    at = at * 10 + ((bytes[pos++] as number) - 0x30);
+  if (
+    pos === atStart ||
+    (pos - atStart > 1 && bytes[atStart] === 0x30) ||
+    at > Number.MAX_SAFE_INTEGER ||
+    bytes[pos] !== 0x7d ||
+    pos + 1 !== end
+  )
+    return undefined;
   return { scope, key, at };
 }
 
@@ -167,5 +182,7 @@ function expect(bytes: Uint8Array, pos: number, token: Uint8Array): number {
 export function recordOfLine(line: StoredLine | undefined): IdempotencyRecord | undefined {
   if (line === undefined) return undefined;
   const tail = readLineTail(line.bytes, line.textEnd, line.bytes.length);
-  return tail === undefined || tail.recordStart < 0 ? undefined : readRecord(line.bytes, tail.recordStart, tail.recordEnd);
+  return tail === undefined || tail.recordStart < 0
+    ? undefined
+    : readRecord(line.bytes, tail.recordStart, tail.recordEnd);
 }

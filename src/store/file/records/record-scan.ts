@@ -57,9 +57,24 @@ const RECORD_START = Buffer.from('[{"id":', 'latin1');
  * stretch of bytes that is not an intact record goes to `state.damage`, and the scan picks up at the
  * next line, or at the next record start inside the stretch (a line break that became another byte).
  */
-export function scanRecords(state: ScanState, start: number, end: number, firstLine: number, commas: boolean, onRecord: (r: ScannedRecord) => void): number {
+export function scanRecords(
+  state: ScanState,
+  start: number,
+  end: number,
+  firstLine: number,
+  commas: boolean,
+  onRecord: (r: ScannedRecord) => void,
+): number {
   const { bytes } = state;
-  const found: ScannedRecord = { id: 0, status: undefined, lineStart: 0, textStart: 0, textEnd: 0, end: 0, keyed: false };
+  const found: ScannedRecord = {
+    id: 0,
+    status: undefined,
+    lineStart: 0,
+    textStart: 0,
+    textEnd: 0,
+    end: 0,
+    keyed: false,
+  };
   const pet: PetBytes = { id: 0, status: undefined, fieldsEnd: 0 };
   const open: Damage[] = []; // damage whose next intact pet is not known yet
   let line = firstLine;
@@ -83,7 +98,14 @@ export function scanRecords(state: ScanState, start: number, end: number, firstL
       // An intact line out of order (lines swapped, or one repeated): damage to the file, not to the
       // pet, whose line is kept aside for whoever repairs (displaced.ts) and set back in id order.
       const resume = resumeAt(bytes, pos + 1, end);
-      const damage = damageAt(state, line, pos, resume, `id ${found.id} is not above the previous id ${state.lastId}`, undefined);
+      const damage = damageAt(
+        state,
+        line,
+        pos,
+        resume,
+        `id ${found.id} is not above the previous id ${state.lastId}`,
+        undefined,
+      );
       damage.kind = 'out-of-order';
       open.push(damage);
       state.displaced?.push({ ...found, line: Buffer.from(bytes.subarray(found.lineStart, found.end)), damage });
@@ -115,7 +137,10 @@ export function scanRecords(state: ScanState, start: number, end: number, firstL
       // The line break after an intact pet is damaged or gone: what stands there up to the next line,
       // or up to the next pet's line if it follows at once, is damage between two intact pets.
       const resume = resumeAt(bytes, found.end, end);
-      const reason = resume === next ? `the line break after pet ${found.id} is missing` : `the end of the line after pet ${found.id} is damaged`;
+      const reason =
+        resume === next
+          ? `the line break after pet ${found.id} is missing`
+          : `the end of the line after pet ${found.id} is damaged`;
       damageAt(state, line, found.end, resume, reason, found.id).between = undefined;
       line += breaksIn(bytes, found.end, resume);
       pos = resume;
@@ -124,7 +149,16 @@ export function scanRecords(state: ScanState, start: number, end: number, firstL
     // Which ids damaged bytes held is not known: the next intact line is not held to follow them.
     if (state.follow !== undefined) state.follow = Number.NaN;
     const resume = resumeAt(bytes, pos + 1, end);
-    open.push(damageAt(state, line, pos, resume, state.verify ? checksumVerdict(bytes, pos, end, commas) ?? problem : problem, idNamedAt(bytes, pos, resume)));
+    open.push(
+      damageAt(
+        state,
+        line,
+        pos,
+        resume,
+        state.verify ? (checksumVerdict(bytes, pos, end, commas) ?? problem) : problem,
+        idNamedAt(bytes, pos, resume),
+      ),
+    );
     line += breaksIn(bytes, pos, resume);
     pos = resume;
   }
@@ -138,13 +172,33 @@ export function scanRecords(state: ScanState, start: number, end: number, firstL
 function missingBefore(state: ScanState, line: number, pos: number, id: number): void {
   const follow = state.follow as number;
   if (!(id > follow + 1)) return;
-  const which = id === follow + 2 ? `the line of pet ${follow + 1} is missing` : `the lines of pets ${follow + 1}–${id - 1} are missing`;
-  state.damage.push({ file: state.file, line, offset: pos, bytes: Buffer.alloc(0), reason: `${which}: pet ${id} follows pet ${follow}`, id: undefined, between: [follow, id], kind: 'missing' });
+  const which =
+    id === follow + 2
+      ? `the line of pet ${follow + 1} is missing`
+      : `the lines of pets ${follow + 1}–${id - 1} are missing`;
+  state.damage.push({
+    file: state.file,
+    line,
+    offset: pos,
+    bytes: Buffer.alloc(0),
+    reason: `${which}: pet ${id} follows pet ${follow}`,
+    id: undefined,
+    between: [follow, id],
+    kind: 'missing',
+  });
 }
 
 /** The intact record line at `pos`, checksum checked, or undefined when there is none. */
 export function intactRecordAt(bytes: Buffer, pos: number, end: number): ScannedRecord | undefined {
-  const found: ScannedRecord = { id: 0, status: undefined, lineStart: 0, textStart: 0, textEnd: 0, end: 0, keyed: false };
+  const found: ScannedRecord = {
+    id: 0,
+    status: undefined,
+    lineStart: 0,
+    textStart: 0,
+    textEnd: 0,
+    end: 0,
+    keyed: false,
+  };
   const problem = readRecordAt(bytes, pos, end, true, found, { id: 0, status: undefined, fieldsEnd: 0 });
   return problem === undefined ? found : undefined;
 }
@@ -156,7 +210,12 @@ export function intactRecordAt(bytes: Buffer, pos: number, end: number): Scanned
  * very same text, and whose line is then read with every check.
  */
 function readRecordAt(
-  bytes: Buffer, pos: number, end: number, verify: boolean, out: ScannedRecord, pet: PetBytes,
+  bytes: Buffer,
+  pos: number,
+  end: number,
+  verify: boolean,
+  out: ScannedRecord,
+  pet: PetBytes,
 ): string | undefined {
   if (bytes[pos] !== 0x5b) return 'not a pet record';
   let textEnd: number;
@@ -178,7 +237,7 @@ function readRecordAt(
   if (verify && !checksumMatches(bytes, pos, tail)) return 'checksum mismatch';
   out.keyed = tail.recordStart >= 0;
   if (careful && out.keyed && readRecord(bytes, tail.recordStart, tail.recordEnd) === undefined) {
-    return 'the idempotency record is not in the store\'s form';
+    return "the idempotency record is not in the store's form";
   }
   out.lineStart = pos;
   out.textStart = pos + 1;
@@ -188,16 +247,21 @@ function readRecordAt(
 }
 
 /** A pet text the fast reader does not take (a name with escapes), read by the strict general parser. */
-function readGeneral(bytes: Buffer, start: number, end: number): { id: number; status: PetStatus | undefined; end: number } | string {
+function readGeneral(
+  bytes: Buffer,
+  start: number,
+  end: number,
+): { id: number; status: PetStatus | undefined; end: number } | string {
   const close = bytes[start] === 0x7b ? objectEndAt(bytes, start, end) : -1;
   if (close < 0) return 'not a pet record';
   const text = bytes.toString('utf8', start, close);
   try {
     const pet = storedPet(parseJson(text));
-    if (!isPetText(pet, text)) return 'the pet\'s text is not in the store\'s form';
+    if (!isPetText(pet, text)) return "the pet's text is not in the store's form";
     return { id: pet.id, status: pet.status, end: close };
   } catch (error) {
-    if (error instanceof JsonSyntaxError || error instanceof ValidationError) return `not a valid pet: ${error.message}`;
+    if (error instanceof JsonSyntaxError || error instanceof ValidationError)
+      return `not a valid pet: ${error.message}`;
     throw error;
   }
 }
@@ -231,15 +295,33 @@ function breaksIn(bytes: Buffer, from: number, to: number): number {
 
 /** The id a damaged line still names at its start (`[{"id":123,`), if it does. */
 function idNamedAt(bytes: Buffer, pos: number, end: number): number | undefined {
-  if (bytes.compare(RECORD_START, 0, RECORD_START.length, pos, Math.min(end, pos + RECORD_START.length)) !== 0) return undefined;
-  const digits = /^[1-9][0-9]{0,15}(?=,)/.exec(bytes.toString('latin1', pos + RECORD_START.length, Math.min(end, pos + RECORD_START.length + 17)));
+  if (bytes.compare(RECORD_START, 0, RECORD_START.length, pos, Math.min(end, pos + RECORD_START.length)) !== 0)
+    return undefined;
+  const digits = /^[1-9][0-9]{0,15}(?=,)/.exec(
+    bytes.toString('latin1', pos + RECORD_START.length, Math.min(end, pos + RECORD_START.length + 17)),
+  );
   const id = digits === null ? Number.NaN : Number(digits[0]);
   return id <= Number.MAX_SAFE_INTEGER ? id : undefined;
 }
 
-function damageAt(state: ScanState, line: number, from: number, to: number, reason: string, id: number | undefined): Damage {
+function damageAt(
+  state: ScanState,
+  line: number,
+  from: number,
+  to: number,
+  reason: string,
+  id: number | undefined,
+): Damage {
   const bytes = Buffer.from(state.bytes.subarray(from, state.bytes[to - 1] === LINE_BREAK ? to - 1 : to));
-  const damage: Damage = { file: state.file, line, offset: from, bytes, reason, id, between: [state.lastId, Number.POSITIVE_INFINITY] };
+  const damage: Damage = {
+    file: state.file,
+    line,
+    offset: from,
+    bytes,
+    reason,
+    id,
+    between: [state.lastId, Number.POSITIVE_INFINITY],
+  };
   state.damage.push(damage);
   return damage;
 }

@@ -36,7 +36,10 @@ export class ChangedDuringRead extends Error {}
  * open journal counts up to its durable length, asked after the snapshot was seen, so the snapshot
  * never names a journal left out; a journal newer than that is left for the next round.
  */
-export async function durableFiles(dir: string, journal: () => DurableJournal): Promise<{ files: FileState[]; durable: DurableJournal }> {
+export async function durableFiles(
+  dir: string,
+  journal: () => DurableJournal,
+): Promise<{ files: FileState[]; durable: DurableJournal }> {
   const snapshot = await stampOf(join(dir, SNAPSHOT_FILE));
   const durable = journal();
   const files: FileState[] = [];
@@ -97,7 +100,8 @@ export async function readWhole(dir: string, name: string): Promise<{ bytes: Buf
   }
 }
 
-const stampText = (s: { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string => `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+const stampText = (s: { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string =>
+  `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
 
 async function stampOf(path: string): Promise<{ size: number; stamp: string; file: boolean } | undefined> {
   try {

@@ -70,9 +70,10 @@ export function chooseLineage(lineages: readonly Lineage[], store: string, name:
   return newest[0] as Lineage;
 }
 
-export const forkMessage = (name: string, newest: readonly Lineage[]): string => `${name} holds `
-  + `${newest.length} histories that each claim to be the newest (a fork): ${newest.map(describeLineage).join('; ')}; `
-  + 'choose one with --lineage <id>';
+export const forkMessage = (name: string, newest: readonly Lineage[]): string =>
+  `${name} holds ` +
+  `${newest.length} histories that each claim to be the newest (a fork): ${newest.map(describeLineage).join('; ')}; ` +
+  'choose one with --lineage <id>';
 
 /**
  * The positions of `lineage`'s history, oldest first: those of the lineage it continues from up to

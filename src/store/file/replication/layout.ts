@@ -67,7 +67,10 @@ const seqText = (seq: number): string => String(seq).padStart(12, '0');
 
 /** A new lineage id: the time it began (so that lineages sort by age) and 48 random bits. */
 export function newLineage(now = new Date()): string {
-  return `${now.toISOString().replace(/[-:]/g, '').replace(/\.[0-9]+Z$/, 'Z')}-${randomBytes(6).toString('hex')}`;
+  return `${now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.[0-9]+Z$/, 'Z')}-${randomBytes(6).toString('hex')}`;
 }
 
 export const newStoreId = (): string => randomBytes(16).toString('hex');
@@ -85,11 +88,16 @@ const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** The lineage and round of a position's key, or undefined for any other key. */
 export function parsePositionKey(key: string): { lineage: string; seq: number } | undefined {
   const match = POSITION.exec(key);
-  return match === null || !LINEAGE.test(match[1] as string) ? undefined : { lineage: match[1] as string, seq: Number(match[2]) };
+  return match === null || !LINEAGE.test(match[1] as string)
+    ? undefined
+    : { lineage: match[1] as string, seq: Number(match[2]) };
 }
 
-const isRef = (ref: unknown): boolean => ref === null || (typeof ref === 'object'
-  && LINEAGE.test(String((ref as PositionRef).lineage)) && Number.isSafeInteger((ref as PositionRef).seq));
+const isRef = (ref: unknown): boolean =>
+  ref === null ||
+  (typeof ref === 'object' &&
+    LINEAGE.test(String((ref as PositionRef).lineage)) &&
+    Number.isSafeInteger((ref as PositionRef).seq));
 
 /** A file name that may travel: no path, nothing hidden (temp files start with a dot). */
 export const isShippableName = (name: string): boolean => FILE_NAME.test(name);
@@ -107,15 +115,24 @@ export function parsePosition(text: string, key: string): Position {
   if (!Number.isSafeInteger(value.generation) || value.generation < 0 || !isRef(value.parent)) {
     fail('no generation or parent');
   }
-  if (where === undefined || value.lineage !== where.lineage || value.seq !== where.seq) fail('its lineage or round is not the one its name says');
-  if (typeof value.store !== 'string' || typeof value.time !== 'string' || Number.isNaN(Date.parse(value.time))) fail('no store or time');
+  if (where === undefined || value.lineage !== where.lineage || value.seq !== where.seq)
+    fail('its lineage or round is not the one its name says');
+  if (typeof value.store !== 'string' || typeof value.time !== 'string' || Number.isNaN(Date.parse(value.time)))
+    fail('no store or time');
   if (!Number.isSafeInteger(value.idsHandedOut) || !Number.isSafeInteger(value.committedAtLeast)) fail('no ids');
   if (!Array.isArray(value.files)) fail('no files');
   for (const file of value.files) {
-    if (!isShippableName(file.name) || !Number.isSafeInteger(file.length) || !Array.isArray(file.segments)) fail(`file ${String(file.name)} is malformed`);
+    if (!isShippableName(file.name) || !Number.isSafeInteger(file.length) || !Array.isArray(file.segments))
+      fail(`file ${String(file.name)} is malformed`);
     let offset = 0;
     for (const segment of file.segments) {
-      if (segment.offset !== offset || !Number.isSafeInteger(segment.length) || segment.length <= 0 || !/^[0-9a-f]{64}$/.test(segment.sha256) || !segment.key.startsWith(`${LINEAGES}${value.lineage}/data/`)) {
+      if (
+        segment.offset !== offset ||
+        !Number.isSafeInteger(segment.length) ||
+        segment.length <= 0 ||
+        !/^[0-9a-f]{64}$/.test(segment.sha256) ||
+        !segment.key.startsWith(`${LINEAGES}${value.lineage}/data/`)
+      ) {
         fail(`file ${file.name}: its objects do not follow one another`);
       }
       offset += segment.length;

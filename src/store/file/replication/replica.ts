@@ -15,7 +15,11 @@ export interface FoundPosition {
 export async function replicatedStore(destination: Destination): Promise<string> {
   const bytes = await destination.get(STORE_KEY);
   const store = bytes === undefined ? undefined : parseStoreId(bytes);
-  if (store === undefined) throw new ReplicationError('not_found', `${destination.name} holds no replicas (no ${STORE_KEY} with a store id); is --from right?`);
+  if (store === undefined)
+    throw new ReplicationError(
+      'not_found',
+      `${destination.name} holds no replicas (no ${STORE_KEY} with a store id); is --from right?`,
+    );
   return store;
 }
 
@@ -36,10 +40,16 @@ export async function readPosition(destination: Destination, key: string): Promi
 }
 
 /** An object's bytes, checked against the checksum its position gives. */
-export async function readSegment(destination: Destination, key: string, digest: string, length: number): Promise<Buffer> {
+export async function readSegment(
+  destination: Destination,
+  key: string,
+  digest: string,
+  length: number,
+): Promise<Buffer> {
   const bytes = await destination.get(key, length);
   if (bytes === undefined) throw new ReplicationError('not_found', `${key} is missing`);
-  if (bytes.length !== length || sha256(bytes) !== digest) throw new ReplicationError('damaged', `${key} does not match its checksum`);
+  if (bytes.length !== length || sha256(bytes) !== digest)
+    throw new ReplicationError('damaged', `${key} does not match its checksum`);
   return bytes;
 }
 
@@ -47,7 +57,8 @@ export async function readSegment(destination: Destination, key: string, digest:
 export async function layOut(destination: Destination, position: Position, dir: string): Promise<void> {
   for (const file of position.files) {
     const parts: Buffer[] = [];
-    for (const segment of file.segments) parts.push(await readSegment(destination, segment.key, segment.sha256, segment.length));
+    for (const segment of file.segments)
+      parts.push(await readSegment(destination, segment.key, segment.sha256, segment.length));
     await writeFile(join(dir, file.name), Buffer.concat(parts), { mode: 0o600, flag: 'wx' });
   }
 }

@@ -171,7 +171,13 @@ export class Replicator {
       // The directory says which lineage it began before the lineage can exist at the destination (succession.ts).
       if (this.#record !== undefined) await writeLocalRecord(this.#options.dataDir, this.#record);
       this.#record = undefined;
-      const outcome = await shipRound(this.#options.dataDir, this.#options.destination, this.#state, () => this.#options.store.durableJournal(), this.#committedId);
+      const outcome = await shipRound(
+        this.#options.dataDir,
+        this.#options.destination,
+        this.#state,
+        () => this.#options.store.durableJournal(),
+        this.#committedId,
+      );
       if (outcome.shipped) this.#lastSuccess = Date.now();
       if (Date.now() - this.#retainedAt >= RETENTION_EVERY_MS && this.#lastSuccess !== undefined) {
         this.#retainedAt = Date.now();
@@ -192,13 +198,20 @@ export class Replicator {
       this.#untidy = true;
       if (reason === 'superseded') {
         this.#superseded = true;
-        this.#options.logger.error('replication stopped: this server\'s history has been superseded at its '
-          + 'destination, so nothing it ships could be restored; restart it from a restore of the newest history, '
-          + 'or with --replicate-take-over',
-        error, { destination: this.#options.destination.name, lineage: this.#state.lineage });
+        this.#options.logger.error(
+          "replication stopped: this server's history has been superseded at its " +
+            'destination, so nothing it ships could be restored; restart it from a restore of the newest history, ' +
+            'or with --replicate-take-over',
+          error,
+          { destination: this.#options.destination.name, lineage: this.#state.lineage },
+        );
         return;
       }
-      this.#checkBehind(error instanceof ReplicationError ? error : new ReplicationError(reason, String(error instanceof Error ? error.message : error)));
+      this.#checkBehind(
+        error instanceof ReplicationError
+          ? error
+          : new ReplicationError(reason, String(error instanceof Error ? error.message : error)),
+      );
     }
   }
 
@@ -213,10 +226,22 @@ export class Replicator {
     const behind = failure !== undefined || lag > Math.max(10, (BEHIND_INTERVALS * intervalMs) / 1000);
     if (behind && this.#behindSince === undefined) {
       this.#behindSince = Date.now();
-      const fields = { destination: destination.name, reason: failure?.reason ?? 'slow', error: failure?.message, lagSeconds: Math.round(lag * 10) / 10 };
-      (logger.warn ?? ((m: string, f: typeof fields) => logger.error(m, undefined, f))).call(logger, 'replication is falling behind: what was created since is only on this machine until it catches up', fields);
+      const fields = {
+        destination: destination.name,
+        reason: failure?.reason ?? 'slow',
+        error: failure?.message,
+        lagSeconds: Math.round(lag * 10) / 10,
+      };
+      (logger.warn ?? ((m: string, f: typeof fields) => logger.error(m, undefined, f))).call(
+        logger,
+        'replication is falling behind: what was created since is only on this machine until it catches up',
+        fields,
+      );
     } else if (!behind && this.#behindSince !== undefined && this.#pendingSince === undefined) {
-      logger.info('replication has caught up', { destination: destination.name, behindSeconds: Math.round((Date.now() - this.#behindSince) / 100) / 10 });
+      logger.info('replication has caught up', {
+        destination: destination.name,
+        behindSeconds: Math.round((Date.now() - this.#behindSince) / 100) / 10,
+      });
       this.#behindSince = undefined;
     }
   }

@@ -27,7 +27,8 @@ export interface RestorePointSummary {
  */
 export async function* restorePoints(fs: FileSystem, destination: Destination): AsyncGenerator<RestorePointSummary> {
   const store = await replicatedStore(destination);
-  const lineages = (await readLineages(destination)).filter((lineage) => lineage.store === store)
+  const lineages = (await readLineages(destination))
+    .filter((lineage) => lineage.store === store)
     .sort((a, b) => a.generation - b.generation || (a.id < b.id ? -1 : 1));
   const newest = new Set(newestLineages(lineages, store).map((lineage) => lineage.id));
   const scratch = await mkdtemp(join(tmpdir(), 'petstore-restore-points-'));

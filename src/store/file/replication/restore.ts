@@ -9,7 +9,10 @@ import { ReplicationError, type Destination } from './destinations/destination.j
 import { chooseLineage, historyKeys, readLineages } from './history.js';
 import { layOut, readPosition, replicatedStore, type FoundPosition } from './replica.js';
 
-/** Where a restore stops: the newest position (undefined), the newest at or before a time, or holding no pet after an id. */
+/**
+ * Where a restore stops: the newest position (undefined), the newest at or before a time, or holding no pet after an
+ * id.
+ */
 export type RestorePoint = undefined | { time: Date } | { id: number };
 
 /**
@@ -42,7 +45,11 @@ export interface Restored {
  * newest position or before the oldest one is refused, naming the restore point nearest to it.
  */
 export async function restoreReplica(
-  fs: FileSystem, destination: Destination, point: RestorePoint, target: string, chosen?: string,
+  fs: FileSystem,
+  destination: Destination,
+  point: RestorePoint,
+  target: string,
+  chosen?: string,
 ): Promise<Restored & { staging: string }> {
   const store = await replicatedStore(destination);
   const lineages = await readLineages(destination);
@@ -59,9 +66,13 @@ export async function restoreReplica(
     if (live.damage.length > 0) throw new StoreDamagedError(live.damage);
     const { count, highest } = upTo(live, point !== undefined && 'id' in point ? point.id : Infinity);
     if (point !== undefined && 'id' in point && count === live.index.size && highest < point.id) {
-      throw new ReplicationError('not_found', `--until ${point.id} is past the newest restore point of `
-        + `${destination.name}, which holds pets up to id ${highest} (${where(found)}): pets after it may have been created and are not `
-        + 'there; restore without --until for the newest');
+      throw new ReplicationError(
+        'not_found',
+        `--until ${point.id} is past the newest restore point of ` +
+          `${destination.name}, which holds pets up to id ${highest} (${where(found)}): pets after it may have been ` +
+          `created and are not ` +
+          'there; restore without --until for the newest',
+      );
     }
     return { store, position: found, live, count, highest, lastId: Math.max(handedOut, live.lastId), staging };
   } catch (error) {
@@ -91,7 +102,10 @@ function upTo(live: LoadedDirectory, id: number): { count: number; highest: numb
  * holds every pet up to it), else the newest.
  */
 async function positionFor(
-  destination: Destination, keys: readonly string[], newest: FoundPosition, point: RestorePoint,
+  destination: Destination,
+  keys: readonly string[],
+  newest: FoundPosition,
+  point: RestorePoint,
 ): Promise<FoundPosition> {
   if (point === undefined) return newest;
   if ('id' in point) {
@@ -103,17 +117,23 @@ async function positionFor(
   }
   const time = point.time.getTime();
   if (time > Date.parse(newest.position.time)) {
-    throw new ReplicationError('not_found', `--until ${point.time.toISOString()} is after the newest restore point of `
-      + `${destination.name} (${where(newest)}): what was created after it is not there; `
-      + 'restore without --until for it');
+    throw new ReplicationError(
+      'not_found',
+      `--until ${point.time.toISOString()} is after the newest restore point of ` +
+        `${destination.name} (${where(newest)}): what was created after it is not there; ` +
+        'restore without --until for it',
+    );
   }
   for (const key of [...keys].reverse()) {
     const found = key === newest.key ? newest : await readPosition(destination, key);
     if (Date.parse(found.position.time) <= time) return found;
   }
   const oldest = await readPosition(destination, keys[0] as string);
-  throw new ReplicationError('not_found', `--until ${point.time.toISOString()} is before the oldest restore point of `
-    + `${destination.name} (${where(oldest)}); nothing older is kept (--replicate-retention)`);
+  throw new ReplicationError(
+    'not_found',
+    `--until ${point.time.toISOString()} is before the oldest restore point of ` +
+      `${destination.name} (${where(oldest)}); nothing older is kept (--replicate-retention)`,
+  );
 }
 
 /** Writes what restoreReplica found into `dir` as a stopped store leaves it. */

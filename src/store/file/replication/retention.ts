@@ -20,7 +20,13 @@ const objectRound = (key: string): number | undefined => {
  * it. Another store's lineages (one taken over) go once their newest position is older than the
  * window. Returns the number of objects removed.
  */
-export async function applyRetention(destination: Destination, store: string, lineage: string, retentionMs: number, now = Date.now()): Promise<number> {
+export async function applyRetention(
+  destination: Destination,
+  store: string,
+  lineage: string,
+  retentionMs: number,
+  now = Date.now(),
+): Promise<number> {
   const keys = await destination.list(LINEAGES);
   const byLineage = new Map<string, string[]>();
   for (const key of keys) {
@@ -37,7 +43,8 @@ export async function applyRetention(destination: Destination, store: string, li
   };
   const own = byLineage.get(lineage) ?? [];
   const positions = own.filter((key) => parsePositionKey(key) !== undefined);
-  // Times grow with the rounds: the newest position older than the window, found in log2(n) reads (the newest itself always stays).
+  // Times grow with the rounds: the newest position older than the window, found in log2(n) reads (the newest itself
+  // always stays).
   let oldest: { key: string; seq: number } | undefined;
   let low = 0;
   let high = positions.length - 2;

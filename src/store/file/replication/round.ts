@@ -1,9 +1,24 @@
 import { SNAPSHOT_FILE } from '../file-names.js';
 import { ReplicationError, type Destination } from './destinations/destination.js';
-import { ChangedDuringRead, durableFiles, readRange, readWhole, stillSame, type DurableJournal } from './durable-files.js';
+import {
+  ChangedDuringRead,
+  durableFiles,
+  readRange,
+  readWhole,
+  stillSame,
+  type DurableJournal,
+} from './durable-files.js';
 import { headDocument, supersedingHead } from './head.js';
 import {
-  HEAD_KEY, POSITION_FORMAT, positionKey, segmentKey, sha256, type Position, type PositionRef, type ReplicatedFile, type Segment,
+  HEAD_KEY,
+  POSITION_FORMAT,
+  positionKey,
+  segmentKey,
+  sha256,
+  type Position,
+  type PositionRef,
+  type ReplicatedFile,
+  type Segment,
 } from './layout.js';
 
 /** What a lineage has shipped so far: the files of its newest position. */
@@ -22,7 +37,8 @@ export interface ShippedState {
    * next try uploads these bytes again instead of reading and hashing the file anew (a 68 MB pets.json
    * took ~150 ms of the event loop a round during an outage). Emptied when a position is written.
    */
-  unshipped?: Map<string, { stamp: string; file: ReplicatedFile; uploads: Array<{ key: string; bytes: Buffer }> }>
+  unshipped?:
+    | Map<string, { stamp: string; file: ReplicatedFile; uploads: Array<{ key: string; bytes: Buffer }> }>
     | undefined;
 }
 
@@ -42,13 +58,22 @@ export interface RoundOutcome {
  * lineage that a newer history has superseded fails ('superseded') without writing anything; after
  * the position, the head is written to name it.
  */
-export async function shipRound(dir: string, destination: Destination, state: ShippedState, journal: () => DurableJournal, committedAtLeast: number): Promise<RoundOutcome> {
+export async function shipRound(
+  dir: string,
+  destination: Destination,
+  state: ShippedState,
+  journal: () => DurableJournal,
+  committedAtLeast: number,
+): Promise<RoundOutcome> {
   const own = { store: state.store, lineage: state.lineage, seq: state.seq, generation: state.generation };
   const head = await supersedingHead(destination, own);
   if (head !== undefined) {
-    throw new ReplicationError('superseded', `${destination.name}: a newer history has begun there `
-      + `(lineage ${head.lineage}, generation ${head.generation}, of store ${head.store}); `
-      + 'this server no longer replicates');
+    throw new ReplicationError(
+      'superseded',
+      `${destination.name}: a newer history has begun there ` +
+        `(lineage ${head.lineage}, generation ${head.generation}, of store ${head.store}); ` +
+        'this server no longer replicates',
+    );
   }
   const time = new Date().toISOString();
   const { files, durable } = await durableFiles(dir, journal);
@@ -65,8 +90,14 @@ export async function shipRound(dir: string, destination: Destination, state: Sh
     const previous = state.files.get(f.name);
     if (f.kind === 'appended') {
       // A journal only grows; one found shorter than shipped is another file of that name: shipped anew.
-      const kept = previous !== undefined && previous.file.length <= f.length ? previous.file : { name: f.name, length: 0, segments: [] };
-      const segments = f.length > kept.length ? [...kept.segments, segment(f.name, kept.length, await readRange(dir, f.name, kept.length, f.length))] : kept.segments;
+      const kept =
+        previous !== undefined && previous.file.length <= f.length
+          ? previous.file
+          : { name: f.name, length: 0, segments: [] };
+      const segments =
+        f.length > kept.length
+          ? [...kept.segments, segment(f.name, kept.length, await readRange(dir, f.name, kept.length, f.length))]
+          : kept.segments;
       next.set(f.name, { file: { name: f.name, length: f.length, segments }, stamp: '' });
       continue;
     }
@@ -82,13 +113,20 @@ export async function shipRound(dir: string, destination: Destination, state: Sh
     }
     const before = uploads.length;
     const { bytes, stamp } = await readWhole(dir, f.name);
-    if (f.name === SNAPSHOT_FILE && stamp !== f.stamp) throw new ChangedDuringRead(`${SNAPSHOT_FILE} was replaced while it was read`);
-    const same = previous !== undefined && previous.file.length === bytes.length && (previous.file.segments[0]?.sha256 ?? sha256('')) === sha256(bytes);
-    const file = same ? previous.file : { name: f.name, length: bytes.length, segments: bytes.length === 0 ? [] : [segment(f.name, 0, bytes)] };
+    if (f.name === SNAPSHOT_FILE && stamp !== f.stamp)
+      throw new ChangedDuringRead(`${SNAPSHOT_FILE} was replaced while it was read`);
+    const same =
+      previous !== undefined &&
+      previous.file.length === bytes.length &&
+      (previous.file.segments[0]?.sha256 ?? sha256('')) === sha256(bytes);
+    const file = same
+      ? previous.file
+      : { name: f.name, length: bytes.length, segments: bytes.length === 0 ? [] : [segment(f.name, 0, bytes)] };
     next.set(f.name, { file, stamp });
     (state.unshipped ??= new Map()).set(f.name, { stamp, file, uploads: uploads.slice(before) });
   }
-  if (!(await stillSame(dir, files))) throw new ChangedDuringRead(`${SNAPSHOT_FILE} was replaced while the journals were read`);
+  if (!(await stillSame(dir, files)))
+    throw new ChangedDuringRead(`${SNAPSHOT_FILE} was replaced while the journals were read`);
   const gone = [...state.files.keys()].some((name) => !next.has(name));
   if (uploads.length === 0 && !gone && state.seq > 0) return { shipped: false, bytes: 0, durable };
   let bytes = 0;
@@ -97,9 +135,17 @@ export async function shipRound(dir: string, destination: Destination, state: Sh
     bytes += upload.bytes.length;
   }
   const position: Position = {
-    format: POSITION_FORMAT, store: state.store, lineage: state.lineage,
-    generation: state.generation, parent: state.parent, seq, time, previous: state.previous,
-    idsHandedOut: durable.idsHandedOut, committedAtLeast, files: [...next.values()].map((entry) => entry.file),
+    format: POSITION_FORMAT,
+    store: state.store,
+    lineage: state.lineage,
+    generation: state.generation,
+    parent: state.parent,
+    seq,
+    time,
+    previous: state.previous,
+    idsHandedOut: durable.idsHandedOut,
+    committedAtLeast,
+    files: [...next.values()].map((entry) => entry.file),
   };
   const text = JSON.stringify(position);
   await destination.put(positionKey(state.lineage, seq), Buffer.from(text));

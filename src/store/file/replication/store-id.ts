@@ -41,10 +41,14 @@ export async function localRecord(dataDir: string): Promise<LocalRecord> {
   try {
     const bytes = await nodeFileSystem.readFile(path);
     const store = parseStoreId(bytes);
-    if (store === undefined) throw new ReplicationError('damaged', `${path} does not hold a store id; remove it to replicate as a new store`);
+    if (store === undefined)
+      throw new ReplicationError('damaged', `${path} does not hold a store id; remove it to replicate as a new store`);
     const { lineage, parent, home, restoredFrom } = JSON.parse(bytes.toString('utf8')) as Partial<LocalRecord>;
-    return { store, ...(typeof lineage === 'string' && typeof home === 'string' ? { lineage, parent, home } : {}),
-      ...(typeof restoredFrom?.lineage === 'string' ? { restoredFrom } : {}) };
+    return {
+      store,
+      ...(typeof lineage === 'string' && typeof home === 'string' ? { lineage, parent, home } : {}),
+      ...(typeof restoredFrom?.lineage === 'string' ? { restoredFrom } : {}),
+    };
   } catch (error) {
     if (errorCode(error) !== 'ENOENT') throw error;
   }
@@ -69,17 +73,26 @@ export async function writeLocalRecord(dataDir: string, record: LocalRecord): Pr
  * Returns whether another store's destination was taken over.
  */
 export async function claimDestination(
-  destination: Destination, store: string, takeOver: string | undefined,
+  destination: Destination,
+  store: string,
+  takeOver: string | undefined,
 ): Promise<boolean> {
   const found = await destination.get(STORE_KEY);
   const owner = found === undefined ? undefined : parseStoreId(found);
   if (found !== undefined && owner === undefined) {
-    throw new ReplicationError('damaged', `${destination.name} holds a ${STORE_KEY} that is not a store id; give a destination of its own to this store`);
+    throw new ReplicationError(
+      'damaged',
+      `${destination.name} holds a ${STORE_KEY} that is not a store id; give a destination of its own to this store`,
+    );
   }
   if (owner === store) return false;
   if (owner !== undefined && owner !== takeOver) {
-    throw new ReplicationError('refused', `${destination.name} holds the replicas of another store (${owner}); give this store a destination of its own, `
-      + `or restore from it ("restore <new-dir> --from ${destination.name}"), or to make it this store's: --replicate-take-over ${owner}`);
+    throw new ReplicationError(
+      'refused',
+      `${destination.name} holds the replicas of another store (${owner}); give this store a destination of its own, ` +
+        `or restore from it ("restore <new-dir> --from ${destination.name}"), or to make it this store's: ` +
+        `--replicate-take-over ${owner}`,
+    );
   }
   await destination.put(STORE_KEY, storeIdDocument(store));
   return owner !== undefined;

@@ -19,7 +19,11 @@ const refOf = (lineage: Lineage): PositionRef => ({ lineage: lineage.id, seq: li
  * makes the new lineage the newest anyway: a generation above every one there.
  */
 export async function succession(
-  destination: Destination, record: LocalRecord, home: string, takingOver: boolean, holds: (id: number) => boolean,
+  destination: Destination,
+  record: LocalRecord,
+  home: string,
+  takingOver: boolean,
+  holds: (id: number) => boolean,
 ): Promise<Succession> {
   const lineages = (await readLineages(destination)).filter((lineage) => lineage.store === record.store);
   const top = Math.max(0, ...lineages.map((lineage) => lineage.generation));
@@ -42,13 +46,19 @@ export async function succession(
   const legacy = record.lineage === undefined && record.restoredFrom === undefined && head.generation === 0;
   if (ours || legacy) return { generation: head.generation + 1, parent: refOf(head) };
   const from = record.restoredFrom;
-  const why = from !== undefined
-    ? `this directory was restored from it (lineage ${from.lineage}, position ${from.seq})`
-    : older ? `its newest position holds pet ${committed}, which this directory does not: it is an older copy`
-    : record.home !== home ? 'this directory is a copy of the one that replicated there'
-      : 'another server of this store has replicated there since this directory last did';
-  throw new ReplicationError('refused', `${destination.name} holds a newer history of this store than this data `
-    + `directory: ${describeLineage(head)}; ${why}. Replicating from here would hide it from every restore: to make `
-    + `this directory's history the newest there, start with ${takeOver}; `
-    + 'for a restore drill, start without --replicate-to');
+  const why =
+    from !== undefined
+      ? `this directory was restored from it (lineage ${from.lineage}, position ${from.seq})`
+      : older
+        ? `its newest position holds pet ${committed}, which this directory does not: it is an older copy`
+        : record.home !== home
+          ? 'this directory is a copy of the one that replicated there'
+          : 'another server of this store has replicated there since this directory last did';
+  throw new ReplicationError(
+    'refused',
+    `${destination.name} holds a newer history of this store than this data ` +
+      `directory: ${describeLineage(head)}; ${why}. Replicating from here would hide it from every restore: to make ` +
+      `this directory's history the newest there, start with ${takeOver}; ` +
+      'for a restore drill, start without --replicate-to',
+  );
 }

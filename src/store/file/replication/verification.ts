@@ -39,8 +39,8 @@ export async function verifyReplicas(destination: Destination, progress: (line: 
       continue;
     }
     positions++;
-    const follows = previous === undefined
-      || (position.previous === previous.digest && position.seq === previous.position.seq + 1);
+    const follows =
+      previous === undefined || (position.previous === previous.digest && position.seq === previous.position.seq + 1);
     if (previous !== undefined && !follows) {
       problems.push(`${key}: does not follow ${previous.key} (the chain is broken)`);
     }
@@ -58,8 +58,9 @@ export async function verifyReplicas(destination: Destination, progress: (line: 
   }
   progress(`${destination.name}: store ${store}, ${positions} positions, ${checked.size} objects checked`);
   for (const other of others) {
-    progress(`lineage ${other}, whose destination this store took over: `
-      + 'not checked, removed after the retention window');
+    progress(
+      `lineage ${other}, whose destination this store took over: ` + 'not checked, removed after the retention window',
+    );
   }
   let lineages: Lineage[];
   try {
@@ -76,7 +77,7 @@ export async function verifyReplicas(destination: Destination, progress: (line: 
   }
   if (newest.length > 1) problems.push(forkMessage(destination.name, newest));
   if (newest.length === 1) progress(`newest history: ${describeLineage(newest[0] as (typeof newest)[number])}`);
-  problems.push(...await headProblems(destination, store, lineages));
+  problems.push(...(await headProblems(destination, store, lineages)));
   return problems;
 }
 
@@ -94,6 +95,8 @@ async function headProblems(destination: Destination, store: string, lineages: r
   const last = named === undefined ? 0 : (parsePositionKey(named.keys.at(-1) as string)?.seq ?? 0);
   if (last >= head.seq) return [];
   const found = named === undefined ? 'that lineage holds no position' : `its positions end at ${last}`;
-  return [`${HEAD_KEY} names position ${head.seq} of lineage ${head.lineage}, but ${found}: `
-    + 'the newest positions were deleted'];
+  return [
+    `${HEAD_KEY} names position ${head.seq} of lineage ${head.lineage}, but ${found}: ` +
+      'the newest positions were deleted',
+  ];
 }

@@ -12,7 +12,9 @@ export interface RequestLimits {
 }
 
 export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
-  timeoutMs: 10_000, minBytesPerSecond: 1 << 20, maxBodyBytes: 64 << 20,
+  timeoutMs: 10_000,
+  minBytesPerSecond: 1 << 20,
+  maxBodyBytes: 64 << 20,
 };
 
 export interface Answer {
@@ -29,8 +31,12 @@ type Send = (options: RequestOptions, answered: (res: IncomingMessage) => void) 
  * so that a big object on a slow link still gets there; the body is dropped once past `maxBytes`.
  */
 export function boundedRequest(
-  send: Send, options: RequestOptions, body: Uint8Array | undefined,
-  limits: RequestLimits, maxBytes: number, what: string,
+  send: Send,
+  options: RequestOptions,
+  body: Uint8Array | undefined,
+  limits: RequestLimits,
+  maxBytes: number,
+  what: string,
 ): Promise<Answer> {
   return new Promise<Answer>((resolve, reject) => {
     const began = Date.now();
@@ -43,8 +49,10 @@ export function boundedRequest(
     };
     // Whichever of the request and the answer reports the end first, the failure that caused it is told.
     const failed = (error: Error & { code?: string }): void => {
-      const told = error instanceof ReplicationError
-        ? error : new ReplicationError('unreachable', `${what}: ${error.code ?? error.message}`);
+      const told =
+        error instanceof ReplicationError
+          ? error
+          : new ReplicationError('unreachable', `${what}: ${error.code ?? error.message}`);
       reject(failure ?? told);
     };
     const allowed = (): number => limits.timeoutMs + (moved * 1000) / limits.minBytesPerSecond;

@@ -21,23 +21,50 @@ export interface Destination {
 }
 
 /** Why a call to the destination failed, as the failures metric counts it. */
-export type FailureReason = 'timeout' | 'busy' | 'refused' | 'full' | 'unreachable' | 'not_found' | 'damaged' | 'superseded' | 'other';
+export type FailureReason =
+  | 'timeout'
+  | 'busy'
+  | 'refused'
+  | 'full'
+  | 'unreachable'
+  | 'not_found'
+  | 'damaged'
+  | 'superseded'
+  | 'other';
 
 /** A failed call to the destination, with its reason; the message never holds a credential. */
 export class ReplicationError extends Error {
   /** A code, as Node's errors carry, so that the command line shows the message alone. */
   readonly code = 'ERR_PETSTORE_REPLICATION';
 
-  constructor(readonly reason: FailureReason, message: string, options?: ErrorOptions) {
+  constructor(
+    readonly reason: FailureReason,
+    message: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'ReplicationError';
   }
 }
 
 const REASONS: Record<string, FailureReason> = {
-  EACCES: 'refused', EPERM: 'refused', EROFS: 'refused', ENOSPC: 'full', EDQUOT: 'full', EFBIG: 'full',
-  ECONNREFUSED: 'unreachable', ENOTFOUND: 'unreachable', EHOSTUNREACH: 'unreachable', ENETUNREACH: 'unreachable', ECONNRESET: 'unreachable', ETIMEDOUT: 'timeout',
-  ESTALE: 'unreachable', EIO: 'unreachable', ENOTCONN: 'unreachable', ENOENT: 'not_found', ENOTDIR: 'not_found',
+  EACCES: 'refused',
+  EPERM: 'refused',
+  EROFS: 'refused',
+  ENOSPC: 'full',
+  EDQUOT: 'full',
+  EFBIG: 'full',
+  ECONNREFUSED: 'unreachable',
+  ENOTFOUND: 'unreachable',
+  EHOSTUNREACH: 'unreachable',
+  ENETUNREACH: 'unreachable',
+  ECONNRESET: 'unreachable',
+  ETIMEDOUT: 'timeout',
+  ESTALE: 'unreachable',
+  EIO: 'unreachable',
+  ENOTCONN: 'unreachable',
+  ENOENT: 'not_found',
+  ENOTDIR: 'not_found',
 };
 
 /** The reason of any error a destination call threw. */

@@ -53,7 +53,11 @@ export const nodeDirectoryCalls: DirectoryCalls = {
       await handle.close();
     }
   },
-  readdir: async (path) => (await readdir(path, { withFileTypes: true })).map((entry) => ({ name: entry.name, directory: entry.isDirectory() })),
+  readdir: async (path) =>
+    (await readdir(path, { withFileTypes: true })).map((entry) => ({
+      name: entry.name,
+      directory: entry.isDirectory(),
+    })),
   unlink,
   rmdir: (path) => rmdir(path),
 };
@@ -178,7 +182,9 @@ export class DirectoryDestination implements Destination {
   /** Runs one file call, never two at once; a call past the timeout fails, and so does any while it hangs. */
   #call<T>(call: () => Promise<T>): Promise<T> {
     if (this.#outstanding !== undefined) {
-      return Promise.reject(new ReplicationError('busy', `a file call to ${this.name} has not returned yet (a hung network file system?)`));
+      return Promise.reject(
+        new ReplicationError('busy', `a file call to ${this.name} has not returned yet (a hung network file system?)`),
+      );
     }
     const running = call();
     this.#outstanding = running;
@@ -188,11 +194,19 @@ export class DirectoryDestination implements Destination {
     running.then(settle, settle);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ReplicationError('timeout', `a file call to ${this.name} took longer than ${this.#timeoutMs} ms`)), this.#timeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(new ReplicationError('timeout', `a file call to ${this.name} took longer than ${this.#timeoutMs} ms`)),
+        this.#timeoutMs,
+      );
     });
-    return Promise.race([running, late]).catch((error: unknown) => {
-      if (error instanceof ReplicationError) throw error;
-      throw new ReplicationError(reasonOf(error), `${this.name}: ${errorCode(error) ?? String(error)}`, { cause: error });
-    }).finally(() => clearTimeout(timer));
+    return Promise.race([running, late])
+      .catch((error: unknown) => {
+        if (error instanceof ReplicationError) throw error;
+        throw new ReplicationError(reasonOf(error), `${this.name}: ${errorCode(error) ?? String(error)}`, {
+          cause: error,
+        });
+      })
+      .finally(() => clearTimeout(timer));
   }
 }

@@ -17,17 +17,25 @@ export interface OpenOptions {
 }
 
 /**
- * The destination `raw` names (--replicate-to): `s3://bucket/prefix` (s3-location.ts), or a directory path, made private (0700) and checked
+ * The destination `raw` names (--replicate-to): `s3://bucket/prefix` (s3-location.ts), or a directory path, made
+ * private (0700) and checked
  * like the data directory, and never the data directory or inside it, where the server would take
  * its files for part of the store; refused with what to fix when it cannot be used.
  */
-export async function openDestination(raw: string, dataDir: string | undefined, options: OpenOptions = {}): Promise<Destination> {
+export async function openDestination(
+  raw: string,
+  dataDir: string | undefined,
+  options: OpenOptions = {},
+): Promise<Destination> {
   if (raw.startsWith('s3://')) {
     const { location, credentials } = s3Settings(raw, options.env ?? process.env, options.warn ?? (() => {}));
     return new S3Destination(location, credentials);
   }
   if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(raw)) {
-    throw new ReplicationError('refused', `--replicate-to ${raw.replace(/\/\/[^@/]*@/, '//…@')}: a directory path or s3://<bucket>/<prefix>`);
+    throw new ReplicationError(
+      'refused',
+      `--replicate-to ${raw.replace(/\/\/[^@/]*@/, '//…@')}: a directory path or s3://<bucket>/<prefix>`,
+    );
   }
   const dir = resolve(raw);
   try {
@@ -37,7 +45,11 @@ export async function openDestination(raw: string, dataDir: string | undefined, 
       const data = await realpath(resolve(dataDir));
       const path = relative(data, real);
       if (path === '' || !(path === '..' || path.startsWith(`..${sep}`) || isAbsolute(path))) {
-        throw new ReplicationError('refused', `--replicate-to ${raw} is the data directory or inside it; replicas go elsewhere, best on another machine or disk`);
+        throw new ReplicationError(
+          'refused',
+          `--replicate-to ${raw} is the data directory or inside it; replicas go elsewhere, best on another machine ` +
+            `or disk`,
+        );
       }
     }
     claimPrivateDirectory(real);

@@ -13,8 +13,8 @@ export interface ReplicaKey {
 const KEY_LINE = /^[A-Za-z0-9_-]{43}$/;
 
 // The id is a hash of the key under a label of its own: it names the key without telling anything of it.
-const keyId = (key: Buffer): Buffer => createHash('sha256').update('petstore replica key id\0').update(key).digest()
-  .subarray(0, 8);
+const keyId = (key: Buffer): Buffer =>
+  createHash('sha256').update('petstore replica key id\0').update(key).digest().subarray(0, 8);
 
 export const keyIdText = (key: ReplicaKey): string => key.id.toString('hex');
 
@@ -38,10 +38,15 @@ export async function readReplicaKeys(path: string): Promise<ReplicaKey[]> {
     }
     throw error;
   }
-  const lines = text.split('\n').map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#'));
+  const lines = text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
   if (lines.length === 0 || !lines.every((line) => KEY_LINE.test(line))) {
-    throw new ReplicationError('refused', `${path} is not a key file: one 256-bit key a line, as `
-      + '"replicate-key create" writes');
+    throw new ReplicationError(
+      'refused',
+      `${path} is not a key file: one 256-bit key a line, as ` + '"replicate-key create" writes',
+    );
   }
   return lines.map((line) => {
     const key = Buffer.from(line, 'base64url');

@@ -9,7 +9,9 @@ export interface S3Location {
   bucket: string;
   /** '' or ending in '/'. */
   prefix: string;
-  /** AWS_ENDPOINT_URL (path-style requests: MinIO, R2, B2, Ceph); without it AWS's virtual-hosted one for the region. */
+  /**
+   * AWS_ENDPOINT_URL (path-style requests: MinIO, R2, B2, Ceph); without it AWS's virtual-hosted one for the region.
+   */
   endpoint: URL | undefined;
   region: string;
 }
@@ -30,13 +32,17 @@ export class S3Destination implements Destination {
   readonly #maxListPages: number;
 
   constructor(
-    location: S3Location, credentials: Credentials, limits = DEFAULT_REQUEST_LIMITS, maxListPages = MAX_LIST_PAGES,
+    location: S3Location,
+    credentials: Credentials,
+    limits = DEFAULT_REQUEST_LIMITS,
+    maxListPages = MAX_LIST_PAGES,
   ) {
     this.#location = location;
     this.#credentials = credentials;
     this.#limits = limits;
     this.#maxListPages = maxListPages;
-    this.name = `s3://${location.bucket}/${location.prefix}${location.endpoint === undefined ? '' : ` at ${location.endpoint.origin}`}`;
+    const at = location.endpoint === undefined ? '' : ` at ${location.endpoint.origin}`;
+    this.name = `s3://${location.bucket}/${location.prefix}${at}`;
   }
 
   async put(key: string, bytes: Uint8Array): Promise<void> {
@@ -60,7 +66,10 @@ export class S3Destination implements Destination {
       if (tokens.size >= this.#maxListPages) {
         throw new ReplicationError('other', `${this.name}: LIST ${prefix} ran past ${this.#maxListPages} pages`);
       }
-      const query: Array<[string, string]> = [['list-type', '2'], ['prefix', this.#location.prefix + prefix]];
+      const query: Array<[string, string]> = [
+        ['list-type', '2'],
+        ['prefix', this.#location.prefix + prefix],
+      ];
       if (token !== undefined) query.push(['continuation-token', token]);
       const text = (await this.#send('GET', undefined, query, undefined, [200])).body.toString('utf8');
       for (const match of text.matchAll(/<Key>([^<]*)<\/Key>/g)) {
@@ -90,24 +99,41 @@ export class S3Destination implements Destination {
   }
 
   async #send(
-    method: string, key: string | undefined, query: Array<[string, string]>, body: Uint8Array | undefined,
-    expected: number[], size?: number,
+    method: string,
+    key: string | undefined,
+    query: Array<[string, string]>,
+    body: Uint8Array | undefined,
+    expected: number[],
+    size?: number,
   ): Promise<Answer> {
     const { bucket, prefix, endpoint, region } = this.#location;
     const base = endpoint ?? new URL(`https://${bucket}.s3.${region}.amazonaws.com`);
     const objectPath = key === undefined ? '/' : `/${prefix}${key}`;
-    const path = uriEncodePath(endpoint === undefined ? objectPath : `${endpoint.pathname.replace(/\/$/, '')}/${bucket}${key === undefined ? '' : objectPath}`);
+    const path = uriEncodePath(
+      endpoint === undefined
+        ? objectPath
+        : `${endpoint.pathname.replace(/\/$/, '')}/${bucket}${key === undefined ? '' : objectPath}`,
+    );
     const headers: Record<string, string> = {
-      host: base.host, 'x-amz-content-sha256': payloadHash(body ?? ''), 'x-amz-date': amzDate(new Date()),
+      host: base.host,
+      'x-amz-content-sha256': payloadHash(body ?? ''),
+      'x-amz-date': amzDate(new Date()),
     };
     if (this.#credentials.sessionToken !== undefined) headers['x-amz-security-token'] = this.#credentials.sessionToken;
-    headers['authorization'] = authorization({ method, path, query, headers, region, service: 's3', amzDate: headers['x-amz-date'] as string }, this.#credentials);
+    headers.authorization = authorization(
+      { method, path, query, headers, region, service: 's3', amzDate: headers['x-amz-date'] as string },
+      this.#credentials,
+    );
     if (body !== undefined) headers['content-length'] = String(body.length);
     const search = query.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
     const send = base.protocol === 'http:' ? httpRequest : httpsRequest;
     const target = {
-      protocol: base.protocol, hostname: base.hostname, port: base.port, method,
-      path: search === '' ? path : `${path}?${search}`, headers,
+      protocol: base.protocol,
+      hostname: base.hostname,
+      port: base.port,
+      method,
+      path: search === '' ? path : `${path}?${search}`,
+      headers,
     };
     // An error body or a LIST page is small; an object is the size its position gives, when it gives one.
     const maxBytes = Math.max(size ?? 0, this.#limits.maxBodyBytes);
@@ -121,9 +147,23 @@ export class S3Destination implements Destination {
 function s3Error(name: string, method: string, { status, body }: { status: number; body: Buffer }): ReplicationError {
   const text = body.toString('utf8');
   const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? '';
-  const reason: FailureReason = status === 403 || status === 401 ? 'refused' : status === 404 ? 'not_found' : code === 'EntityTooLarge' || code === 'QuotaExceeded' ? 'full' : status >= 500 ? 'unreachable' : 'other';
-  const advice = code === 'NoSuchBucket' ? ': the bucket does not exist; create it, or check the bucket and AWS_ENDPOINT_URL'
-    : reason === 'refused' ? ': the credentials were refused; check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION, and what the key may do' : '';
+  const reason: FailureReason =
+    status === 403 || status === 401
+      ? 'refused'
+      : status === 404
+        ? 'not_found'
+        : code === 'EntityTooLarge' || code === 'QuotaExceeded'
+          ? 'full'
+          : status >= 500
+            ? 'unreachable'
+            : 'other';
+  const advice =
+    code === 'NoSuchBucket'
+      ? ': the bucket does not exist; create it, or check the bucket and AWS_ENDPOINT_URL'
+      : reason === 'refused'
+        ? ': the credentials were refused; check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION, and what ' +
+          'the key may do'
+        : '';
   return new ReplicationError(reason, `${name}: ${method} answered ${status}${code === '' ? '' : ` ${code}`}${advice}`);
 }
 

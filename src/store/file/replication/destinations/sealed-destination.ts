@@ -58,7 +58,13 @@ export class SealedDestination implements Destination {
     const nonce = randomBytes(NONCE_BYTES);
     const cipher = createCipheriv('aes-256-gcm', sealing.key, nonce);
     cipher.setAAD(additionalData(header, key));
-    const sealed = Buffer.concat([header, nonce, ...(await transform(cipher, bytes)), cipher.final(), cipher.getAuthTag()]);
+    const sealed = Buffer.concat([
+      header,
+      nonce,
+      ...(await transform(cipher, bytes)),
+      cipher.final(),
+      cipher.getAuthTag(),
+    ]);
     return this.#inner.put(key, sealed);
   }
 
