@@ -9,7 +9,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { SETTINGS } from '#dist/cli/config.js';
+import { SETTINGS } from '#dist/service/settings.js';
 import { nodeVersionProblem } from '#dist/cli/node-version.js';
 import {
   SERVER_JS,
@@ -59,7 +59,7 @@ test('--help lists every flag with its environment twin and default, and exits 0
     const next = /^[ \t]+--/m.exec(stdout.slice(start + 3));
     const block = stdout.slice(start, next === null ? undefined : start + 3 + next.index);
     // The flag and its description stay apart: at least two spaces, or a line of its own.
-    const value = 'boolean' in s ? '' : ' <value>';
+    const value = s.type === 'switch' ? '' : ' <value>';
     assert.match(
       block,
       new RegExp(`^[ \\t]+--${s.flag}${value}(  |\n)`),

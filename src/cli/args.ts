@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { SETTINGS } from './config.js';
+import { SETTINGS } from '../service/settings.js';
 import { UsageError } from './errors.js';
 
 const OPTIONS = {
@@ -14,7 +14,7 @@ const OPTIONS = {
   until: { type: 'string' },
   lineage: { type: 'string' },
   list: { type: 'boolean' },
-  ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'boolean' in s ? 'boolean' : 'string' }])),
+  ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: s.type === 'switch' ? 'boolean' : 'string' }])),
 } as const;
 
 export interface CommandLine {

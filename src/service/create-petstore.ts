@@ -1,6 +1,5 @@
 import { AuthLimiter } from '../auth/limiter.js';
-import { checkQuota, QuotaCounter, type QuotaPolicy } from '../auth/quota.js';
-import { IDEMPOTENCY_KEY_LIMIT, IDEMPOTENCY_WINDOW_SECONDS } from '../pet/contract.js';
+import { checkQuota, QuotaCounter } from '../auth/quota.js';
 import { createApp, type RequestListener } from '../http/app.js';
 import { corsPolicy } from '../http/pipeline/cors.js';
 import { trustedProxies } from '../http/access/client-address.js';
@@ -14,78 +13,50 @@ import { FileStore } from '../store/file/file-store.js';
 import type { PetStore } from '../store/store.js';
 import type { Replicator } from '../store/file/replication/replicator.js';
 import type { ServiceMetrics } from './metrics/service-metrics.js';
+import { DEFAULTS, type SettingOptions } from './settings.js';
 import { watchWebhooks, type WebhookOptions, type Webhooks } from './webhooks.js';
 
-export interface PetstoreOptions extends WebhookOptions {
-  /** Directory of the pet data and the key file. Required unless `store` is given. */
-  dataDir?: string;
+/**
+ * The options of a service. Those that are settings of the command line too (bodyLimit, corsOrigin, maxStreams…)
+ * are declared in settings.ts, with their defaults and what they mean; `dataDir` is required unless `store` is given
+ * (the command line's ./data is no embedder's default).
+ */
+export interface PetstoreOptions
+  extends WebhookOptions,
+    SettingOptions<
+      | 'dataDir'
+      | 'databaseUrl'
+      | 'databasePool'
+      | 'databaseReads'
+      | 'rateLimit'
+      | 'bodyLimit'
+      | 'authFailureLimit'
+      | 'corsOrigin'
+      | 'trustProxy'
+      | 'docs'
+      | 'basePath'
+      | 'idempotencyWindow'
+      | 'idempotencyKeyLimit'
+      | 'maxStreams'
+      | 'maxStreamsPerKey'
+      | 'streamLifetime'
+      | 'streamHeartbeat'
+      | 'publicUrls'
+      | 'replicateTo'
+      | 'replicateInterval'
+      | 'replicateTakeOver'
+      | 'replicateRetention'
+      | 'replicateKeyFile'
+      | 'shutdownTimeout'
+    > {
   /** A store of the embedder's own instead of the file store in `dataDir`. */
   store?: PetStore;
-  /**
-   * A PostgreSQL URL: pets and API keys are kept in that database, shared by every instance on it,
-   * instead of in `dataDir` (needs the `postgres` package). Ignored when `store` is given.
-   */
-  databaseUrl?: string | undefined;
-  /** Database connections at most (default 10). */
-  databasePool?: number | undefined;
-  /**
-   * Reads pets from the database on every request instead of from a copy of all pets kept in each
-   * instance's memory (the default): for a store larger than an instance's memory. PostgreSQL only.
-   */
-  databaseReads?: boolean | undefined;
   /**
    * API keys accepted besides those in `<dataDir>/keys.json`; only their SHA-256 hashes are kept. A key
    * holds every scope, or only those after a ':' (`key:pets:read`; several joined by '+'). Each key
    * once, and not also in keys.json: a DuplicateKeyError otherwise.
    */
   keys?: readonly string[];
-  /**
-   * A quota for every key without one of its own: at most `requests` per `seconds`, counted per key
-   * (RateLimit headers, 429 past it). Off when absent.
-   */
-  rateLimit?: QuotaPolicy | undefined;
-  /** Largest accepted request body in bytes (default 65536). */
-  bodyLimit?: number;
-  /** Failed authentications per address per minute before it gets 429 (default 30). */
-  authFailureLimit?: number;
-  /** Allowed browser origins (`*` or a comma-separated list); CORS is off when absent. */
-  corsOrigin?: string | undefined;
-  /**
-   * Proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For or Forwarded names the client: its
-   * right-most address that is not one of them is the client's, for the failed-key limit and the log. Off when absent.
-   */
-  trustProxy?: string | undefined;
-  /** The API reference page at `GET /v1/docs` (default true). */
-  docs?: boolean | undefined;
-  /**
-   * Mount prefix such as `/api`: every route then lives under it (`/api/v1/pets`, `/api/healthz`), and
-   * `Location`, `Link` and the OpenAPI `servers` say so. The handler matches `req.url` with the prefix.
-   */
-  basePath?: string | undefined;
-  /** Seconds an Idempotency-Key is remembered after its create (default 86400, 24 hours). */
-  idempotencyWindow?: number | undefined;
-  /**
-   * Idempotency-Keys the file store remembers per API key within the window (default 100,000); past
-   * it a create with a new key gets 429 until the oldest leaves the window. The keys' text stays in
-   * the pets' lines; memory holds about 30 bytes a key besides.
-   */
-  idempotencyKeyLimit?: number | undefined;
-  /** Open event streams and waiting requests (`wait`) at most; more get 503 with Retry-After (default 500). */
-  maxStreams?: number | undefined;
-  /**
-   * Event streams and waiting requests of one API key at most; more of that key's get 429
-   * `too_many_streams` with Retry-After, while other keys' are held (default 50).
-   */
-  maxStreamsPerKey?: number | undefined;
-  /**
-   * Seconds an event stream lasts at most; then it ends cleanly and its client resumes with Last-Event-ID (default
-   * 3600).
-   */
-  streamLifetime?: number | undefined;
-  /** Seconds between the heartbeat comments of an event stream that has nothing else to send (default 15). */
-  streamHeartbeat?: number | undefined;
-  /** Absolute base URLs ending in /v1 (production, staging) for the OpenAPI `servers` list. */
-  publicUrls?: readonly string[] | undefined;
   logger?: Logger;
   /**
    * Measure requests, the store and the process for `metrics()` (Prometheus text); off by default,
@@ -93,24 +64,10 @@ export interface PetstoreOptions extends WebhookOptions {
    */
   metrics?: boolean | undefined;
   /**
-   * A directory to keep a continuous copy of the file store in (docs/operations.md, "Replication"),
-   * shipped every `replicateInterval` seconds (default 1) off the request path; the start is refused
-   * when it cannot be used. `replicateTakeOver`: the id of another store whose destination this takes.
-   */
-  replicateTo?: string | undefined;
-  replicateInterval?: number | undefined;
-  replicateTakeOver?: string | undefined;
-  /** Seconds back that a restore may reach (default 86400); older replicas are removed. */
-  replicateRetention?: number | undefined;
-  /** A file of keys that seal every replicated object (docs/operations.md, "Sealed replicas"). */
-  replicateKeyFile?: string | undefined;
-  /**
    * Called with a newly generated key when no key is configured anywhere (no `keys`, no key file in
    * `dataDir`): the key is shown once and only its hash is kept. Without it, no key is generated.
    */
   onKeyGenerated?: (key: string) => void;
-  /** Milliseconds a graceful stop waits for requests in flight, and for replication's last round (default 10000). */
-  shutdownTimeout?: number;
 }
 
 export interface PetstoreService {
@@ -132,18 +89,6 @@ export interface PetstoreService {
 }
 /** @deprecated The old name of PetstoreService, one letter away from the storage interface PetStore; kept for 1.x. */
 export type Petstore = PetstoreService;
-
-export const DEFAULTS = {
-  bodyLimit: 64 * 1024,
-  authFailureLimit: 30,
-  idempotencyWindow: IDEMPOTENCY_WINDOW_SECONDS,
-  idempotencyKeyLimit: IDEMPOTENCY_KEY_LIMIT,
-  databasePool: 10,
-  maxStreams: 500,
-  maxStreamsPerKey: 50,
-  streamLifetime: 3600,
-  streamHeartbeat: 15,
-} as const;
 
 /**
  * Creates the service: opens the store, loads the keys, returns the request listener. No key, no
@@ -174,7 +119,7 @@ export async function openPetstore(
   metrics: ServiceMetrics | undefined,
 ): Promise<OpenedPetstore> {
   const logger = options.logger ?? jsonLogger();
-  const mount = createMount(options.basePath, options.publicUrls, options.docs ?? true);
+  const mount = createMount(options.basePath, options.publicUrls, options.docs ?? DEFAULTS.docs);
   if (options.store !== undefined) checkStore(options.store);
   if (options.rateLimit !== undefined) checkQuota(options.rateLimit);
   if (

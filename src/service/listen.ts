@@ -16,36 +16,37 @@ import {
 import { jsonLogger } from '../lib/logger.js';
 import type { MetricsListener } from './metrics/metrics-listener.js';
 import { loadMetrics, openPetstore, type Petstore, type PetstoreOptions } from './create-petstore.js';
+import { DEFAULTS, type SettingOptions } from './settings.js';
 
-export interface ListenOptions extends PetstoreOptions {
-  port?: number;
-  host?: string;
+/**
+ * The options of `listen`: the service's, and the server's own. Those that are settings of the command line too are
+ * declared in settings.ts, with their defaults.
+ */
+export interface ListenOptions
+  extends PetstoreOptions,
+    SettingOptions<
+      | 'port'
+      | 'host'
+      | 'headersTimeout'
+      | 'requestTimeout'
+      | 'keepAliveTimeout'
+      | 'maxHeaderSize'
+      | 'maxConnections'
+      | 'sendTimeout'
+      | 'metricsPort'
+      | 'metricsHost'
+    > {
   /**
    * A socket already listening, inherited by this process (systemd's fd 3: socket-activation.ts):
    * served instead of binding `port` and `host`.
    */
   fd?: number | undefined;
-  /** Limits that keep slow or idle clients from holding the server (milliseconds, bytes, count). */
-  headersTimeout?: number;
-  requestTimeout?: number;
-  keepAliveTimeout?: number;
-  maxHeaderSize?: number;
-  maxConnections?: number;
-  /** Seconds an answer may make no progress to its client before its connection is ended (unread-answers.ts). */
-  sendTimeout?: number;
   /**
    * Serve HTTPS (node:https) with this certificate chain and private key, both PEM; plain HTTP without.
    * With `certFile` and `keyFile`, the files they came from, the pair is read again when those change
    * and on `reloadTls()` (certificate-reload.ts).
    */
   tls?: TlsOptions | undefined;
-  /**
-   * Serve `GET /metrics` on a listener of its own on this port (0: any free one), which turns metrics on; unset: no
-   * listener.
-   */
-  metricsPort?: number | undefined;
-  /** The metrics listener's address (default 127.0.0.1). */
-  metricsHost?: string | undefined;
 }
 
 export interface RunningServer {
@@ -61,19 +62,6 @@ export interface RunningServer {
   reloadTls(): Promise<boolean>;
 }
 
-export const SERVER_DEFAULTS = {
-  port: 8080,
-  host: '127.0.0.1',
-  headersTimeout: 10_000,
-  requestTimeout: 30_000,
-  keepAliveTimeout: 5_000,
-  maxHeaderSize: 16 * 1024,
-  maxConnections: 1_000,
-  sendTimeout: 60,
-  shutdownTimeout: 10_000,
-  metricsHost: '127.0.0.1',
-} as const;
-
 /** How long the stop keeps a connection that owes nothing open, for a request already on its way. */
 const STOP_GRACE_MS = 200;
 
@@ -87,9 +75,9 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   // Every TCP connection, TLS or not, from its accept: with TLS, a client that never sends its hello
   // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
   // It keeps --max-connections too (accepted-sockets.ts): Node's own limit would refuse the newest.
-  const sockets = new SlotLimiter(options.maxConnections ?? SERVER_DEFAULTS.maxConnections, options.tls !== undefined);
+  const sockets = new SlotLimiter(options.maxConnections ?? DEFAULTS.maxConnections, options.tls !== undefined);
   // A connection whose answers have all ended, or stalled at a client not reading them, may be closed for room.
-  const sendTimeoutMs = (options.sendTimeout ?? SERVER_DEFAULTS.sendTimeout) * 1000;
+  const sendTimeoutMs = (options.sendTimeout ?? DEFAULTS.sendTimeout) * 1000;
   const slots = {
     idle: (socket: Socket, now: number) => sockets.idle(socket, now),
     busy: (socket: Socket) => sockets.busy(socket),
@@ -109,13 +97,13 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     sockets.busy(req.socket as Socket);
     connections.owe(req, res, answer);
   };
-  const headersTimeout = options.headersTimeout ?? SERVER_DEFAULTS.headersTimeout;
-  const requestTimeout = options.requestTimeout ?? SERVER_DEFAULTS.requestTimeout;
+  const headersTimeout = options.headersTimeout ?? DEFAULTS.headersTimeout;
+  const requestTimeout = options.requestTimeout ?? DEFAULTS.requestTimeout;
   const httpOptions: ServerOptions = {
-    maxHeaderSize: options.maxHeaderSize ?? SERVER_DEFAULTS.maxHeaderSize,
+    maxHeaderSize: options.maxHeaderSize ?? DEFAULTS.maxHeaderSize,
     headersTimeout,
     requestTimeout,
-    keepAliveTimeout: options.keepAliveTimeout ?? SERVER_DEFAULTS.keepAliveTimeout,
+    keepAliveTimeout: options.keepAliveTimeout ?? DEFAULTS.keepAliveTimeout,
     // Node enforces the two timeouts above from a periodic check, every 30 s by default, which
     // would let a slow client outlive its deadline by that much. A quarter of the shorter timeout
     // keeps them within 25 %; it is the only timer an idle server has (2.5 s with the defaults).
@@ -161,18 +149,14 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   let metricsListener: MetricsListener | undefined;
   try {
     if (metrics !== undefined && options.metricsPort !== undefined) {
-      metricsListener = await metrics.serve(
-        options.metricsPort,
-        options.metricsHost ?? SERVER_DEFAULTS.metricsHost,
-        logger,
-      );
+      metricsListener = await metrics.serve(options.metricsPort, options.metricsHost ?? DEFAULTS.metricsHost, logger);
     }
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       const where =
         options.fd !== undefined
           ? { fd: options.fd }
-          : { port: options.port ?? SERVER_DEFAULTS.port, host: options.host ?? SERVER_DEFAULTS.host };
+          : { port: options.port ?? DEFAULTS.port, host: options.host ?? DEFAULTS.host };
       server.listen(where, () => {
         server.off('error', reject);
         // From now on a failed accept (EMFILE on a small ulimit) is reported, not a crash.
@@ -196,7 +180,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const close = (): Promise<void> =>
     (closed ??= (async () => {
       stopping = true;
-      await drain(server, connections, sockets, options.shutdownTimeout ?? SERVER_DEFAULTS.shutdownTimeout, () =>
+      await drain(server, connections, sockets, options.shutdownTimeout ?? DEFAULTS.shutdownTimeout, () =>
         petstore.closeStreams(),
       );
       await metricsListener?.close();

@@ -1,22 +1,15 @@
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../lib/logger.js';
+import { DEFAULTS, type SettingOptions } from './settings.js';
 import { type PetStore, StoreUnavailableError } from '../store/store.js';
 import type { Deliveries, SubscriptionStats } from '../webhooks/deliveries.js';
 import type { DeliveryOptions } from '../webhooks/subscription-delivery.js';
 
-export interface WebhookOptions {
-  /** Deliver to http:// URLs too (tests, local receivers); https only by default. */
-  webhooksAllowHttp?: boolean | undefined;
-  /** Connect to loopback, private, link-local and metadata addresses too; refused by default. */
-  webhooksAllowPrivate?: boolean | undefined;
-  /** Seconds a receiver has to answer with a 2xx (default 10). */
-  webhooksTimeout?: number | undefined;
-  /** Seconds between retries of a failing delivery at most (default 600). */
-  webhooksRetryMax?: number | undefined;
-}
-
-export const WEBHOOK_DEFAULTS = { timeout: 10, retryMax: 600 } as const;
+/** How webhooks deliver: settings of the command line too, declared in settings.ts. */
+export type WebhookOptions = SettingOptions<
+  'webhooksAllowHttp' | 'webhooksAllowPrivate' | 'webhooksTimeout' | 'webhooksRetryMax'
+>;
 
 // The same name as src/webhooks/subscription-file.ts gives it: that module is not loaded to look for the file.
 const SUBSCRIPTION_FILE = 'webhooks.json';
@@ -135,7 +128,7 @@ function deliveryOptions(options: WebhookOptions): DeliveryOptions {
   return {
     allowHttp: options.webhooksAllowHttp ?? false,
     allowPrivate: options.webhooksAllowPrivate ?? false,
-    timeoutMs: (options.webhooksTimeout ?? WEBHOOK_DEFAULTS.timeout) * 1000,
-    retryMaxMs: (options.webhooksRetryMax ?? WEBHOOK_DEFAULTS.retryMax) * 1000,
+    timeoutMs: (options.webhooksTimeout ?? DEFAULTS.webhooksTimeout) * 1000,
+    retryMaxMs: (options.webhooksRetryMax ?? DEFAULTS.webhooksRetryMax) * 1000,
   };
 }
