@@ -63,10 +63,21 @@ function isTrusted(trusted: TrustedProxies, address: string): boolean {
   return family !== 0 && trusted.list.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
-/** An IP address as written in logs and limits: IPv4-mapped IPv6 as IPv4, a zone dropped; undefined when not one. */
+/**
+ * An IP address as written in logs and limits, one spelling per address: IPv4-mapped IPv6 as IPv4, a zone dropped,
+ * IPv6 in RFC 5952's form (lower case, zeros compressed); undefined when not one.
+ */
 function plainAddress(text: string): string | undefined {
-  const address = text.startsWith('::ffff:') && isIP(text.slice(7)) === 4 ? text.slice(7) : text.replace(/%.*$/, '');
-  return isIP(address) === 0 ? undefined : address.toLowerCase();
+  const address = text.replace(/%.*$/, '');
+  const family = isIP(address);
+  if (family !== 6) return family === 4 ? address : undefined;
+  // The URL serializer writes RFC 5952's form, and a mapped IPv4 in hex (::ffff:cb00:7109) whatever it was given.
+  const canonical = new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical);
+  if (mapped === null) return canonical;
+  const high = Number.parseInt(mapped[1] ?? '', 16);
+  const low = Number.parseInt(mapped[2] ?? '', 16);
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
 }
 
 /**
