@@ -133,6 +133,15 @@ test('one address written in several forms is one client in the log: mapped, upp
   assert.equal(await clientOf(served, PROXY, { forwarded: 'for="[2001:DB8::0:1]"' }), '2001:db8::1');
 });
 
+test('a chain of trusted hops is followed for 16 hops at most: past them the client is the farthest hop looked at', async (t) => {
+  const served = await serve(t, PROXY);
+  const chain = (trusted: number): string => ['203.0.113.9', ...Array<string>(trusted).fill(PROXY)].join(', ');
+  assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': chain(15) }), '203.0.113.9', '15 trusted hops');
+  // Each hop costs a look-up in the trusted list (~25 µs): 4,000 of them in a 16 kB header cost 100 ms a request.
+  assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': chain(16) }), PROXY, '16 trusted hops');
+  assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': chain(1000) }), PROXY, '1,000 trusted hops');
+});
+
 test("behind one trusted proxy, one client's wrong keys no longer lock out another client", async (t) => {
   const served = await serve(t, PROXY, 3);
   for (let i = 0; i < 3; i++)
