@@ -124,6 +124,24 @@ test('Forwarded (RFC 7239): quoted, IPv6 in brackets with a port, other paramete
   );
 });
 
+test('one address written in several forms is one client in the log: mapped, upper case, a zone, zeros written out', async (t) => {
+  const served = await serve(t, PROXY);
+  for (const hop of ['::FFFF:203.0.113.9', '::ffff:203.0.113.9%eth0', '::ffff:cb00:7109', '[::ffff:203.0.113.9]:80'])
+    assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': hop }), '203.0.113.9', hop);
+  for (const hop of ['2001:DB8:0:0::1', '2001:0db8:0000:0000:0000:0000:0000:0001', '2001:db8::1%eth0'])
+    assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': hop }), '2001:db8::1', hop);
+  assert.equal(await clientOf(served, PROXY, { forwarded: 'for="[2001:DB8::0:1]"' }), '2001:db8::1');
+});
+
+test('a chain of trusted hops is followed for 16 hops at most: past them the client is the farthest hop looked at', async (t) => {
+  const served = await serve(t, PROXY);
+  const chain = (trusted: number): string => ['203.0.113.9', ...Array<string>(trusted).fill(PROXY)].join(', ');
+  assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': chain(15) }), '203.0.113.9', '15 trusted hops');
+  // Each hop costs a look-up in the trusted list (~25 µs): 4,000 of them in a 16 kB header cost 100 ms a request.
+  assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': chain(16) }), PROXY, '16 trusted hops');
+  assert.equal(await clientOf(served, PROXY, { 'x-forwarded-for': chain(1000) }), PROXY, '1,000 trusted hops');
+});
+
 test("behind one trusted proxy, one client's wrong keys no longer lock out another client", async (t) => {
   const served = await serve(t, PROXY, 3);
   for (let i = 0; i < 3; i++)

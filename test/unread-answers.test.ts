@@ -188,6 +188,28 @@ for (const tls of [false, true]) {
     assert.equal(metricValue(families, 'petstore_http_evicted_connections_total'), 3);
   });
 
+  test(`${over}: at --max-connections, a connection not read further for its unsent answers is closable though ` +
+    'a request body of its own is unfinished: the server, not its client, stopped reading it', {
+    ...needs,
+    timeout: 30_000,
+  }, async (t) => {
+    const { server, serverSides, ca } = await serve(t, tls, { maxConnections: 4 });
+    const post =
+      `POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\n` +
+      'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"name":';
+    for (let i = 0; i < 4; i++) {
+      const client = new Client(t, server.url, ca, '127.0.0.2');
+      await client.neverReading(OUTSTANDING - 1);
+      client.socket.write(post);
+    }
+    await waitFor(() => serverSides.length === 4, 10_000, 'every slot holds requests');
+    await stalled(serverSides);
+    await sleep(300);
+    const floodSides = serverSides.slice();
+    assert.equal(await keyedGet(t, server.url, ca, true), 200, 'a keyed request on a fresh connection');
+    assert.equal(floodSides.filter((s) => s.destroyed).length, 1, 'one of the unread connections closed for room');
+  });
+
   test(`${over}: a client reading slowly but steadily is not cut, though its answers take many times --send-timeout`, {
     ...needs,
     timeout: 90_000,

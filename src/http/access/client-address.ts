@@ -1,6 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
 
+/**
+ * Hops of a header looked at, from the right: more trusted proxies than this in a row is no deployment,
+ * and each look-up costs (a 16 kB header of trusted hops took 100 ms a request).
+ */
+const MAX_HOPS = 16;
+
 /** The proxies whose word on the client's address is taken (`--trust-proxy`). */
 export interface TrustedProxies {
   readonly list: BlockList;
@@ -48,7 +54,7 @@ export function clientAddress(req: IncomingMessage, trusted: TrustedProxies): st
   const forwarded = req.headers['x-forwarded-for'];
   const hops = forwarded !== undefined ? String(forwarded).split(',') : forwardedFor(req.headers.forwarded ?? '');
   let client = peer;
-  for (let i = hops.length - 1; i >= 0; i--) {
+  for (let i = hops.length - 1; i >= Math.max(0, hops.length - MAX_HOPS); i--) {
     const hop = plainAddress(nodeName(hops[i] ?? ''));
     // A hop that names no address ("unknown", an obfuscated name, garbage): the nearest proxy's word ends there.
     if (hop === undefined) return client;
@@ -63,10 +69,21 @@ function isTrusted(trusted: TrustedProxies, address: string): boolean {
   return family !== 0 && trusted.list.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
-/** An IP address as written in logs and limits: IPv4-mapped IPv6 as IPv4, a zone dropped; undefined when not one. */
+/**
+ * An IP address as written in logs and limits, one spelling per address: IPv4-mapped IPv6 as IPv4, a zone dropped,
+ * IPv6 in RFC 5952's form (lower case, zeros compressed); undefined when not one.
+ */
 function plainAddress(text: string): string | undefined {
-  const address = text.startsWith('::ffff:') && isIP(text.slice(7)) === 4 ? text.slice(7) : text.replace(/%.*$/, '');
-  return isIP(address) === 0 ? undefined : address.toLowerCase();
+  const address = text.replace(/%.*$/, '');
+  const family = isIP(address);
+  if (family !== 6) return family === 4 ? address : undefined;
+  // The URL serializer writes RFC 5952's form, and a mapped IPv4 in hex (::ffff:cb00:7109) whatever it was given.
+  const canonical = new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical);
+  if (mapped === null) return canonical;
+  const high = Number.parseInt(mapped[1] ?? '', 16);
+  const low = Number.parseInt(mapped[2] ?? '', 16);
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
 }
 
 /**

@@ -175,7 +175,9 @@ export class OwedAnswers {
 
   #startSweep(): NodeJS.Timeout {
     const sweep = setInterval(() => {
-      for (const connection of this.#open.values()) connection.received = connection.lastReq?.complete !== false;
+      // A body left unfinished because the connection is not read for its unsent answers is the server's doing.
+      for (const connection of this.#open.values())
+        connection.received = connection.paused || connection.lastReq?.complete !== false;
       if (this.#watch.sweep(this.#open.values(), monotonicMs())) return;
       clearInterval(sweep);
       this.#sweep = undefined;
