@@ -2,6 +2,7 @@ import { AuthLimiter } from '../auth/limiter.js';
 import { checkQuota, QuotaCounter, type QuotaPolicy } from '../auth/quota.js';
 import { IDEMPOTENCY_KEY_LIMIT, IDEMPOTENCY_WINDOW_SECONDS } from '../pet/contract.js';
 import { createApp, type RequestListener } from '../http/app.js';
+import { WriteBatch } from '../http/connections/write-batch.js';
 import { corsPolicy } from '../http/pipeline/cors.js';
 import { trustedProxies } from '../http/access/client-address.js';
 import { Feed } from '../http/feed/feed.js';
@@ -150,7 +151,7 @@ export const DEFAULTS = {
  * entry: with no key configured every request under /v1 is refused (fail closed).
  */
 export async function createPetstore(options: PetstoreOptions): Promise<PetstoreService> {
-  const { serving, ...petstore } = await openPetstore(
+  const { serving, answers, ...petstore } = await openPetstore(
     options,
     options.metrics === true ? await loadMetrics() : undefined,
   );
@@ -161,6 +162,8 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
 /** A service not yet serving: `serving()` says it now does (replication begins its lineage then, replicator.ts). */
 export interface OpenedPetstore extends PetstoreService {
   serving(): void;
+  /** Where the service holds its answers for the turn's end: the server writes them before an error answer. */
+  answers: WriteBatch;
 }
 
 /** The metrics of one service; the module, and perf_hooks with it, is loaded only when metrics are on. */
@@ -270,7 +273,7 @@ function service(
   closeStore: () => Promise<void>,
   mount: Mount,
   metrics: ServiceMetrics | undefined,
-): PetstoreService {
+): PetstoreService & { answers: WriteBatch } {
   const maxHeld = options.maxStreams ?? DEFAULTS.maxStreams;
   const maxHeldPerKey = options.maxStreamsPerKey ?? DEFAULTS.maxStreamsPerKey;
   // Allowed, for one key serving everyone, but then the per-key bound protects no other key: said once.
@@ -291,7 +294,9 @@ function service(
   });
   // A revoked key's streams and waits end with it (feed.ts), on a key file as in a database.
   keyring.onRemoved((removed) => feed.revoke(removed));
+  const answers = new WriteBatch();
   const handler = createApp({
+    batch: answers,
     store,
     feed,
     keyring,
@@ -317,7 +322,7 @@ function service(
   };
   const exposition = (): Promise<string> =>
     metrics?.expose() ?? Promise.reject(new TypeError('metrics are off: create the service with metrics: true'));
-  return { handler, store, metrics: exposition, closeStreams: () => feed.close(), close };
+  return { handler, store, metrics: exposition, closeStreams: () => feed.close(), close, answers };
 }
 
 /** An embedder's store must have the whole interface; a plain object would fail on the first request. */

@@ -94,7 +94,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     idle: (socket: Socket, now: number) => sockets.idle(socket, now),
     busy: (socket: Socket) => sockets.busy(socket),
   };
-  const connections = new OwedAnswers(slots, sendTimeoutMs);
+  const connections = new OwedAnswers(slots, sendTimeoutMs, petstore.answers);
   let stopping = false;
   const answer = (req: IncomingMessage, res: ServerResponse): void => {
     // On an inherited socket (socket activation) the next process takes new connections: a request on
