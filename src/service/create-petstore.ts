@@ -10,7 +10,7 @@ import { createMount, type Mount } from '../http/mount.js';
 import { generateFirstKey, keyFilePath } from '../auth/key-file.js';
 import { logKeyChanges, logKeyDuplicates } from '../auth/key-log.js';
 import { Keyring } from '../auth/keyring.js';
-import { jsonLogger, type Logger } from '../lib/logger.js';
+import { jsonLogger, serviceLogger, type Logger } from '../lib/logger.js';
 import { FileStore } from '../store/file/file-store.js';
 import type { PetStore } from '../store/store.js';
 import type { Replicator } from '../store/file/replication/replicator.js';
@@ -176,7 +176,7 @@ export async function openPetstore(
   options: PetstoreOptions,
   metrics: ServiceMetrics | undefined,
 ): Promise<OpenedPetstore> {
-  const logger = options.logger ?? jsonLogger();
+  const logger = serviceLogger(options.logger ?? jsonLogger());
   const mount = createMount(options.basePath, options.publicUrls, options.docs ?? true);
   if (options.store !== undefined) checkStore(options.store);
   if (options.rateLimit !== undefined) checkQuota(options.rateLimit);

@@ -13,7 +13,7 @@ import {
   refuseExpectation,
   refuseWhileStopping,
 } from '../http/connections/edge.js';
-import { jsonLogger } from '../lib/logger.js';
+import { jsonLogger, serviceLogger } from '../lib/logger.js';
 import type { MetricsListener } from './metrics/metrics-listener.js';
 import { loadMetrics, openPetstore, type Petstore, type PetstoreOptions } from './create-petstore.js';
 
@@ -79,7 +79,7 @@ const STOP_GRACE_MS = 200;
 
 /** Creates the service and serves it on `node:http`, or `node:https` with `tls`. */
 export async function listen(options: ListenOptions): Promise<RunningServer> {
-  const logger = options.logger ?? jsonLogger();
+  const logger = serviceLogger(options.logger ?? jsonLogger());
   // Before the store is opened: a certificate and key that do not go together refuse the start.
   if (options.tls !== undefined) checkTls(options.tls);
   const metrics = options.metrics === true || options.metricsPort !== undefined ? await loadMetrics() : undefined;
