@@ -1,5 +1,6 @@
-import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
+import { DrainingHttpsServer, DrainingServer } from './draining-server.js';
 import type { AddressInfo, Socket } from 'node:net';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
@@ -126,8 +127,8 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   // A TLS handshake gets no longer than the request headers do (Node's own default is 120 s).
   const server =
     options.tls === undefined
-      ? createServer(httpOptions, onRequest)
-      : createHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
+      ? new DrainingServer(httpOptions, onRequest)
+      : new DrainingHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
   if (options.tls !== undefined) {
     const counted = metrics?.countPlainHttp();
     answerPlainHttp(server as HttpsServer, headersTimeout, (socket) => {
@@ -215,7 +216,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
  * has been quiet for the grace; whatever is still open after `timeoutMs` is cut, whatever its client does.
  */
 async function drain(
-  server: Server | HttpsServer,
+  server: DrainingServer | DrainingHttpsServer,
   connections: OwedAnswers,
   sockets: SlotLimiter,
   timeoutMs: number,
@@ -223,16 +224,8 @@ async function drain(
 ): Promise<void> {
   for (const res of connections.unsent()) res.setHeader('connection', 'close');
   closeStreams();
-  const stopped = new Promise<void>((resolve) => {
-    // Node's close() also destroys the connections its parser sees as idle, which cuts a keep-alive
-    // request already on the wire; the quiet sweep below closes them instead.
-    server.closeIdleConnections = () => {};
-    try {
-      server.close(() => resolve());
-    } finally {
-      Reflect.deleteProperty(server, 'closeIdleConnections');
-    }
-  });
+  // Idle connections stay open (draining-server.ts): the quiet sweep below closes them.
+  const stopped = new Promise<void>((resolve) => server.stopAccepting(resolve));
   const quiet = (): void => {
     connections.closeQuiet(STOP_GRACE_MS);
     sockets.closeSilent(STOP_GRACE_MS);
