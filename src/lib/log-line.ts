@@ -1,4 +1,5 @@
-import type { LogFields } from './logger.js';
+/** What a line carries besides its time, level and message. */
+export type LogFields = Record<string, string | number | boolean | undefined>;
 
 // The ISO time of the current millisecond, made once per millisecond: `toISOString` formats through
 // the C library, and under load many requests end within the same millisecond. A memo of the clock,

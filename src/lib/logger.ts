@@ -1,6 +1,6 @@
 import type { RequestLogEntry } from './request-log-line.js';
 import { GatheredLines } from './gathered-lines.js';
-import { errorFields, logLine, timestamp } from './log-line.js';
+import { errorFields, logLine, timestamp, type LogFields } from './log-line.js';
 import { type Sink, sinkWrite } from './log-sink.js';
 
 export type { RequestLogEntry } from './request-log-line.js';
@@ -9,7 +9,7 @@ export type { RequestLogEntry } from './request-log-line.js';
 export const LOG_LEVELS = ['info', 'error', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-export type LogFields = Record<string, string | number | boolean | undefined>;
+export type { LogFields } from './log-line.js';
 
 /** Where the service reports. An embedder may pass its own; the default writes JSON lines. */
 export interface Logger {
