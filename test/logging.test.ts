@@ -498,3 +498,21 @@ test('a request line writes ms exactly as JavaScript writes the number', async (
   for (const ms of [1e21, 123456789.12, 0.125, 1 / 3, 2 ** 53, 77923018788499.6, -1.5, Number.MAX_VALUE])
     assert.equal(milliseconds(ms), String(ms));
 });
+
+test("an embedder's logger without warn gets the service's warnings at error; one with warn gets them there", async () => {
+  const { serviceLogger } = await import('#dist/lib/logger.js');
+  const lines: string[] = [];
+  const plain = {
+    request: () => lines.push('request'),
+    info: (msg: string) => lines.push(`info ${msg}`),
+    error: (msg: string, error: unknown, fields?: Record<string, unknown>) =>
+      lines.push(`error ${msg} ${String(error)} ${JSON.stringify(fields)}`),
+  };
+  const wrapped = serviceLogger(plain);
+  wrapped.warn('behind', { lagSeconds: 12 });
+  wrapped.info('started');
+  assert.deepEqual(lines, ['error behind undefined {"lagSeconds":12}', 'info started']);
+  assert.equal(wrapped.flush, undefined, 'no flush is made up');
+  const warning = { ...plain, warn: (msg: string) => lines.push(`warn ${msg}`) };
+  assert.equal(serviceLogger(warning), warning, 'used as it is');
+});

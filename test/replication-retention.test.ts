@@ -13,7 +13,7 @@ import { applyRetention } from '#dist/store/file/replication/retention.js';
 import { runCli, waitFor } from './helpers.js';
 import { dataDir } from './store-support.js';
 
-const silent = { request() {}, info() {}, error() {} };
+const silent = { request() {}, info() {}, error() {}, warn() {} };
 
 /** Runs a store replicating to `replica` through `rounds` positions, each after a few creates, compacting often. */
 async function lineageOf(dir: string, replica: string, rounds: number): Promise<string> {

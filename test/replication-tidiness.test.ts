@@ -17,7 +17,7 @@ import { Replicator } from '#dist/store/file/replication/replicator.js';
 import { runCli, waitFor } from './helpers.js';
 import { dataDir } from './store-support.js';
 
-const silent = { request() {}, info() {}, error() {} };
+const silent = { request() {}, info() {}, error() {}, warn() {} };
 
 /** Every file below `dir`, relative to it. */
 async function filesBelow(dir: string): Promise<string[]> {

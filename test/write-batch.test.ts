@@ -8,27 +8,29 @@ import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
 import { setImmediate as turn } from 'node:timers/promises';
-import { atTurnEnd, writeHeldNow } from '#dist/http/connections/write-batch.js';
+import { WriteBatch } from '#dist/http/connections/write-batch.js';
 
 test('jobs run once the turn they were held in is done, in the order held, each with its two arguments', async () => {
+  const batch = new WriteBatch();
   const ran: string[] = [];
   const job = (a: string, b: number): void => {
     ran.push(`${a}${b}`);
   };
-  atTurnEnd(job, 'a', 1);
-  atTurnEnd(job, 'b', 2);
-  atTurnEnd(job, 'c', 3);
+  batch.atTurnEnd(job, 'a', 1);
+  batch.atTurnEnd(job, 'b', 2);
+  batch.atTurnEnd(job, 'c', 3);
   assert.deepEqual(ran, [], 'nothing runs while the turn goes on');
   await turn();
   assert.deepEqual(ran, ['a1', 'b2', 'c3']);
 });
 
 test('a job held by a running job runs in the next turn, and the turns after hold and run as before', async () => {
+  const batch = new WriteBatch();
   const ran: string[] = [];
-  atTurnEnd(
+  batch.atTurnEnd(
     (name: string) => {
       ran.push(name);
-      atTurnEnd((later: string) => ran.push(later), 'held while running', undefined);
+      batch.atTurnEnd((later: string) => ran.push(later), 'held while running', undefined);
     },
     'first',
     undefined,
@@ -37,42 +39,44 @@ test('a job held by a running job runs in the next turn, and the turns after hol
   assert.deepEqual(ran, ['first']);
   await turn();
   assert.deepEqual(ran, ['first', 'held while running']);
-  atTurnEnd((name: string) => ran.push(name), 'a later turn', undefined);
+  batch.atTurnEnd((name: string) => ran.push(name), 'a later turn', undefined);
   await turn();
   assert.deepEqual(ran, ['first', 'held while running', 'a later turn']);
 });
 
 test("writeHeldNow runs the held jobs at once (a request asked about is answered), and the turn's own run finds none left", async () => {
+  const batch = new WriteBatch();
   const ran: string[] = [];
   const job = (name: string): void => {
     ran.push(name);
   };
-  atTurnEnd(job, 'a', undefined);
-  atTurnEnd(job, 'b', undefined);
-  writeHeldNow();
+  batch.atTurnEnd(job, 'a', undefined);
+  batch.atTurnEnd(job, 'b', undefined);
+  batch.writeHeldNow();
   assert.deepEqual(ran, ['a', 'b']);
   await turn();
   assert.deepEqual(ran, ['a', 'b'], 'nothing runs twice');
-  atTurnEnd(job, 'c', undefined);
+  batch.atTurnEnd(job, 'c', undefined);
   await turn();
   assert.deepEqual(ran, ['a', 'b', 'c']);
 });
 
 test('writeHeldNow from inside a run does nothing: the jobs of the run keep their order, one held meanwhile waits its turn', async () => {
+  const batch = new WriteBatch();
   const ran: string[] = [];
   const job = (name: string): void => {
     ran.push(name);
   };
-  atTurnEnd(
+  batch.atTurnEnd(
     () => {
       ran.push('1');
-      atTurnEnd(job, '3', undefined);
-      writeHeldNow();
+      batch.atTurnEnd(job, '3', undefined);
+      batch.writeHeldNow();
     },
     undefined,
     undefined,
   );
-  atTurnEnd(job, '2', undefined);
+  batch.atTurnEnd(job, '2', undefined);
   await turn();
   assert.deepEqual(ran, ['1', '2']);
   await turn();
@@ -80,15 +84,28 @@ test('writeHeldNow from inside a run does nothing: the jobs of the run keep thei
 });
 
 test('a job that throws keeps no other from running; its error is thrown once they have', () => {
-  const batch = resolve(__dirname, '../http/write-batch.js');
+  const module = resolve(__dirname, '../http/connections/write-batch.js');
   const script = `
-    const { atTurnEnd } = require(${JSON.stringify(batch)});
+    const { WriteBatch } = require(${JSON.stringify(module)});
+    const batch = new WriteBatch();
     process.on('exit', (code) => console.log('exit', code));
-    atTurnEnd(() => console.log('one'), 0, 0);
-    atTurnEnd(() => { throw new Error('planted'); }, 0, 0);
-    atTurnEnd(() => console.log('three'), 0, 0);
+    batch.atTurnEnd(() => console.log('one'), 0, 0);
+    batch.atTurnEnd(() => { throw new Error('planted'); }, 0, 0);
+    batch.atTurnEnd(() => console.log('three'), 0, 0);
   `;
   const run = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 10_000 });
   assert.equal(run.stdout, 'one\nthree\nexit 1\n', run.stderr);
   assert.match(run.stderr, /Error: planted/);
+});
+
+test("one batch's writeHeldNow runs none of another's jobs: each service writes its own answers", async () => {
+  const mine = new WriteBatch();
+  const theirs = new WriteBatch();
+  const ran: string[] = [];
+  mine.atTurnEnd((name: string) => ran.push(name), 'mine', undefined);
+  theirs.atTurnEnd((name: string) => ran.push(name), 'theirs', undefined);
+  theirs.writeHeldNow();
+  assert.deepEqual(ran, ['theirs']);
+  await turn();
+  assert.deepEqual(ran, ['theirs', 'mine']);
 });

@@ -22,7 +22,8 @@ import { servedRoutes, type RouteSpec } from './routes.js';
 import type { PetStore } from '../store/store.js';
 import { traceContext } from './pipeline/trace-context.js';
 import { splitTarget } from './url.js';
-import { atTurnEnd } from './connections/write-batch.js';
+import type { WriteBatch } from './connections/write-batch.js';
+import { RememberedKeys } from './access/remembered-key.js';
 
 export interface AppOptions {
   store: PetStore;
@@ -39,6 +40,8 @@ export interface AppOptions {
   feed: Feed;
   /** `--trust-proxy`: whose X-Forwarded-For or Forwarded names the client; undefined: the peer is the client. */
   trustProxy?: TrustedProxies | undefined;
+  /** Where this service's answers are held until the end of their turn (write-batch.ts). */
+  batch: WriteBatch;
 }
 
 /** Who sent a request, once its key is accepted: the log line of an error answer names the key's id. */
@@ -57,7 +60,9 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse, next?:
  * for the end of the turn (write-batch.ts), then through `finish`, which sends and logs it.
  */
 export function createApp(options: AppOptions): RequestListener {
-  const { mount, metrics } = options;
+  const { mount, metrics, batch } = options;
+  // Each service remembers its own connections' keys: one embedded beside it has other keys.
+  const remembered = new RememberedKeys(options.keyring);
   const router = new Router<RouteSpec>();
   const routes = servedRoutes(mount);
   for (const route of routes) router.add(route.method, mount.root + route.path, route);
@@ -151,7 +156,7 @@ export function createApp(options: AppOptions): RequestListener {
     // Decided now, as the answer is made: a body arriving while it is held changes nothing.
     if (reply.status >= 400 && reply.headers?.connection === undefined && bodyToCome(req))
       context.push('connection', 'close');
-    if (reply.stream === undefined) atTurnEnd(finish, reply, code);
+    if (reply.stream === undefined) batch.atTurnEnd(finish, reply, code);
     else finish(reply, code);
   }
 
@@ -173,7 +178,7 @@ export function createApp(options: AppOptions): RequestListener {
     // Authentication comes first, also for unknown paths and wrong methods: nothing is revealed without
     // a key. Paths that are public (the interface description, health) answer a wrong method without one.
     const needsKey = route?.auth ?? (path === undefined || !publicPaths.has(path));
-    const key = needsKey ? authenticate(req, caller.client, options.keyring, options.limiter) : undefined;
+    const key = needsKey ? authenticate(req, caller.client, remembered, options.limiter) : undefined;
     if (key !== undefined) {
       caller.key = key;
       authorize(key, route?.scope, options.quotas, context);

@@ -1,6 +1,7 @@
 import { AuthLimiter } from '../auth/limiter.js';
 import { checkQuota, QuotaCounter } from '../auth/quota.js';
 import { createApp, type RequestListener } from '../http/app.js';
+import { WriteBatch } from '../http/connections/write-batch.js';
 import { corsPolicy } from '../http/pipeline/cors.js';
 import { trustedProxies } from '../http/access/client-address.js';
 import { Feed } from '../http/feed/feed.js';
@@ -8,7 +9,7 @@ import { createMount, type Mount } from '../http/mount.js';
 import { generateFirstKey, keyFilePath } from '../auth/key-file.js';
 import { logKeyChanges, logKeyDuplicates } from '../auth/key-log.js';
 import { Keyring } from '../auth/keyring.js';
-import { jsonLogger, type Logger } from '../lib/logger.js';
+import { jsonLogger, serviceLogger, type Logger } from '../lib/logger.js';
 import { FileStore } from '../store/file/file-store.js';
 import type { PetStore } from '../store/store.js';
 import type { Replicator } from '../store/file/replication/replicator.js';
@@ -95,7 +96,7 @@ export type Petstore = PetstoreService;
  * entry: with no key configured every request under /v1 is refused (fail closed).
  */
 export async function createPetstore(options: PetstoreOptions): Promise<PetstoreService> {
-  const { serving, ...petstore } = await openPetstore(
+  const { serving, answers, ...petstore } = await openPetstore(
     options,
     options.metrics === true ? await loadMetrics() : undefined,
   );
@@ -106,6 +107,8 @@ export async function createPetstore(options: PetstoreOptions): Promise<Petstore
 /** A service not yet serving: `serving()` says it now does (replication begins its lineage then, replicator.ts). */
 export interface OpenedPetstore extends PetstoreService {
   serving(): void;
+  /** Where the service holds its answers for the turn's end: the server writes them before an error answer. */
+  answers: WriteBatch;
 }
 
 /** The metrics of one service; the module, and perf_hooks with it, is loaded only when metrics are on. */
@@ -118,7 +121,7 @@ export async function openPetstore(
   options: PetstoreOptions,
   metrics: ServiceMetrics | undefined,
 ): Promise<OpenedPetstore> {
-  const logger = options.logger ?? jsonLogger();
+  const logger = serviceLogger(options.logger ?? jsonLogger());
   const mount = createMount(options.basePath, options.publicUrls, options.docs ?? DEFAULTS.docs);
   if (options.store !== undefined) checkStore(options.store);
   if (options.rateLimit !== undefined) checkQuota(options.rateLimit);
@@ -215,7 +218,7 @@ function service(
   closeStore: () => Promise<void>,
   mount: Mount,
   metrics: ServiceMetrics | undefined,
-): PetstoreService {
+): PetstoreService & { answers: WriteBatch } {
   const maxHeld = options.maxStreams ?? DEFAULTS.maxStreams;
   const maxHeldPerKey = options.maxStreamsPerKey ?? DEFAULTS.maxStreamsPerKey;
   // Allowed, for one key serving everyone, but then the per-key bound protects no other key: said once.
@@ -236,7 +239,9 @@ function service(
   });
   // A revoked key's streams and waits end with it (feed.ts), on a key file as in a database.
   keyring.onRemoved((removed) => feed.revoke(removed));
+  const answers = new WriteBatch();
   const handler = createApp({
+    batch: answers,
     store,
     feed,
     keyring,
@@ -262,7 +267,7 @@ function service(
   };
   const exposition = (): Promise<string> =>
     metrics?.expose() ?? Promise.reject(new TypeError('metrics are off: create the service with metrics: true'));
-  return { handler, store, metrics: exposition, closeStreams: () => feed.close(), close };
+  return { handler, store, metrics: exposition, closeStreams: () => feed.close(), close, answers };
 }
 
 /** An embedder's store must have the whole interface; a plain object would fail on the first request. */

@@ -1,5 +1,6 @@
-import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
+import { DrainingHttpsServer, DrainingServer } from './draining-server.js';
 import type { AddressInfo, Socket } from 'node:net';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
@@ -13,7 +14,7 @@ import {
   refuseExpectation,
   refuseWhileStopping,
 } from '../http/connections/edge.js';
-import { jsonLogger } from '../lib/logger.js';
+import { jsonLogger, serviceLogger } from '../lib/logger.js';
 import type { MetricsListener } from './metrics/metrics-listener.js';
 import { loadMetrics, openPetstore, type Petstore, type PetstoreOptions } from './create-petstore.js';
 import { DEFAULTS, type SettingOptions } from './settings.js';
@@ -67,7 +68,7 @@ const STOP_GRACE_MS = 200;
 
 /** Creates the service and serves it on `node:http`, or `node:https` with `tls`. */
 export async function listen(options: ListenOptions): Promise<RunningServer> {
-  const logger = options.logger ?? jsonLogger();
+  const logger = serviceLogger(options.logger ?? jsonLogger());
   // Before the store is opened: a certificate and key that do not go together refuse the start.
   if (options.tls !== undefined) checkTls(options.tls);
   const metrics = options.metrics === true || options.metricsPort !== undefined ? await loadMetrics() : undefined;
@@ -82,7 +83,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     idle: (socket: Socket, now: number) => sockets.idle(socket, now),
     busy: (socket: Socket) => sockets.busy(socket),
   };
-  const connections = new OwedAnswers(slots, sendTimeoutMs);
+  const connections = new OwedAnswers(slots, sendTimeoutMs, petstore.answers);
   let stopping = false;
   const answer = (req: IncomingMessage, res: ServerResponse): void => {
     // On an inherited socket (socket activation) the next process takes new connections: a request on
@@ -114,8 +115,8 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   // A TLS handshake gets no longer than the request headers do (Node's own default is 120 s).
   const server =
     options.tls === undefined
-      ? createServer(httpOptions, onRequest)
-      : createHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
+      ? new DrainingServer(httpOptions, onRequest)
+      : new DrainingHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
   if (options.tls !== undefined) {
     const counted = metrics?.countPlainHttp();
     answerPlainHttp(server as HttpsServer, headersTimeout, (socket) => {
@@ -199,7 +200,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
  * has been quiet for the grace; whatever is still open after `timeoutMs` is cut, whatever its client does.
  */
 async function drain(
-  server: Server | HttpsServer,
+  server: DrainingServer | DrainingHttpsServer,
   connections: OwedAnswers,
   sockets: SlotLimiter,
   timeoutMs: number,
@@ -207,16 +208,8 @@ async function drain(
 ): Promise<void> {
   for (const res of connections.unsent()) res.setHeader('connection', 'close');
   closeStreams();
-  const stopped = new Promise<void>((resolve) => {
-    // Node's close() also destroys the connections its parser sees as idle, which cuts a keep-alive
-    // request already on the wire; the quiet sweep below closes them instead.
-    server.closeIdleConnections = () => {};
-    try {
-      server.close(() => resolve());
-    } finally {
-      Reflect.deleteProperty(server, 'closeIdleConnections');
-    }
-  });
+  // Idle connections stay open (draining-server.ts): the quiet sweep below closes them.
+  const stopped = new Promise<void>((resolve) => server.stopAccepting(resolve));
   const quiet = (): void => {
     connections.closeQuiet(STOP_GRACE_MS);
     sockets.closeSilent(STOP_GRACE_MS);

@@ -1,4 +1,4 @@
-import type { Logger } from '../lib/logger.js';
+import type { ServiceLogger } from '../lib/logger.js';
 import { DEFAULTS, type SettingOptions } from './settings.js';
 import type { FileStore } from '../store/file/file-store.js';
 import { openDestination } from '../store/file/replication/destinations/open-destination.js';
@@ -19,10 +19,9 @@ export async function startReplication(
   store: FileStore,
   dataDir: string,
   options: ReplicationOptions,
-  logger: Logger,
+  logger: ServiceLogger,
 ): Promise<Replicator> {
-  const warn = (message: string): void =>
-    'warn' in logger && typeof logger.warn === 'function' ? logger.warn(message) : logger.error(message);
+  const warn = (message: string): void => logger.warn(message);
   const keys = options.replicateKeyFile === undefined ? [] : await readReplicaKeys(options.replicateKeyFile);
   const destination = new SealedDestination(await openDestination(options.replicateTo, dataDir, { warn }), keys);
   const replicator = await Replicator.start({

@@ -4,8 +4,8 @@ import { clientKey, type AuthLimiter } from '../../auth/limiter.js';
 import { monotonicMs } from '../../lib/monotonic.js';
 import { headerCount } from '../pipeline/headers.js';
 import { HttpError, type ErrorCode } from '../http-error.js';
-import { rememberedKey, rememberKey } from './remembered-key.js';
-import type { AcceptedKey, Keyring } from '../../auth/keyring.js';
+import type { RememberedKeys } from './remembered-key.js';
+import type { AcceptedKey } from '../../auth/keyring.js';
 
 const CHALLENGE = { 'www-authenticate': `Bearer realm="${AUTH_REALM}"` };
 
@@ -36,12 +36,13 @@ const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 
 /**
  * Lets a request through only with an accepted bearer key, and returns that key. A client address (the peer, or the one
- * a trusted proxy names) with too many recent failures is refused (429) before its key is even looked at.
+ * a trusted proxy names) with too many recent failures is refused (429) before its key is even looked at. `keys` is
+ * the service's keyring, with the key each of its connections was last accepted as.
  */
 export function authenticate(
   req: IncomingMessage,
   client: string,
-  keyring: Keyring,
+  keys: RememberedKeys,
   limiter: AuthLimiter,
 ): AcceptedKey {
   const address = clientKey(client);
@@ -73,7 +74,7 @@ export function authenticate(
       'invalid_request',
       'the Authorization header is given more than once',
     );
-  const known = rememberedKey(req.socket, header, keyring, now);
+  const known = keys.find(req.socket, header, now);
   if (known !== undefined) return known;
   const token = BEARER.exec(header)?.[1];
   if (token === undefined)
@@ -84,13 +85,13 @@ export function authenticate(
       'the Authorization header is not a bearer API key',
       CHALLENGE,
     );
-  const key = keyring.identify(token, now);
+  const key = keys.keyring.identify(token, now);
   if (key === undefined) {
     // Only a presented key that is wrong counts as a guess: a browser's keyless request for
     // /favicon.ico behind the same proxy must not lock out the clients that have a key.
     limiter.recordFailure(address, now);
     throw new AuthenticationError('unknown_key', 401, 'unauthorized', 'invalid API key', CHALLENGE);
   }
-  rememberKey(req.socket, header, keyring, key);
+  keys.remember(req.socket, header, key);
   return key;
 }

@@ -4,14 +4,9 @@ import type { AcceptedKey, Keyring } from '../../auth/keyring.js';
 /** The Authorization header a connection's latest accepted request sent, and the key it was accepted as. */
 interface Remembered {
   header: string;
-  /** Whose key it is: services embedded side by side (chained with `next`) see the same connections. */
-  keyring: Keyring;
   generation: number;
   key: AcceptedKey;
 }
-
-// Weakly held: a closed connection takes its entry with it, and no property is added to Node's sockets.
-const remembered = new WeakMap<Socket, Remembered>();
 
 /*
  * A client sends the same Authorization header on every request of a keep-alive connection; parsing
@@ -23,19 +18,28 @@ const remembered = new WeakMap<Socket, Remembered>();
  * clients, and how long a comparison takes must say nothing about another client's key.
  */
 
-/** The key remembered for `socket` if `header` is the one it was accepted with, under the keyring's current keys. */
-export function rememberedKey(socket: Socket, header: string, keyring: Keyring, now: number): AcceptedKey | undefined {
-  const last = remembered.get(socket);
-  if (last === undefined) return undefined;
-  keyring.refresh(now);
-  return last.keyring === keyring && last.generation === keyring.generation && sameText(last.header, header)
-    ? last.key
-    : undefined;
-}
+/**
+ * One service's keyring and the key each connection was last accepted as. Services embedded side by
+ * side (chained with `next`) see the same connections; each has its own, so none takes another's key.
+ */
+export class RememberedKeys {
+  // Weakly held: a closed connection takes its entry with it, and no property is added to Node's sockets.
+  readonly #bySocket = new WeakMap<Socket, Remembered>();
 
-/** Remembers that `header` was accepted as `key` on `socket`, under the keyring's current keys. */
-export function rememberKey(socket: Socket, header: string, keyring: Keyring, key: AcceptedKey): void {
-  remembered.set(socket, { header, keyring, generation: keyring.generation, key });
+  constructor(readonly keyring: Keyring) {}
+
+  /** The key remembered for `socket` if `header` is the one it was accepted with, under the keyring's current keys. */
+  find(socket: Socket, header: string, now: number): AcceptedKey | undefined {
+    const last = this.#bySocket.get(socket);
+    if (last === undefined) return undefined;
+    this.keyring.refresh(now);
+    return last.generation === this.keyring.generation && sameText(last.header, header) ? last.key : undefined;
+  }
+
+  /** Remembers that `header` was accepted as `key` on `socket`, under the keyring's current keys. */
+  remember(socket: Socket, header: string, key: AcceptedKey): void {
+    this.#bySocket.set(socket, { header, generation: this.keyring.generation, key });
+  }
 }
 
 /** Whether `a` and `b` are the same text, in a time that depends on their length only. */

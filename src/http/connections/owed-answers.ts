@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { monotonicMs } from '../../lib/monotonic.js';
 import { ENDINGS, SendWatch, type Ending, type Sending, type SlotNotices } from './send-watch.js';
-import { writeHeldNow } from './write-batch.js';
+import type { WriteBatch } from './write-batch.js';
 
 /**
  * Answers a connection may have made and not yet sent: its further requests wait unanswered, and it
@@ -53,17 +53,21 @@ export class OwedAnswers {
   readonly #watch: SendWatch;
   #sweep: NodeJS.Timeout | undefined;
   readonly #idle: ((socket: Socket, now: number) => void) | undefined;
+  readonly #held: WriteBatch | undefined;
   /** Connections the server ended on its own, by why. */
   readonly ended = Object.fromEntries(ENDINGS.map((why) => [why, 0])) as Record<Ending, number>;
 
   /**
    * `slots` is told of a connection each time the last response it owes has ended (idle), and when
-   * its answers stall and move again; `sendTimeoutMs` bounds how long an answer may make no progress.
+   * its answers stall and move again; `sendTimeoutMs` bounds how long an answer may make no progress;
+   * `held` is where the service answering these connections holds its answers for the turn's end.
    */
   constructor(
     readonly slots?: SlotNotices,
     sendTimeoutMs = 60_000,
+    held?: WriteBatch,
   ) {
+    this.#held = held;
     this.#watch = new SendWatch(sendTimeoutMs, slots, this.ended);
     this.#idle = slots === undefined ? undefined : (socket, now) => slots.idle(socket, now);
   }
@@ -129,7 +133,7 @@ export class OwedAnswers {
    * that has already been answered (one request, one answer). False when an error is already waiting.
    */
   afterOwed(socket: Socket, answer: (reply: boolean) => void): boolean {
-    writeHeldNow(); // an answer made but held for its turn's end (write-batch.ts) has been given
+    this.#held?.writeHeldNow(); // an answer made but held for its turn's end (write-batch.ts) has been given
     const connection = this.#open.get(socket);
     if (connection === undefined) {
       answer(true);

@@ -6,20 +6,7 @@ import type { IdempotencyIndex } from './idempotency.js';
 import type { Journal } from './journal.js';
 import type { PetIndex } from '../pet-index.js';
 import { snapshotChunks } from './snapshot.js';
-
-/**
- * The store's two id marks (docs/design.md, "Words used here"), shared by the store that hands ids
- * out and the compaction that keeps them.
- */
-export interface IdCounter {
-  /** The highest id handed out. */
-  handedOut: number;
-  /**
-   * The highest id the records account for (format 4: each line's id follows the one before); below
-   * `handedOut` after ids were handed out without a line, which the next commit writes a skip line for.
-   */
-  recorded: number;
-}
+import type { IdMarks } from './id-marks.js';
 
 export interface CompactionOptions {
   /** Journal bytes past which a new snapshot is written (the bound in force is at least the snapshot's size). */
@@ -29,8 +16,8 @@ export interface CompactionOptions {
   oldGenerations: number[];
   /** Keys within their window are written into the snapshot with their pets; older ones are dropped. */
   idempotency: IdempotencyIndex;
-  /** The highest id handed out so far, which the snapshot keeps so that no id is handed out twice. */
-  ids: IdCounter;
+  /** The store's id marks: the snapshot keeps `handedOut`, so that no id is handed out twice. */
+  ids: IdMarks;
   report: (error: unknown) => void;
 }
 
@@ -49,7 +36,7 @@ export class Compaction {
   readonly #compactAfter: number;
   readonly #report: (error: unknown) => void;
   readonly #idempotency: IdempotencyIndex;
-  readonly #ids: IdCounter;
+  readonly #ids: IdMarks;
   #snapshotBytes: number;
   #oldGenerations: number[];
   /** Journal length past which the next compaction starts. */
@@ -111,7 +98,7 @@ export class Compaction {
   async compactNow(): Promise<void> {
     if (this.#journal.length > 0) this.#oldGenerations.push(await this.#rotate());
     // The snapshot's lastId is where the new journal's ids go on from.
-    this.#ids.recorded = this.#ids.handedOut;
+    this.#ids.newJournal();
     const covered = [...this.#oldGenerations];
     await this.#writeSnapshot();
     await this.#removeJournals(covered);
@@ -120,7 +107,7 @@ export class Compaction {
   /** Starts the next journal, whose ids go on from the snapshot's lastId (ids.handedOut, written right after). */
   async #rotate(): Promise<number> {
     const closed = await this.#journal.rotate(this.#report);
-    this.#ids.recorded = this.#ids.handedOut;
+    this.#ids.newJournal();
     return closed;
   }
 

@@ -2,7 +2,8 @@ import type { LockFile } from '../../lib/lock-file.js';
 import { CommitListeners } from '../commit-listeners.js';
 import { petJson } from '../../pet/codec.js';
 import { petWithId, samePet, type NewPet, type Pet } from '../../pet/pet.js';
-import type { Compaction, IdCounter } from './compaction.js';
+import type { Compaction } from './compaction.js';
+import type { IdMarks } from './id-marks.js';
 import type { IdReservation } from './id-reservation.js';
 import type { IdempotencyIndex, IdempotencyRecord } from './idempotency.js';
 import type { Journal } from './journal.js';
@@ -55,7 +56,7 @@ export class FileStore implements PetStore {
   readonly #compaction: Compaction;
   readonly #report: (error: unknown) => void;
   readonly #idempotency: IdempotencyIndex;
-  readonly #ids: IdCounter;
+  readonly #ids: IdMarks;
   readonly #reservation: IdReservation;
   readonly #commits = new CommitListeners();
   #queue: PendingCreate[] = [];
@@ -203,7 +204,7 @@ export class FileStore implements PetStore {
       : await this.#reservation.beforeTaking(this.#ids.handedOut, batch.length);
     if (refusal !== undefined) return this.#refuse(batch, refusal);
     // Ids are taken even if the commit fails, so an id that a client might have seen is never reused.
-    const pets = batch.map(({ pet }) => petWithId(++this.#ids.handedOut, pet));
+    const pets = batch.map(({ pet }) => petWithId(this.#ids.handOut(), pet));
     const texts = pets.map(petJson);
     const lines = texts.map((text, i) => buildLine(text, (batch[i] as PendingCreate).record));
     const parts = lines.flatMap((line) => [line, NEWLINE]);
@@ -218,7 +219,7 @@ export class FileStore implements PetStore {
       this.#scheduleRecovery();
       return;
     }
-    this.#ids.recorded = (pets.at(-1) as Pet).id;
+    this.#ids.recordedUpTo((pets.at(-1) as Pet).id);
     this.#observer?.committed(secondsSince(began), batch.length);
     for (const [i, pet] of pets.entries()) {
       const line = lines[i] as Buffer;

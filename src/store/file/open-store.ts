@@ -4,7 +4,8 @@ import { makeDirectory, nodeFileSystem, type FileSystem } from '../../lib/file-s
 import type { LockFile } from '../../lib/lock-file.js';
 import { claimPrivateDirectory } from '../../lib/private-file.js';
 import { reportToStderr } from '../../lib/system-error.js';
-import { Compaction, type IdCounter } from './compaction.js';
+import { Compaction } from './compaction.js';
+import { IdMarks } from './id-marks.js';
 import { IDS_FILE, journalFile } from './file-names.js';
 import { IdReservation, RESERVE_BLOCK } from './id-reservation.js';
 import { IdempotencyIndex } from './idempotency.js';
@@ -45,7 +46,7 @@ export interface OpenedStore {
   compaction: Compaction;
   idempotency: IdempotencyIndex;
   /** The highest id handed out so far. */
-  ids: IdCounter;
+  ids: IdMarks;
   /** The ids reserved durably ahead of `ids.handedOut`. */
   reservation: IdReservation;
   report: (error: unknown) => void;
@@ -101,7 +102,7 @@ export async function openStore(dir: string, options: FileStoreOptions): Promise
     // started and the snapshot naming it written before any create: from then on pets.json names every
     // journal needed, every line carries its checksum, and the journal's ids follow one by one.
     const upgrade = format !== 4 || newest === undefined;
-    const ids: IdCounter = { handedOut: lastId, recorded: follow };
+    const ids = new IdMarks(lastId, follow);
     const journal = upgrade
       ? await openStep(`cannot create a journal in ${dir}`, () => Journal.create(fs, dir, (newest ?? 0) + 1, report))
       : await openStep(`cannot open the journal of generation ${newest} in ${dir} for writing`, () =>

@@ -1,4 +1,4 @@
-import type { Logger } from '../../../lib/logger.js';
+import type { ServiceLogger } from '../../../lib/logger.js';
 import type { CommitListener, ListPage, ListQuery } from '../../store.js';
 import { journalFile } from '../file-names.js';
 import { reasonOf, ReplicationError, type Destination, type FailureReason } from './destinations/destination.js';
@@ -22,7 +22,7 @@ export interface ReplicatorOptions {
   destination: Destination;
   /** Milliseconds between the end of a round and the start of the next. */
   intervalMs: number;
-  logger: Logger & { warn?(message: string, fields?: Record<string, string | number | boolean | undefined>): void };
+  logger: ServiceLogger;
   /** The store id of another store whose destination this one may take over. */
   takeOver?: string | undefined;
   /** How far back a restore may reach, in milliseconds (retention.ts). */
@@ -145,7 +145,7 @@ export class Replicator {
       const { logger, destination } = this.#options;
       const message = 'the stop abandoned the replication round under way: the next start ships what it held';
       const fields = { destination: destination.name, stopMs };
-      (logger.warn ?? ((m: string, f: typeof fields) => logger.error(m, undefined, f))).call(logger, message, fields);
+      logger.warn(message, fields);
     }
     clearTimeout(timer);
     this.#unwatch();
@@ -232,8 +232,7 @@ export class Replicator {
         error: failure?.message,
         lagSeconds: Math.round(lag * 10) / 10,
       };
-      (logger.warn ?? ((m: string, f: typeof fields) => logger.error(m, undefined, f))).call(
-        logger,
+      logger.warn(
         'replication is falling behind: what was created since is only on this machine until it catches up',
         fields,
       );
