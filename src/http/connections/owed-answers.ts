@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import { monotonicMs } from '../../lib/monotonic.js';
 import { ENDINGS, SendWatch, type Ending, type Sending, type SlotNotices } from './send-watch.js';
 import { writeHeldNow } from './write-batch.js';
+import { endUnheard } from './unheard-end.js';
 
 /**
  * Answers a connection may have made and not yet sent: its further requests wait unanswered, and it
@@ -115,7 +116,7 @@ export class OwedAnswers {
       answer(req, res);
     } else if (connection.owed.size > OUTSTANDING) {
       this.ended.pipelining_limit++;
-      connection.socket.destroy();
+      endUnheard(connection.socket);
     } else {
       connection.waiting.push([req, res, answer]);
       connection.paused = true;
