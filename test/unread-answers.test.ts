@@ -161,10 +161,14 @@ for (const tls of [false, true]) {
   }, async (t) => {
     const { server, serverSides, ca, metricsUrl } = await serve(t, tls);
     const client = new Client(t, server.url, ca);
+    const stackTraceLimit = Error.stackTraceLimit;
     await client.neverReading(200);
     await waitFor(() => serverSides[0]?.destroyed === true, 10_000, 'the connection closed');
     const { families } = await scrape(metricsUrl);
     assert.equal(metricValue(families, 'petstore_http_ended_connections_total', { reason: 'pipelining_limit' }), 1);
+    // Its unanswered requests' errors were made without stacks (unheard-end.ts): errors after it have them again.
+    assert.equal(Error.stackTraceLimit, stackTraceLimit);
+    assert.match(String(new Error('after').stack), /\n\s+at /);
   });
 
   test(`${over}: at --max-connections, connections whose only work is answers their clients do not read ` +

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { monotonicMs } from '../../lib/monotonic.js';
 import { ENDINGS, SendWatch, type Ending, type Sending, type SlotNotices } from './send-watch.js';
+import { endUnheard } from './unheard-end.js';
 import type { WriteBatch } from './write-batch.js';
 
 /**
@@ -119,7 +120,7 @@ export class OwedAnswers {
       answer(req, res);
     } else if (connection.owed.size > OUTSTANDING) {
       this.ended.pipelining_limit++;
-      connection.socket.destroy();
+      endUnheard(connection.socket);
     } else {
       connection.waiting.push([req, res, answer]);
       connection.paused = true;

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { endUnheard } from './unheard-end.js';
 import type { Socket } from 'node:net';
 
 /**
@@ -101,7 +102,7 @@ export class SendWatch {
 
   #end(connection: Sending, why: Ending): void {
     this.ended[why]++;
-    connection.socket.destroy();
+    endUnheard(connection.socket);
   }
 }
 
