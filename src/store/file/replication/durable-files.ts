@@ -1,7 +1,7 @@
 import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode } from '../../../lib/system-error.js';
-import { LOCK_FILE, SNAPSHOT_FILE, journalGeneration } from '../file-names.js';
+import { LOCK_FILE, journalGeneration } from '../file-names.js';
 import { isShippableName } from './layout.js';
 
 /** What replication asks of the store: how much of its open journal is durable, and which ids it handed out. */
@@ -26,21 +26,21 @@ export interface FileState {
 /** The file of the data directory that says which store it is, to replication only; never shipped. */
 export const REPLICA_ID_FILE = 'replication.json';
 
-/** Thrown when the data directory changed under a read (a compaction): the round is tried again. */
+/**
+ * Thrown when a file went or shrank under a read although the store held it (FileStore.holdFiles): something other
+ * than the store changed the directory. The round is tried again.
+ */
 export class ChangedDuringRead extends Error {}
 
 /**
- * The files of the data directory and how much of each is durable now. The snapshot's identity is
- * taken first and checked again by `stillSame` after the bytes were read: the journals it needs
- * exist until a newer snapshot replaces it, so an unchanged snapshot means a consistent set. The
- * open journal counts up to its durable length, asked after the snapshot was seen, so the snapshot
- * never names a journal left out; a journal newer than that is left for the next round.
+ * The files of the data directory and how much of each is durable now, to be called while the store
+ * holds its files (the snapshot and the journals it names stay as they are). The open journal counts
+ * up to its durable length; a journal newer than it (rotated since) is left for the next round.
  */
 export async function durableFiles(
   dir: string,
   journal: () => DurableJournal,
 ): Promise<{ files: FileState[]; durable: DurableJournal }> {
-  const snapshot = await stampOf(join(dir, SNAPSHOT_FILE));
   const durable = journal();
   const files: FileState[] = [];
   for (const name of (await readdir(dir)).sort()) {
@@ -53,17 +53,11 @@ export async function durableFiles(
       files.push({ name, kind: 'appended', length, stamp: '' });
       continue;
     }
-    const s = name === SNAPSHOT_FILE ? snapshot : await stampOf(join(dir, name));
+    const s = await stampOf(join(dir, name));
     if (s === undefined || !s.file) continue;
     files.push({ name, kind: 'replaced', length: s.size, stamp: s.stamp });
   }
   return { files, durable };
-}
-
-/** Whether the snapshot is still the one `files` saw (see durableFiles). */
-export async function stillSame(dir: string, files: readonly FileState[]): Promise<boolean> {
-  const before = files.find((f) => f.name === SNAPSHOT_FILE)?.stamp;
-  return (await stampOf(join(dir, SNAPSHOT_FILE)))?.stamp === before;
 }
 
 /** Bytes [from, to) of a file, which must hold them all. */

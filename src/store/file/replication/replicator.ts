@@ -12,6 +12,8 @@ import { succession, type Succession } from './succession.js';
 /** What replication needs of the file store: its durable journal, and word of each commit. */
 export interface ReplicatedStore {
   durableJournal(): DurableJournal;
+  /** Holds the snapshot and journals as they are until the release is called (compaction waits). */
+  holdFiles(): Promise<() => void>;
   list(query: ListQuery): ListPage;
   watchCommits(listener: CommitListener): () => void;
 }
@@ -175,7 +177,7 @@ export class Replicator {
         this.#options.dataDir,
         this.#options.destination,
         this.#state,
-        () => this.#options.store.durableJournal(),
+        { journal: () => this.#options.store.durableJournal(), holdFiles: () => this.#options.store.holdFiles() },
         this.#committedId,
       );
       if (outcome.shipped) this.#lastSuccess = Date.now();
@@ -191,7 +193,7 @@ export class Replicator {
       else this.#pendingSince = Math.min(this.#pendingSince ?? began, began);
       this.#checkBehind(undefined);
     } catch (error) {
-      // A compaction replaced the snapshot under the round: nothing is wrong, the next round reads again.
+      // Something outside the store changed a held file under the round: the next round reads again.
       if (error instanceof ChangedDuringRead) return;
       const reason = reasonOf(error);
       this.#count(reason);
