@@ -1,5 +1,5 @@
-import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { FileSystem, FileStat } from '../../../lib/file-system.js';
 import { errorCode } from '../../../lib/system-error.js';
 import { LOCK_FILE, journalGeneration } from '../file-names.js';
 import { isShippableName } from './layout.js';
@@ -38,69 +38,72 @@ export class ChangedDuringRead extends Error {}
  * up to its durable length; a journal newer than it (rotated since) is left for the next round.
  */
 export async function durableFiles(
+  fs: FileSystem,
   dir: string,
   journal: () => DurableJournal,
 ): Promise<{ files: FileState[]; durable: DurableJournal }> {
   const durable = journal();
   const files: FileState[] = [];
-  for (const name of (await readdir(dir)).sort()) {
+  for (const name of (await fs.readdir(dir)).sort()) {
     if (!isShippableName(name) || name === LOCK_FILE || name === REPLICA_ID_FILE) continue;
     const generation = journalGeneration(name);
     if (generation !== undefined) {
       if (generation > durable.generation) continue;
-      const length = generation === durable.generation ? durable.length : (await stampOf(join(dir, name)))?.size;
+      const length = generation === durable.generation ? durable.length : (await stampOf(fs, join(dir, name)))?.size;
       if (length === undefined) throw new ChangedDuringRead(`${name} went while it was read`);
       files.push({ name, kind: 'appended', length, stamp: '' });
       continue;
     }
-    const s = await stampOf(join(dir, name));
-    if (s === undefined || !s.file) continue;
-    files.push({ name, kind: 'replaced', length: s.size, stamp: s.stamp });
+    const s = await stampOf(fs, join(dir, name));
+    if (s === undefined || !s.isFile) continue;
+    files.push({ name, kind: 'replaced', length: s.size, stamp: s.identity });
   }
   return { files, durable };
 }
 
 /** Bytes [from, to) of a file, which must hold them all. */
-export async function readRange(dir: string, name: string, from: number, to: number): Promise<Buffer> {
-  const handle = await open(join(dir, name), 'r').catch((error: unknown) => {
-    throw errorCode(error) === 'ENOENT' ? new ChangedDuringRead(`${name} went while it was read`) : error;
-  });
+export async function readRange(fs: FileSystem, dir: string, name: string, from: number, to: number): Promise<Buffer> {
+  const file = await openHeld(fs, dir, name);
   try {
     const bytes = Buffer.alloc(to - from);
     let done = 0;
     while (done < bytes.length) {
-      const { bytesRead } = await handle.read(bytes, done, bytes.length - done, from + done);
-      if (bytesRead === 0) throw new ChangedDuringRead(`${name} was shorter than ${to} bytes`);
-      done += bytesRead;
+      const read = await file.read(bytes, done, bytes.length - done, from + done);
+      if (read === 0) throw new ChangedDuringRead(`${name} was shorter than ${to} bytes`);
+      done += read;
     }
     return bytes;
   } finally {
-    await handle.close();
+    await file.close();
   }
 }
 
 /** A replaced file's whole content and the identity of what was read (its own, not the name's now). */
-export async function readWhole(dir: string, name: string): Promise<{ bytes: Buffer; stamp: string }> {
-  const handle = await open(join(dir, name), 'r').catch((error: unknown) => {
-    throw errorCode(error) === 'ENOENT' ? new ChangedDuringRead(`${name} went while it was read`) : error;
-  });
+export async function readWhole(fs: FileSystem, dir: string, name: string): Promise<{ bytes: Buffer; stamp: string }> {
+  const file = await openHeld(fs, dir, name);
   try {
-    const s = await handle.stat({ bigint: true });
-    const bytes = await handle.readFile();
-    if (BigInt(bytes.length) !== s.size) throw new ChangedDuringRead(`${name} changed while it was read`);
-    return { bytes, stamp: stampText(s) };
+    const { size, identity } = await file.stat();
+    const bytes = Buffer.alloc(size);
+    let done = 0;
+    while (done < size) {
+      const read = await file.read(bytes, done, size - done, done);
+      if (read === 0) throw new ChangedDuringRead(`${name} changed while it was read`);
+      done += read;
+    }
+    return { bytes, stamp: identity };
   } finally {
-    await handle.close();
+    await file.close();
   }
 }
 
-const stampText = (s: { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string =>
-  `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+const openHeld = (fs: FileSystem, dir: string, name: string) =>
+  fs.openRead(join(dir, name)).catch((error: unknown) => {
+    throw errorCode(error) === 'ENOENT' ? new ChangedDuringRead(`${name} went while it was read`) : error;
+  });
 
-async function stampOf(path: string): Promise<{ size: number; stamp: string; file: boolean } | undefined> {
+async function stampOf(fs: FileSystem, path: string): Promise<FileStat | undefined> {
   try {
-    const s = await stat(path, { bigint: true });
-    return { size: Number(s.size), stamp: stampText(s), file: s.isFile() };
+    return await fs.stat(path);
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return undefined;
     throw error;

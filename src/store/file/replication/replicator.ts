@@ -1,3 +1,4 @@
+import { nodeFileSystem, type FileSystem } from '../../../lib/file-system.js';
 import type { Logger } from '../../../lib/logger.js';
 import type { CommitListener, ListPage, ListQuery } from '../../store.js';
 import { journalFile } from '../file-names.js';
@@ -31,6 +32,8 @@ export interface ReplicatorOptions {
   retentionMs: number;
   /** Milliseconds a stop gives the round under way and the last one, in all (default 10 s). */
   stopMs?: number | undefined;
+  /** What the store's files are read through (the store's own; default the node one). */
+  fileSystem?: FileSystem | undefined;
 }
 
 export interface ReplicationStats {
@@ -177,7 +180,11 @@ export class Replicator {
         this.#options.dataDir,
         this.#options.destination,
         this.#state,
-        { journal: () => this.#options.store.durableJournal(), holdFiles: () => this.#options.store.holdFiles() },
+        {
+          fs: this.#options.fileSystem ?? nodeFileSystem,
+          journal: () => this.#options.store.durableJournal(),
+          holdFiles: () => this.#options.store.holdFiles(),
+        },
         this.#committedId,
       );
       if (outcome.shipped) this.#lastSuccess = Date.now();

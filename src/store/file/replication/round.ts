@@ -1,3 +1,4 @@
+import type { FileSystem } from '../../../lib/file-system.js';
 import { ReplicationError, type Destination } from './destinations/destination.js';
 import { durableFiles, readRange, readWhole, type DurableJournal } from './durable-files.js';
 import { headDocument, supersedingHead } from './head.js';
@@ -43,6 +44,8 @@ export interface RoundOutcome {
 
 /** What a round asks of the store: its durable journal, and a hold on its files while it reads them. */
 export interface RoundSource {
+  /** The file system the store's files are read through. */
+  fs: FileSystem;
   journal: () => DurableJournal;
   /** Compaction replaces and removes no file until the release is called (FileStore.holdFiles). */
   holdFiles: () => Promise<() => void>;
@@ -89,7 +92,7 @@ export async function shipRound(
   const release = await source.holdFiles();
   let durable: DurableJournal;
   try {
-    const found = await durableFiles(dir, source.journal);
+    const found = await durableFiles(source.fs, dir, source.journal);
     durable = found.durable;
     const files = found.files;
     for (const f of files) {
@@ -102,7 +105,10 @@ export async function shipRound(
             : { name: f.name, length: 0, segments: [] };
         const segments =
           f.length > kept.length
-            ? [...kept.segments, segment(f.name, kept.length, await readRange(dir, f.name, kept.length, f.length))]
+            ? [
+                ...kept.segments,
+                segment(f.name, kept.length, await readRange(source.fs, dir, f.name, kept.length, f.length)),
+              ]
             : kept.segments;
         next.set(f.name, { file: { name: f.name, length: f.length, segments }, stamp: '' });
         continue;
@@ -118,7 +124,7 @@ export async function shipRound(
         continue;
       }
       const before = uploads.length;
-      const { bytes, stamp } = await readWhole(dir, f.name);
+      const { bytes, stamp } = await readWhole(source.fs, dir, f.name);
       const same =
         previous !== undefined &&
         previous.file.length === bytes.length &&
