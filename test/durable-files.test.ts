@@ -7,10 +7,11 @@ import assert from 'node:assert/strict';
 import { appendFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { nodeFileSystem } from '#dist/lib/file-system.js';
 import { ReplicationError, type Destination } from '#dist/store/file/replication/destinations/destination.js';
 import { durableFiles, readRange, type DurableJournal } from '#dist/store/file/replication/durable-files.js';
 import { shipRound, type ShippedState } from '#dist/store/file/replication/round.js';
-import { dataDir, journalText, snapshotText } from './store-support.js';
+import { dataDir, journalText, snapshotText, TestFileSystem } from './store-support.js';
 
 test('the open journal counts up to its durable length, not its size on disk', async (t) => {
   const dir = await dataDir(t);
@@ -20,7 +21,7 @@ test('the open journal counts up to its durable length, not its size on disk', a
   // Bytes written but not yet fdatasync'd: a crash may cut them, and no client was told they are stored.
   await appendFile(join(dir, 'pets-journal.1.jsonl'), journalText([{ id: 2, name: 'b', categoryId: 2n }], 1));
   const length = Buffer.byteLength(durable);
-  const { files } = await durableFiles(dir, () => ({ generation: 1, length, idsHandedOut: 2 }));
+  const { files } = await durableFiles(nodeFileSystem, dir, () => ({ generation: 1, length, idsHandedOut: 2 }));
   assert.deepEqual(
     files.find((f) => f.name === 'pets-journal.1.jsonl'),
     { name: 'pets-journal.1.jsonl', kind: 'appended', length, stamp: '' },
@@ -33,7 +34,7 @@ test('readRange closes its file: 200 reads leave no descriptor open', async (t) 
   const open = async (): Promise<number> => (await readdir('/proc/self/fd')).length;
   const before = await open();
   for (let i = 0; i < 200; i++)
-    assert.equal((await readRange(dir, 'pets-journal.1.jsonl', 10, 20)).toString(), 'x'.repeat(10));
+    assert.equal((await readRange(nodeFileSystem, dir, 'pets-journal.1.jsonl', 10, 20)).toString(), 'x'.repeat(10));
   assert.ok((await open()) - before < 5, `${(await open()) - before} more descriptors open`);
 });
 
@@ -62,14 +63,53 @@ test('during an outage a replaced file read and hashed once is not read again wh
     files: new Map(),
   };
   const journal = (): DurableJournal => ({ generation: 1, length: 0, idsHandedOut: 1 });
+  // Nothing compacts this directory: a hold that holds nothing.
+  const source = { fs: nodeFileSystem, journal, holdFiles: async () => () => {} };
   for (let round = 0; round < 3; round++)
-    await assert.rejects(shipRound(dir, down, state, journal, 1), { reason: 'unreachable' });
+    await assert.rejects(shipRound(dir, down, state, source, 1), { reason: 'unreachable' });
   const snapshots = put.filter((p) => p.key.endsWith('-pets.json'));
   assert.equal(snapshots.length, 3);
   assert.equal(snapshots[1]?.bytes, snapshots[0]?.bytes, 'the same bytes, not read anew');
   assert.equal(snapshots[2]?.bytes, snapshots[0]?.bytes);
   // Changed, it is read again.
   await writeFile(join(dir, 'pets.json'), snapshotText([{ id: 1, name: 'b', categoryId: 1n }], 1, 1));
-  await assert.rejects(shipRound(dir, down, state, journal, 1));
+  await assert.rejects(shipRound(dir, down, state, source, 1));
   assert.notEqual(put.at(-1)?.bytes, snapshots[0]?.bytes);
+});
+
+test("replication reads the store's files through its FileSystem: an EIO there fails the round, and it goes through once the disk is back", async (t) => {
+  const dir = await dataDir(t);
+  await writeFile(join(dir, 'pets.json'), snapshotText([{ id: 1, name: 'a', categoryId: 1n }], 1, 1));
+  await writeFile(join(dir, 'pets-journal.1.jsonl'), '');
+  const fs = new TestFileSystem();
+  fs.hook = (call) => (call.op === 'read' ? { code: 'EIO' } : undefined);
+  const put: string[] = [];
+  const up: Destination = {
+    name: 'up',
+    get: async () => undefined,
+    list: async () => [],
+    delete: async () => {},
+    put: async (key) => void put.push(key),
+  };
+  const state: ShippedState = {
+    store: 's',
+    lineage: '20261127T000000Z-000000000000',
+    generation: 1,
+    parent: null,
+    seq: 0,
+    previous: null,
+    files: new Map(),
+  };
+  const source = {
+    fs,
+    journal: (): DurableJournal => ({ generation: 1, length: 0, idsHandedOut: 1 }),
+    holdFiles: async () => () => {},
+  };
+  await assert.rejects(shipRound(dir, up, state, source, 1), { code: 'EIO' });
+  assert.equal(put.length, 0, 'nothing shipped');
+  assert.ok(fs.log.includes('read pets.json !EIO'), fs.log.join());
+  assert.equal(fs.count('openRead'), fs.count('close'), 'every file it opened closed');
+  fs.hook = undefined;
+  assert.equal((await shipRound(dir, up, state, source, 1)).shipped, true);
+  assert.ok(put.some((key) => key.endsWith('-pets.json')));
 });

@@ -8,7 +8,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runCli, startServer } from './helpers.js';
-import { post, stopsFor } from './replication-support.js';
+import { post, shiftedClock, stopsFor } from './replication-support.js';
 import { dataDir } from './store-support.js';
 
 /** A server that ships only at its start and its stop: each run makes two positions, the first as the run found the directory. */
@@ -131,4 +131,22 @@ test('restore --until refuses a time that is no date (February 30th, hour 24) or
     assert.equal(refused.code, 2, `${until}: ${refused.stderr}`);
     assert.match(refused.stderr, /--until must be a pet id or an ISO 8601 time with its zone/);
   }
+});
+
+test('a restore hours after the newest position skips ids for the rate the store handed them out at, not just a million', async (t) => {
+  const servers = stopsFor(t);
+  const root = await dataDir(t);
+  const replica = join(root, 'replica');
+  await run(t, join(root, 'data'), replica, 0, 1, 100);
+  // 100 ids in a few seconds, then 3 hours without a position: the lost store may have handed out millions more.
+  const later = await shiftedClock(root, 3 * 3600_000);
+  const restored = await runCli(['restore', join(root, 'restored'), '--from', replica], later);
+  assert.equal(restored.code, 0, restored.stderr);
+  assert.match(restored.stdout, /^restored 100 pets/);
+  const server = await startServer({ dataDir: join(root, 'restored') });
+  servers.push(server);
+  const next = await post(server.url, 'after the restore');
+  assert.equal(next.status, 201, next.text);
+  const id = (next.json as { id: number }).id;
+  assert.ok(id > 100 + 1_000_000 + 200_000, `an id past the million and the rate's part (2 × rate × 3 h), got ${id}`);
 });

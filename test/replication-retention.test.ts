@@ -82,3 +82,38 @@ test('retention removes the positions before the newest one older than the windo
   assert.equal(newest.code, 0, newest.stderr);
   assert.match(newest.stdout, /^restored 55 pets/);
 });
+
+test("while the current lineage has no position older than the window, the newest earlier lineage stays: a restore to the window's start gives it back", async (t) => {
+  const root = await dataDir(t);
+  const dir = join(root, 'data');
+  const replica = join(root, 'replica');
+  const destination = new DirectoryDestination(replica);
+  const first = await lineageOf(dir, replica, 3);
+  await new Promise((r) => setTimeout(r, 1100)); // lineage ids tell seconds apart
+  const second = await lineageOf(dir, replica, 2);
+  const keys = await positionKeys(destination);
+  const newestOfFirst = (await readPosition(destination, keys.filter((key) => key.includes(first)).at(-1) as string))
+    .position;
+  const firstOfSecond = (await readPosition(destination, keys.find((key) => key.includes(second)) as string)).position;
+  assert.ok(Date.parse(newestOfFirst.time) < Date.parse(firstOfSecond.time) - 1);
+  // The window starts 1 ms before the second lineage's first position: the first lineage's newest is older than it.
+  const start = Date.parse(firstOfSecond.time) - 1;
+  await applyRetention(destination, firstOfSecond.store, second, 1000, start + 1000);
+  const left = await destination.list('lineages/');
+  assert.ok(
+    left.some((key) => key.includes(`${first}/positions/`)),
+    'the first lineage stays',
+  );
+  assert.deepEqual(await verifyReplicas(destination, () => {}), []);
+  const restored = await runCli([
+    'restore',
+    join(root, 'restored'),
+    '--from',
+    replica,
+    '--until',
+    new Date(start).toISOString(),
+  ]);
+  assert.equal(restored.code, 0, restored.stderr);
+  assert.match(restored.stdout, /^restored 15 pets \(last id 15\)/);
+  assert.match(restored.stdout, new RegExp(`lineage ${first}, position ${newestOfFirst.seq}\\)`));
+});

@@ -7,7 +7,13 @@ import assert from 'node:assert/strict';
 import { cp, readdir, readFile, rm, stat, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { nodeFileSystem, type FileSystem, type StoreFile } from '#dist/lib/file-system.js';
+import {
+  nodeFileSystem,
+  type FileStat,
+  type FileSystem,
+  type ReadFile,
+  type StoreFile,
+} from '#dist/lib/file-system.js';
 import { petJson } from '#dist/pet/codec.js';
 import type { Pet } from '#dist/pet/pet.js';
 import { tempDir } from './helpers.js';
@@ -16,6 +22,9 @@ import { referenceCrc32 } from './reference-crc32.js';
 export type Op =
   | 'open'
   | 'readFile'
+  | 'openRead'
+  | 'read'
+  | 'stat'
   | 'readdir'
   | 'mkdir'
   | 'rename'
@@ -131,6 +140,20 @@ export class TestFileSystem implements FileSystem {
 
   readFile(path: string): Promise<Buffer> {
     return this.#run({ op: 'readFile', path }, () => this.#base.readFile(path));
+  }
+
+  async openRead(path: string): Promise<ReadFile> {
+    const file = await this.#run({ op: 'openRead', path }, () => this.#base.openRead(path));
+    return {
+      read: (buffer, offset, length, position) =>
+        this.#run({ op: 'read', path }, () => file.read(buffer, offset, length, position)),
+      stat: () => this.#run({ op: 'stat', path }, () => file.stat()),
+      close: () => this.#run({ op: 'close', path }, () => file.close()),
+    };
+  }
+
+  stat(path: string): Promise<FileStat> {
+    return this.#run({ op: 'stat', path }, () => this.#base.stat(path));
   }
 
   readdir(path: string): Promise<string[]> {

@@ -1,5 +1,5 @@
-import { constants } from 'node:fs';
-import { mkdir, open, readdir, rename, statfs, unlink } from 'node:fs/promises';
+import { type BigIntStats, constants } from 'node:fs';
+import { mkdir, open, readdir, rename, stat, statfs, unlink } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { openPrivate } from './private-file.js';
 
@@ -10,6 +10,22 @@ export interface StoreFile {
   /** fdatasync(2): the file's data and size are durable. */
   datasync(): Promise<void>;
   truncate(length: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A file's size and kind, and its identity (inode, size, modification and change time): the same while unchanged. */
+export interface FileStat {
+  size: number;
+  isFile: boolean;
+  identity: string;
+}
+
+/** An open file read at positions. */
+export interface ReadFile {
+  /** Reads up to `length` bytes at `position` into `buffer` at `offset`: how many were read, 0 at the end. */
+  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
+  /** The open file's own stat, whatever its name names now. */
+  stat(): Promise<FileStat>;
   close(): Promise<void>;
 }
 
@@ -25,6 +41,10 @@ export interface FileSystem {
   open(path: string, flags: 'wx' | 'r+'): Promise<StoreFile>;
   /** Like open: a symlink or a file that others could change is refused. */
   readFile(path: string): Promise<Buffer>;
+  /** Opens a file to read at positions (replication's reads); refuses as readFile does. */
+  openRead(path: string): Promise<ReadFile>;
+  /** stat(2) of `path`: ENOENT when nothing is there. */
+  stat(path: string): Promise<FileStat>;
   readdir(path: string): Promise<string[]>;
   /** Creates the directory and its missing parents, each 0700; returns the first one it created, if any. */
   mkdir(path: string): Promise<string | undefined>;
@@ -75,6 +95,15 @@ export const nodeFileSystem: FileSystem = {
       await handle.close();
     }
   },
+  async openRead(path) {
+    const handle = await openPrivate(path, constants.O_RDONLY);
+    return {
+      read: async (buffer, offset, length, position) => (await handle.read(buffer, offset, length, position)).bytesRead,
+      stat: async () => fileStat(await handle.stat({ bigint: true })),
+      close: () => handle.close(),
+    };
+  },
+  stat: async (path) => fileStat(await stat(path, { bigint: true })),
   readdir: (path) => readdir(path),
   mkdir: (path) => mkdir(path, { recursive: true, mode: 0o700 }),
   rename: (from, to) => rename(from, to),
@@ -92,6 +121,10 @@ export const nodeFileSystem: FileSystem = {
     return bavail * bsize;
   },
 };
+
+function fileStat(s: BigIntStats): FileStat {
+  return { size: Number(s.size), isFile: s.isFile(), identity: `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}` };
+}
 
 /**
  * Creates `dir` and any missing parents (0700), then fsyncs the parent of each directory created, top

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { FileSystem } from '../../lib/file-system.js';
+import { FileHold } from './file-hold.js';
 import { replaceFile } from '../../lib/replace-file.js';
 import { SNAPSHOT_FILE, journalFile } from './file-names.js';
 import type { IdempotencyIndex } from './idempotency.js';
@@ -42,6 +43,8 @@ export class Compaction {
   /** Journal length past which the next compaction starts. */
   #compactAt: number;
   #running: Promise<void> | undefined;
+  /** Replication's holds on the files: the snapshot is replaced and journals removed only while none is held. */
+  readonly #hold = new FileHold();
 
   constructor(fs: FileSystem, dir: string, journal: Journal, index: PetIndex, options: CompactionOptions) {
     this.#fs = fs;
@@ -62,6 +65,11 @@ export class Compaction {
     return this.#running;
   }
 
+  /** Holds the snapshot and the journals where they are until the returned release is called (file-hold.ts). */
+  hold(): Promise<() => void> {
+    return this.#hold.hold();
+  }
+
   /** Runs between commits: starts a compaction when the journal has outgrown its bound. */
   async afterCommit(): Promise<void> {
     if (this.#running !== undefined || this.#journal.length <= this.#compactAt) return;
@@ -75,8 +83,7 @@ export class Compaction {
       return;
     }
     const covered = [...this.#oldGenerations];
-    this.#running = this.#writeSnapshot()
-      .then(() => this.#removeJournals(covered))
+    this.#running = this.#replace(covered)
       .catch(this.#report)
       .finally(() => {
         this.#running = undefined;
@@ -99,9 +106,15 @@ export class Compaction {
     if (this.#journal.length > 0) this.#oldGenerations.push(await this.#rotate());
     // The snapshot's lastId is where the new journal's ids go on from.
     this.#ids.newJournal();
-    const covered = [...this.#oldGenerations];
-    await this.#writeSnapshot();
-    await this.#removeJournals(covered);
+    await this.#replace([...this.#oldGenerations]);
+  }
+
+  /** A new snapshot, then the journals it covers removed: once no file is held, and no hold granted meanwhile. */
+  #replace(covered: readonly number[]): Promise<void> {
+    return this.#hold.change(async () => {
+      await this.#writeSnapshot();
+      await this.#removeJournals(covered);
+    });
   }
 
   /** Starts the next journal, whose ids go on from the snapshot's lastId (ids.handedOut, written right after). */

@@ -117,6 +117,14 @@ export class FileStore implements PetStore {
     return { generation: this.#journal.generation, length: this.#journal.length, idsHandedOut: this.#ids.handedOut };
   }
 
+  /**
+   * Holds the snapshot and the journals as they are (replication reads a stable set): compaction replaces or removes
+   * none of them until the returned release is called. Appends go on.
+   */
+  holdFiles(): Promise<() => void> {
+    return this.#compaction.hold();
+  }
+
   observe(observer: StoreObserver): void {
     this.#observer = observer;
   }

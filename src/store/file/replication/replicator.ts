@@ -1,3 +1,4 @@
+import { nodeFileSystem, type FileSystem } from '../../../lib/file-system.js';
 import type { ServiceLogger } from '../../../lib/logger.js';
 import type { CommitListener, ListPage, ListQuery } from '../../store.js';
 import { journalFile } from '../file-names.js';
@@ -12,6 +13,8 @@ import { succession, type Succession } from './succession.js';
 /** What replication needs of the file store: its durable journal, and word of each commit. */
 export interface ReplicatedStore {
   durableJournal(): DurableJournal;
+  /** Holds the snapshot and journals as they are until the release is called (compaction waits). */
+  holdFiles(): Promise<() => void>;
   list(query: ListQuery): ListPage;
   watchCommits(listener: CommitListener): () => void;
 }
@@ -29,6 +32,8 @@ export interface ReplicatorOptions {
   retentionMs: number;
   /** Milliseconds a stop gives the round under way and the last one, in all (default 10 s). */
   stopMs?: number | undefined;
+  /** What the store's files are read through (the store's own; default the node one). */
+  fileSystem?: FileSystem | undefined;
 }
 
 export interface ReplicationStats {
@@ -175,7 +180,11 @@ export class Replicator {
         this.#options.dataDir,
         this.#options.destination,
         this.#state,
-        () => this.#options.store.durableJournal(),
+        {
+          fs: this.#options.fileSystem ?? nodeFileSystem,
+          journal: () => this.#options.store.durableJournal(),
+          holdFiles: () => this.#options.store.holdFiles(),
+        },
         this.#committedId,
       );
       if (outcome.shipped) this.#lastSuccess = Date.now();
@@ -191,7 +200,7 @@ export class Replicator {
       else this.#pendingSince = Math.min(this.#pendingSince ?? began, began);
       this.#checkBehind(undefined);
     } catch (error) {
-      // A compaction replaced the snapshot under the round: nothing is wrong, the next round reads again.
+      // Something outside the store changed a held file under the round: the next round reads again.
       if (error instanceof ChangedDuringRead) return;
       const reason = reasonOf(error);
       this.#count(reason);

@@ -1,13 +1,6 @@
-import { SNAPSHOT_FILE } from '../file-names.js';
+import type { FileSystem } from '../../../lib/file-system.js';
 import { ReplicationError, type Destination } from './destinations/destination.js';
-import {
-  ChangedDuringRead,
-  durableFiles,
-  readRange,
-  readWhole,
-  stillSame,
-  type DurableJournal,
-} from './durable-files.js';
+import { durableFiles, readRange, readWhole, type DurableJournal } from './durable-files.js';
 import { headDocument, supersedingHead } from './head.js';
 import {
   HEAD_KEY,
@@ -49,6 +42,15 @@ export interface RoundOutcome {
   durable: DurableJournal;
 }
 
+/** What a round asks of the store: its durable journal, and a hold on its files while it reads them. */
+export interface RoundSource {
+  /** The file system the store's files are read through. */
+  fs: FileSystem;
+  journal: () => DurableJournal;
+  /** Compaction replaces and removes no file until the release is called (FileStore.holdFiles). */
+  holdFiles: () => Promise<() => void>;
+}
+
 /**
  * One round: reads what the data directory holds durably beyond what `state` shipped, uploads it as
  * new objects, then writes the position that lists every file — last, so that a position names only
@@ -56,13 +58,15 @@ export interface RoundOutcome {
  * simply done again (its objects have the same names and contents). Uploads go one at a time: a
  * destination is never asked more than one thing at once. The head is read first: a round of a
  * lineage that a newer history has superseded fails ('superseded') without writing anything; after
- * the position, the head is written to name it.
+ * the position, the head is written to name it. The store's files are held while they are read,
+ * never during a request to the destination: the set read is consistent, and a hung destination
+ * holds up no compaction.
  */
 export async function shipRound(
   dir: string,
   destination: Destination,
   state: ShippedState,
-  journal: () => DurableJournal,
+  source: RoundSource,
   committedAtLeast: number,
 ): Promise<RoundOutcome> {
   const own = { store: state.store, lineage: state.lineage, seq: state.seq, generation: state.generation };
@@ -76,7 +80,6 @@ export async function shipRound(
     );
   }
   const time = new Date().toISOString();
-  const { files, durable } = await durableFiles(dir, journal);
   const seq = state.seq + 1;
   const uploads: Array<{ key: string; bytes: Buffer }> = [];
   const next: ShippedState['files'] = new Map();
@@ -86,47 +89,55 @@ export async function shipRound(
     uploads.push({ key, bytes });
     return { key, offset, length: bytes.length, sha256: digest };
   };
-  for (const f of files) {
-    const previous = state.files.get(f.name);
-    if (f.kind === 'appended') {
-      // A journal only grows; one found shorter than shipped is another file of that name: shipped anew.
-      const kept =
-        previous !== undefined && previous.file.length <= f.length
-          ? previous.file
-          : { name: f.name, length: 0, segments: [] };
-      const segments =
-        f.length > kept.length
-          ? [...kept.segments, segment(f.name, kept.length, await readRange(dir, f.name, kept.length, f.length))]
-          : kept.segments;
-      next.set(f.name, { file: { name: f.name, length: f.length, segments }, stamp: '' });
-      continue;
+  const release = await source.holdFiles();
+  let durable: DurableJournal;
+  try {
+    const found = await durableFiles(source.fs, dir, source.journal);
+    durable = found.durable;
+    const files = found.files;
+    for (const f of files) {
+      const previous = state.files.get(f.name);
+      if (f.kind === 'appended') {
+        // A journal only grows; one found shorter than shipped is another file of that name: shipped anew.
+        const kept =
+          previous !== undefined && previous.file.length <= f.length
+            ? previous.file
+            : { name: f.name, length: 0, segments: [] };
+        const segments =
+          f.length > kept.length
+            ? [
+                ...kept.segments,
+                segment(f.name, kept.length, await readRange(source.fs, dir, f.name, kept.length, f.length)),
+              ]
+            : kept.segments;
+        next.set(f.name, { file: { name: f.name, length: f.length, segments }, stamp: '' });
+        continue;
+      }
+      if (previous !== undefined && previous.stamp === f.stamp) {
+        next.set(f.name, previous);
+        continue;
+      }
+      const held = state.unshipped?.get(f.name);
+      if (held !== undefined && held.stamp === f.stamp) {
+        uploads.push(...held.uploads);
+        next.set(f.name, { file: held.file, stamp: held.stamp });
+        continue;
+      }
+      const before = uploads.length;
+      const { bytes, stamp } = await readWhole(source.fs, dir, f.name);
+      const same =
+        previous !== undefined &&
+        previous.file.length === bytes.length &&
+        (previous.file.segments[0]?.sha256 ?? sha256('')) === sha256(bytes);
+      const file = same
+        ? previous.file
+        : { name: f.name, length: bytes.length, segments: bytes.length === 0 ? [] : [segment(f.name, 0, bytes)] };
+      next.set(f.name, { file, stamp });
+      (state.unshipped ??= new Map()).set(f.name, { stamp, file, uploads: uploads.slice(before) });
     }
-    if (previous !== undefined && previous.stamp === f.stamp) {
-      next.set(f.name, previous);
-      continue;
-    }
-    const held = state.unshipped?.get(f.name);
-    if (held !== undefined && held.stamp === f.stamp) {
-      uploads.push(...held.uploads);
-      next.set(f.name, { file: held.file, stamp: held.stamp });
-      continue;
-    }
-    const before = uploads.length;
-    const { bytes, stamp } = await readWhole(dir, f.name);
-    if (f.name === SNAPSHOT_FILE && stamp !== f.stamp)
-      throw new ChangedDuringRead(`${SNAPSHOT_FILE} was replaced while it was read`);
-    const same =
-      previous !== undefined &&
-      previous.file.length === bytes.length &&
-      (previous.file.segments[0]?.sha256 ?? sha256('')) === sha256(bytes);
-    const file = same
-      ? previous.file
-      : { name: f.name, length: bytes.length, segments: bytes.length === 0 ? [] : [segment(f.name, 0, bytes)] };
-    next.set(f.name, { file, stamp });
-    (state.unshipped ??= new Map()).set(f.name, { stamp, file, uploads: uploads.slice(before) });
+  } finally {
+    release();
   }
-  if (!(await stillSame(dir, files)))
-    throw new ChangedDuringRead(`${SNAPSHOT_FILE} was replaced while the journals were read`);
   const gone = [...state.files.keys()].some((name) => !next.has(name));
   if (uploads.length === 0 && !gone && state.seq > 0) return { shipped: false, bytes: 0, durable };
   let bytes = 0;
