@@ -74,7 +74,7 @@ test('a destination that hangs holds up no compaction: a round holds the files w
       await inner.put(key, bytes);
     },
   };
-  const silent = { request() {}, info() {}, error() {} };
+  const silent = { request() {}, info() {}, error() {}, warn() {} };
   const replicator = await Replicator.start({
     dataDir: dir,
     store,
