@@ -201,87 +201,115 @@ async function mainMode() {
   const seedDir = tempDir();
   const seed = join(seedDir, 'pets.json');
   writeSnapshot(seed, SEED_PETS);
-  const kinds = ['server', 'floor'];
+  const measured = await measureRounds(seed);
+  const cold = await coldStarts();
+  const fsyncRate = fdatasyncProbe(seedDir, 2);
+  const traced = await fsyncsPerCreate(seed);
+  removeDir(seedDir);
+  const markdown = mainMarkdown({ ...measured, cold, fsyncRate, traced });
+  writeSection(RESULTS, 'main', markdown);
+  console.log(markdown);
+}
+
+/** ROUNDS rounds of the server, its variants and the floors on copies of `seed`; the sanity check's problems. */
+async function measureRounds(seed) {
   const keys = ['list', 'one', 'sold', 'post1', 'post16'];
   const rounds = Object.fromEntries(
     keys.map((k) => [k, { server: [], floor: [], headers: [], quota: [], metrics: [] }]),
   );
   const idle = { server: [], floor: [] };
   const peak = { server: [], floor: [] };
-  const cold = { server: [], floor: [] };
   let problems = [];
-
   for (let r = 0; r < ROUNDS; r++) {
-    progress(`round ${r + 1}/${ROUNDS}`);
-    const dir = seededDir(seed);
-    const quotaDir = seededDir(seed);
-    const meteredDir = seededDir(seed);
-    const started = [];
-    try {
-      const server = await start('server', { dataDir: dir });
-      started.push(server);
-      const quota = await start('server', { dataDir: quotaDir, serverArgs: QUOTA_ARGS, as: 'quota' });
-      started.push(quota);
-      const metered = await start('metrics', { dataDir: meteredDir });
-      started.push(metered);
-      const floor = await start('floor');
-      started.push(floor);
-      const headers = await start('headers');
-      started.push(headers);
-      await sleep(1000);
-      idle.server.push(memory(server.pid).rss);
-      idle.floor.push(memory(floor.pid).rss);
-      if (r === 0) problems = await sanity(server, floor, headers, quota, metered);
-      const top = { server: 0, floor: 0, headers: 0, quota: 0, metrics: 0 };
-      const record = (key, target, m) => {
-        rounds[key][target.kind].push(m);
-        top[target.kind] = Math.max(top[target.kind], m.peakRss);
-        progress(
-          `  ${key.padEnd(6)} ${target.kind.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}  rss ${fmt.mb(m.peakRss)} MB  cpu ${fmt.ms(m.cpuPerAnswer)} µs`,
-        );
-      };
-      const run = async (key, target, workload, connections) =>
-        record(key, target, await measure(target, workload, opts(connections)));
-      // Server and floors take turns of SECONDS / SLICES each, so that the machine's slower spells fall on all three.
-      const interleaved = async (key, targets, workload) => {
-        const results = await measureInterleaved(targets, workload, { ...opts(), slices: SLICES });
-        targets.forEach((t, i) => record(key, t, results[i]));
-      };
-      if (WARMUP > 0) {
-        for (const [t, w] of [
-          [server, list],
-          [floor, list],
-          [headers, list],
-          [quota, list],
-          [metered, list],
-          [server, one(SEED_PETS)],
-          [floor, one(SEED_PETS)],
-          [headers, one(SEED_PETS)],
-          [quota, one(SEED_PETS)],
-          [server, sold(100)],
-          [server, create],
-        ]) {
-          await measure(t, w, opts(CONNECTIONS, WARMUP));
-        }
-      }
-      // Alternate who goes first, so neither always runs on a warmer (or hotter) machine.
-      const order = r % 2 === 0 ? [server, quota, floor, headers] : [headers, floor, quota, server];
-      // The server with metrics on takes its turns among them, for the list only.
-      await interleaved('list', r % 2 === 0 ? [...order, metered] : [metered, ...order], list);
-      await interleaved('one', order, one(SEED_PETS));
-      await run('sold', server, sold(100));
-      await run('post1', server, create, 1);
-      await run('post16', server, create, 16);
-      peak.server.push(top.server);
-      peak.floor.push(top.floor);
-    } finally {
-      for (const t of started) await stop(t);
-      removeDir(dir);
-      removeDir(quotaDir);
-      removeDir(meteredDir);
-    }
+    const round = await measureRound(r, seed, rounds);
+    idle.server.push(round.idle.server);
+    idle.floor.push(round.idle.floor);
+    peak.server.push(round.peak.server);
+    peak.floor.push(round.peak.floor);
+    if (round.problems !== undefined) problems = round.problems;
   }
+  return { rounds, idle, peak, problems };
+}
 
+/** One round: fresh servers on fresh copies, each workload measured into `rounds`; idle and peak RSS. */
+async function measureRound(r, seed, rounds) {
+  progress(`round ${r + 1}/${ROUNDS}`);
+  const dir = seededDir(seed);
+  const quotaDir = seededDir(seed);
+  const meteredDir = seededDir(seed);
+  const started = [];
+  try {
+    const server = await start('server', { dataDir: dir });
+    started.push(server);
+    const quota = await start('server', { dataDir: quotaDir, serverArgs: QUOTA_ARGS, as: 'quota' });
+    started.push(quota);
+    const metered = await start('metrics', { dataDir: meteredDir });
+    started.push(metered);
+    const floor = await start('floor');
+    started.push(floor);
+    const headers = await start('headers');
+    started.push(headers);
+    await sleep(1000);
+    const idleServer = memory(server.pid).rss;
+    const idleFloor = memory(floor.pid).rss;
+    const problems = r === 0 ? await sanity(server, floor, headers, quota, metered) : undefined;
+    const top = { server: 0, floor: 0, headers: 0, quota: 0, metrics: 0 };
+    const record = (key, target, m) => {
+      rounds[key][target.kind].push(m);
+      top[target.kind] = Math.max(top[target.kind], m.peakRss);
+      progress(
+        `  ${key.padEnd(6)} ${target.kind.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}  rss ${fmt.mb(m.peakRss)} MB  cpu ${fmt.ms(m.cpuPerAnswer)} µs`,
+      );
+    };
+    const run = async (key, target, workload, connections) =>
+      record(key, target, await measure(target, workload, opts(connections)));
+    // Server and floors take turns of SECONDS / SLICES each, so that the machine's slower spells fall on all three.
+    const interleaved = async (key, targets, workload) => {
+      const results = await measureInterleaved(targets, workload, { ...opts(), slices: SLICES });
+      targets.forEach((t, i) => record(key, t, results[i]));
+    };
+    await warmUp(server, floor, headers, quota, metered);
+    // Alternate who goes first, so neither always runs on a warmer (or hotter) machine.
+    const order = r % 2 === 0 ? [server, quota, floor, headers] : [headers, floor, quota, server];
+    // The server with metrics on takes its turns among them, for the list only.
+    await interleaved('list', r % 2 === 0 ? [...order, metered] : [metered, ...order], list);
+    await interleaved('one', order, one(SEED_PETS));
+    await run('sold', server, sold(100));
+    await run('post1', server, create, 1);
+    await run('post16', server, create, 16);
+    return { idle: { server: idleServer, floor: idleFloor }, peak: top, problems };
+  } finally {
+    for (const t of started) await stop(t);
+    removeDir(dir);
+    removeDir(quotaDir);
+    removeDir(meteredDir);
+  }
+}
+
+/** Each target warmed on its workloads for WARMUP seconds (none when it is 0). */
+async function warmUp(server, floor, headers, quota, metered) {
+  if (WARMUP <= 0) return;
+  for (const [t, w] of [
+    [server, list],
+    [floor, list],
+    [headers, list],
+    [quota, list],
+    [metered, list],
+    [server, one(SEED_PETS)],
+    [floor, one(SEED_PETS)],
+    [headers, one(SEED_PETS)],
+    [quota, one(SEED_PETS)],
+    [server, sold(100)],
+    [server, create],
+  ]) {
+    await measure(t, w, opts(CONNECTIONS, WARMUP));
+  }
+}
+
+/** Spawn → first answer of the server (an empty store) and the floor, SPAWNS times, the order alternating. */
+async function coldStarts() {
+  const kinds = ['server', 'floor'];
+  const cold = { server: [], floor: [] };
   progress(`cold start × ${SPAWNS}`);
   for (let i = 0; i < SPAWNS; i++) {
     for (const kind of i % 2 === 0 ? kinds : [...kinds].reverse()) {
@@ -295,10 +323,11 @@ async function mainMode() {
       }
     }
   }
-  const fsyncRate = fdatasyncProbe(seedDir, 2);
-  const traced = await fsyncsPerCreate(seed);
-  removeDir(seedDir);
+  return cold;
+}
 
+/** The row makers of the main tables, over the rounds' measurements. */
+function mainRows(rounds) {
   const stat = (key, kind, field) => median(rounds[key][kind].map((m) => m[field]));
   const range = (key, kind) => {
     const v = rounds[key][kind].map((m) => m.rps);
@@ -349,10 +378,16 @@ async function mainMode() {
     `${fmt.ratio(pairedCpuRatio(key, 'floor'))} | ${fmt.ratio(pairedCpuRatio(key, 'headers'))} |`;
   const plainRow = (label, server, floor, format) =>
     `| ${label} | ${format(server)} | | | ${format(floor)} | | | ${fmt.ratio(server / floor)} | |`;
+  return { stat, loadRow, headersRow, metricsRow, quotaRow, cpuRow, plainRow };
+}
+
+function mainMarkdown({ rounds, idle, peak, problems, cold, fsyncRate, traced }) {
+  const rows = mainRows(rounds);
+  const { stat, loadRow, plainRow } = rows;
   const m = machine();
   const post1 = stat('post1', 'server', 'rps');
   const post16 = stat('post16', 'server', 'rps');
-  const markdown = [
+  return [
     '## Server vs floor',
     '',
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
@@ -392,53 +427,67 @@ async function mainMode() {
     'Errors: responses other than 200 (GET) or 201 (POST), plus socket errors and timeouts, summed over all rounds.',
     'The server runs with its defaults (log level info: one JSON line per request on stdout, written to a file the runner does not read); the floor logs nothing.',
     '',
-    '### What the required response headers cost',
-    '',
-    'The floor once more, with the headers the service must send: on every answer Cache-Control and X-Content-Type-Options (issue 6) ' +
-      'and a new X-Request-Id made as the server makes it (issue 5); on a page with more after it Link rel="next", and on getPet ' +
-      'Deprecation, Sunset and Link (decisions.md); an ETag on both, and Vary: Accept-Encoding on the page, which is over 1 KiB (issue 23). Measured in the same rounds.',
-    '',
-    '| Measure | Floor + headers | p50 ms | p99 ms | It ÷ floor | Server ÷ it |',
-    '|---|--:|--:|--:|--:|--:|',
-    headersRow('GET /v1/pets?limit=20, req/s', 'list'),
-    headersRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, req/s`, 'one'),
-    '',
-    '### What a per-key quota costs',
-    '',
-    `The server once more, started with \`${QUOTA_ARGS.join(' ')}\`: a quota the measurements never reach, so every GET is counted ` +
-      "against the key's window and carries RateLimit-Policy and RateLimit (issue 24). Measured in the same rounds and turns as the server; " +
-      "the ratios are the medians of the rounds' own (CPU: the server's µs ÷ these, so that they read as throughput does). Target: at least 0.97× for the GETs.",
-    '',
-    '| Measure | Server under a quota | p50 ms | p99 ms | It ÷ server | CPU µs per answer | Server µs ÷ its µs |',
-    '|---|--:|--:|--:|--:|--:|--:|',
-    quotaRow('GET /v1/pets?limit=20, req/s', 'list'),
-    quotaRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, req/s`, 'one'),
-    '',
-    '### What metrics cost',
-    '',
-    'The server once more with its metrics on (`--metrics-port 0`: every answer observed into its histogram series; not scraped during the turns), ' +
-      'a fresh one on its own copy of the same data each round, taking its turns among the others for the list. ' +
-      "Both ratios are medians of the rounds' own: req/s with metrics on divided by the server's without, and the server's CPU µs per answer divided by its own with metrics on.",
-    '',
-    '| Measure | Metrics on | p50 ms | p99 ms | On ÷ off, req/s | CPU µs per answer, on | Off µs ÷ on µs |',
-    '|---|--:|--:|--:|--:|--:|--:|',
-    metricsRow('GET /v1/pets?limit=20, req/s', 'list'),
-    '',
-    '### CPU per answer',
-    '',
-    'The CPU time each process used in the measurements above (user and system, all its threads, from /proc), divided by the answers it gave. ' +
-      'Req/s also moves with how much of the two cores the load generator gets (autocannon, in the runner); this does not, ' +
-      "and it is what each would answer per second on a core of its own. The ratios divide the floor's µs by the server's, so that they read as throughput does (the server's answers per CPU second as a share of the floor's); medians of the rounds' own.",
-    '',
-    '| Measure | Server µs | Floor µs | Floor + headers µs | Floor µs ÷ server µs | Floor + headers µs ÷ server µs |',
-    '|---|--:|--:|--:|--:|--:|',
-    cpuRow('GET /v1/pets?limit=20, CPU µs per answer', 'list'),
-    cpuRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, CPU µs per answer`, 'one'),
+    ...headersSection(rows),
+    ...quotaSection(rows),
+    ...metricsSection(rows),
+    ...cpuSection(rows),
     ...(problems.length === 0 ? [] : ['', `**Sanity check failed:** ${problems.join('; ')}`]),
   ].join('\n');
-  writeSection(RESULTS, 'main', markdown);
-  console.log(markdown);
 }
+
+const headersSection = ({ headersRow }) => [
+  '### What the required response headers cost',
+  '',
+  'The floor once more, with the headers the service must send: on every answer Cache-Control and X-Content-Type-Options (issue 6) ' +
+    'and a new X-Request-Id made as the server makes it (issue 5); on a page with more after it Link rel="next", and on getPet ' +
+    'Deprecation, Sunset and Link (decisions.md); an ETag on both, and Vary: Accept-Encoding on the page, which is over 1 KiB (issue 23). Measured in the same rounds.',
+  '',
+  '| Measure | Floor + headers | p50 ms | p99 ms | It ÷ floor | Server ÷ it |',
+  '|---|--:|--:|--:|--:|--:|',
+  headersRow('GET /v1/pets?limit=20, req/s', 'list'),
+  headersRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, req/s`, 'one'),
+  '',
+];
+
+const quotaSection = ({ quotaRow }) => [
+  '### What a per-key quota costs',
+  '',
+  `The server once more, started with \`${QUOTA_ARGS.join(' ')}\`: a quota the measurements never reach, so every GET is counted ` +
+    "against the key's window and carries RateLimit-Policy and RateLimit (issue 24). Measured in the same rounds and turns as the server; " +
+    "the ratios are the medians of the rounds' own (CPU: the server's µs ÷ these, so that they read as throughput does). Target: at least 0.97× for the GETs.",
+  '',
+  '| Measure | Server under a quota | p50 ms | p99 ms | It ÷ server | CPU µs per answer | Server µs ÷ its µs |',
+  '|---|--:|--:|--:|--:|--:|--:|',
+  quotaRow('GET /v1/pets?limit=20, req/s', 'list'),
+  quotaRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, req/s`, 'one'),
+  '',
+];
+
+const metricsSection = ({ metricsRow }) => [
+  '### What metrics cost',
+  '',
+  'The server once more with its metrics on (`--metrics-port 0`: every answer observed into its histogram series; not scraped during the turns), ' +
+    'a fresh one on its own copy of the same data each round, taking its turns among the others for the list. ' +
+    "Both ratios are medians of the rounds' own: req/s with metrics on divided by the server's without, and the server's CPU µs per answer divided by its own with metrics on.",
+  '',
+  '| Measure | Metrics on | p50 ms | p99 ms | On ÷ off, req/s | CPU µs per answer, on | Off µs ÷ on µs |',
+  '|---|--:|--:|--:|--:|--:|--:|',
+  metricsRow('GET /v1/pets?limit=20, req/s', 'list'),
+  '',
+];
+
+const cpuSection = ({ cpuRow }) => [
+  '### CPU per answer',
+  '',
+  'The CPU time each process used in the measurements above (user and system, all its threads, from /proc), divided by the answers it gave. ' +
+    'Req/s also moves with how much of the two cores the load generator gets (autocannon, in the runner); this does not, ' +
+    "and it is what each would answer per second on a core of its own. The ratios divide the floor's µs by the server's, so that they read as throughput does (the server's answers per CPU second as a share of the floor's); medians of the rounds' own.",
+  '',
+  '| Measure | Server µs | Floor µs | Floor + headers µs | Floor µs ÷ server µs | Floor + headers µs ÷ server µs |',
+  '|---|--:|--:|--:|--:|--:|',
+  cpuRow('GET /v1/pets?limit=20, CPU µs per answer', 'list'),
+  cpuRow(`GET /v1/pets/{id}, random of ${fmt.int(SEED_PETS)}, CPU µs per answer`, 'one'),
+];
 
 /**
  * Scale mode. Start-up and idle RSS first: every spawn round starts each size once, the order

@@ -3,7 +3,7 @@
  * `backup <dest>` copies the data directory; `migrate` copies it into a database.
  * A thin wrapper over `listen()`: it reads flags and environment, prints, and handles signals.
  */
-import { commandWords, packageVersion, parseCommandLine, unknownCommand } from './args.js';
+import { commandWords, packageVersion, parseCommandLine, unknownCommand, type CommandLine } from './args.js';
 import { runBackupCommand } from './backup-command.js';
 import { helpText, resolveConfig, resolveSetting } from './config.js';
 import { UsageError } from './errors.js';
@@ -20,6 +20,10 @@ import { runVerifyCommand } from './verify-command.js';
 import { keyFileStorage, runKeysCommand, type NewKeyOptions } from './keys-command.js';
 import { FailedStart, serve } from './serve-command.js';
 
+type Values = CommandLine['values'];
+type Flags = Record<string, string | undefined>;
+const print = (line: string): void => void process.stdout.write(`${line}\n`);
+
 async function main(args: readonly string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(args);
   if (positionals.length > 0 || values.help === true || values.version === true) endQuietlyWhenReaderGoes();
@@ -31,37 +35,10 @@ async function main(args: readonly string[]): Promise<void> {
     process.stdout.write(`${packageVersion()}\n`);
     return;
   }
-  const flags = values as Record<string, string | undefined>;
-  if (positionals[0] === 'webhooks') {
-    const { runWebhooksCommand, subscriptionFileStorage } = await import('./webhooks-command.js');
-    const options = {
-      label: flags.label,
-      statuses: values.status as string[] | undefined,
-      from: flags.from,
-      allowHttp: resolveSetting('webhooksAllowHttp', flags, process.env),
-    };
-    const print = (line: string): void => void process.stdout.write(`${line}\n`);
-    const databaseUrl = resolveSetting('databaseUrl', flags, process.env);
-    if (databaseUrl !== undefined) {
-      const { runDatabaseWebhooksCommand } = await import('./database-command.js');
-      await runDatabaseWebhooksCommand(databaseUrl, positionals.slice(1), options, print);
-      return;
-    }
-    const storage = subscriptionFileStorage(resolveSetting('dataDir', flags, process.env), commandLine(args));
-    await runWebhooksCommand(storage, positionals.slice(1), options, print);
-    return;
-  }
+  const flags = values as Flags;
+  if (positionals[0] === 'webhooks') return webhooksCommand(args, values, flags, positionals.slice(1));
   if (values.status !== undefined) throw new UsageError('--status applies only to "webhooks add"');
-  const creating = positionals[0] === 'keys' && positionals[1] === 'create';
-  // --rate-limit serves the server too; for keys create it is the new key's own (PETSTORE_RATE_LIMIT is not).
-  const newKey: NewKeyOptions = {
-    label: values.label as string | undefined,
-    scopes: values.scope as string[] | undefined,
-    rateLimit: creating ? flags['rate-limit'] : undefined,
-  };
-  if (newKey.label !== undefined && !creating) throw new UsageError('--label applies only to "keys create"');
-  if (newKey.scopes !== undefined && !creating) throw new UsageError('--scope applies only to "keys create"');
-  const print = (line: string): void => void process.stdout.write(`${line}\n`);
+  const newKey = newKeyOptions(values, flags, positionals);
   const databaseUrl = resolveSetting('databaseUrl', flags, process.env);
   const passwordWarning = databaseUrlWarning(flags['database-url']);
   if (passwordWarning !== undefined && positionals.length > 0) process.stderr.write(`warning: ${passwordWarning}\n`);
@@ -71,12 +48,8 @@ async function main(args: readonly string[]): Promise<void> {
     return;
   }
   if (positionals[0] === 'keys') {
-    await runKeysCommand(
-      keyFileStorage(resolveSetting('dataDir', flags, process.env), commandLine(args)),
-      positionals.slice(1),
-      newKey,
-      print,
-    );
+    const storage = keyFileStorage(resolveSetting('dataDir', flags, process.env), commandLine(args));
+    await runKeysCommand(storage, positionals.slice(1), newKey, print);
     return;
   }
   if (positionals[0] === 'replicate-key') {
@@ -87,6 +60,59 @@ async function main(args: readonly string[]): Promise<void> {
     await runBackupCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
     return;
   }
+  if (await restoreOrVerify(values, flags, positionals)) return;
+  if (positionals[0] === 'repair') {
+    await runRepairCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
+    return;
+  }
+  if (positionals[0] === 'migrate') {
+    const { runMigrateCommand } = await import('./database-command.js');
+    await runMigrateCommand(resolveSetting('dataDir', flags, process.env), databaseUrl, positionals.slice(1), print);
+    return;
+  }
+  const config = resolveConfig(flags, process.env);
+  if (positionals[0] !== undefined) throw unknownCommand(positionals[0], process.env);
+  await serve(config, process.env, passwordWarning);
+}
+
+/** `webhooks …`: on the database with --database-url, else in the data directory. */
+async function webhooksCommand(args: readonly string[], values: Values, flags: Flags, words: string[]): Promise<void> {
+  const { runWebhooksCommand, subscriptionFileStorage } = await import('./webhooks-command.js');
+  const options = {
+    label: flags.label,
+    statuses: values.status as string[] | undefined,
+    from: flags.from,
+    allowHttp: resolveSetting('webhooksAllowHttp', flags, process.env),
+  };
+  const databaseUrl = resolveSetting('databaseUrl', flags, process.env);
+  if (databaseUrl !== undefined) {
+    const { runDatabaseWebhooksCommand } = await import('./database-command.js');
+    await runDatabaseWebhooksCommand(databaseUrl, words, options, print);
+    return;
+  }
+  const storage = subscriptionFileStorage(resolveSetting('dataDir', flags, process.env), commandLine(args));
+  await runWebhooksCommand(storage, words, options, print);
+}
+
+/** The new key's flags, refused on any command but `keys create`. */
+function newKeyOptions(values: Values, flags: Flags, positionals: readonly string[]): NewKeyOptions {
+  const creating = positionals[0] === 'keys' && positionals[1] === 'create';
+  // --rate-limit serves the server too; for keys create it is the new key's own (PETSTORE_RATE_LIMIT is not).
+  const newKey: NewKeyOptions = {
+    label: values.label as string | undefined,
+    scopes: values.scope as string[] | undefined,
+    rateLimit: creating ? flags['rate-limit'] : undefined,
+  };
+  if (newKey.label !== undefined && !creating) throw new UsageError('--label applies only to "keys create"');
+  if (newKey.scopes !== undefined && !creating) throw new UsageError('--scope applies only to "keys create"');
+  return newKey;
+}
+
+/**
+ * `restore`, and `verify` of a replica (--from) or of the data directory; refuses the replica's flags
+ * on any other command. Returns whether it ran one.
+ */
+async function restoreOrVerify(values: Values, flags: Flags, positionals: readonly string[]): Promise<boolean> {
   const from = values.from as string | undefined;
   const until = values.until as string | undefined;
   const lineage = values.lineage as string | undefined;
@@ -104,16 +130,12 @@ async function main(args: readonly string[]): Promise<void> {
   if (positionals[0] === 'restore') {
     const keyFile = resolveSetting('replicateKeyFile', flags, process.env);
     await runRestoreCommand(positionals.slice(1), { from, until, lineage, list, keyFile }, print);
-    return;
+    return true;
   }
   if (positionals[0] === 'verify' && from !== undefined) {
-    process.exitCode = await runReplicaVerify(
-      positionals.slice(1),
-      from,
-      resolveSetting('replicateKeyFile', flags, process.env),
-      print,
-    );
-    return;
+    const keyFile = resolveSetting('replicateKeyFile', flags, process.env);
+    process.exitCode = await runReplicaVerify(positionals.slice(1), from, keyFile, print);
+    return true;
   }
   if (positionals[0] === 'verify') {
     process.exitCode = await runVerifyCommand(
@@ -121,20 +143,9 @@ async function main(args: readonly string[]): Promise<void> {
       positionals.slice(1),
       print,
     );
-    return;
+    return true;
   }
-  if (positionals[0] === 'repair') {
-    await runRepairCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
-    return;
-  }
-  if (positionals[0] === 'migrate') {
-    const { runMigrateCommand } = await import('./database-command.js');
-    await runMigrateCommand(resolveSetting('dataDir', flags, process.env), databaseUrl, positionals.slice(1), print);
-    return;
-  }
-  const config = resolveConfig(flags, process.env);
-  if (positionals[0] !== undefined) throw unknownCommand(positionals[0], process.env);
-  await serve(config, process.env, passwordWarning);
+  return false;
 }
 
 /** Runs the command line with `args` (without node and the script); exits the process on failure. */

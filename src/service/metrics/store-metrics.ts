@@ -3,7 +3,14 @@ import { Counter } from '../../lib/metrics/counter.js';
 import type { Sample } from '../../lib/metrics/exposition.js';
 import { Histogram } from '../../lib/metrics/histogram.js';
 import type { MetricsRegistry } from '../../lib/metrics/registry.js';
-import { StoreUnavailableError, type PetStore, type PoolStats, type StatusCounts } from '../../store/store.js';
+import {
+  StoreUnavailableError,
+  type PetStore,
+  type PoolStats,
+  type StatusCounts,
+  type StoreObserver,
+  type StoreStats,
+} from '../../store/store.js';
 
 /** Seconds, from a tenth of a millisecond (an fdatasync on a fast SSD) to 10 s (a disk or database in trouble). */
 export const COMMIT_DURATION_BUCKETS = [
@@ -38,36 +45,7 @@ export function addStoreMetrics(registry: MetricsRegistry, store: PetStore): voi
       ),
     );
   }
-  if (stats?.().pool !== undefined) {
-    const pool = (field: keyof PoolStats) => () => single(stats().pool?.[field] ?? 0);
-    registry.add(
-      new CollectedMetric(
-        'gauge',
-        'petstore_db_pool_size',
-        'Database connections at most (--database-pool)',
-        [],
-        pool('size'),
-      ),
-    );
-    registry.add(
-      new CollectedMetric(
-        'gauge',
-        'petstore_db_pool_in_use',
-        'Statements of this instance in flight on the database, each holding a connection',
-        [],
-        pool('inUse'),
-      ),
-    );
-    registry.add(
-      new CollectedMetric(
-        'gauge',
-        'petstore_db_pool_waiting',
-        "Statements of this instance in flight beyond the pool's size, waiting behind others",
-        [],
-        pool('waiting'),
-      ),
-    );
-  }
+  if (stats?.().pool !== undefined) addPoolGauges(registry, stats);
   // After the pool's gauges: the registry reads families in order, and this one's query would count itself in use.
   const countByStatus = store.countByStatus?.bind(store);
   if (countByStatus !== undefined) {
@@ -83,46 +61,81 @@ export function addStoreMetrics(registry: MetricsRegistry, store: PetStore): voi
     );
   }
   const observe = store.observe?.bind(store);
-  if (observe !== undefined) {
-    const duration = registry
-      .add(
-        new Histogram(
-          'petstore_store_commit_duration_seconds',
-          'Time of each durable commit: the journal append and its fdatasync; on PostgreSQL the statement and its ' +
-            'COMMIT, waits for a connection and the id lock included',
-          [],
-          COMMIT_DURATION_BUCKETS,
-        ),
-      )
-      .labels();
-    const commits = registry.add(new Counter('petstore_store_commits_total', 'Durable commits')).labels();
-    const creates = registry
-      .add(
-        new Counter(
-          'petstore_store_committed_creates_total',
-          'Creates made durable by those commits; divided by the commits, the group-commit batch',
-        ),
-      )
-      .labels();
-    const failures = registry
-      .add(
-        new Counter(
-          'petstore_store_commit_failures_total',
-          'Commits that failed or were refused while the storage is failing; their creates were answered 503',
-        ),
-      )
-      .labels();
-    observe({
-      committed(seconds, count) {
-        duration.observe(seconds);
-        commits.inc();
-        creates.inc(count);
-      },
-      failed() {
-        failures.inc();
-      },
-    });
-  }
+  if (observe !== undefined) addCommitMetrics(registry, observe);
+}
+
+/** The database pool's gauges, read from the store's stats at each scrape. */
+function addPoolGauges(registry: MetricsRegistry, stats: () => StoreStats): void {
+  const pool = (field: keyof PoolStats) => () => single(stats().pool?.[field] ?? 0);
+  registry.add(
+    new CollectedMetric(
+      'gauge',
+      'petstore_db_pool_size',
+      'Database connections at most (--database-pool)',
+      [],
+      pool('size'),
+    ),
+  );
+  registry.add(
+    new CollectedMetric(
+      'gauge',
+      'petstore_db_pool_in_use',
+      'Statements of this instance in flight on the database, each holding a connection',
+      [],
+      pool('inUse'),
+    ),
+  );
+  registry.add(
+    new CollectedMetric(
+      'gauge',
+      'petstore_db_pool_waiting',
+      "Statements of this instance in flight beyond the pool's size, waiting behind others",
+      [],
+      pool('waiting'),
+    ),
+  );
+}
+
+/** The commits' histogram and counters, fed by the store as each commit ends. */
+function addCommitMetrics(registry: MetricsRegistry, observe: (observer: StoreObserver) => void): void {
+  const duration = registry
+    .add(
+      new Histogram(
+        'petstore_store_commit_duration_seconds',
+        'Time of each durable commit: the journal append and its fdatasync; on PostgreSQL the statement and its ' +
+          'COMMIT, waits for a connection and the id lock included',
+        [],
+        COMMIT_DURATION_BUCKETS,
+      ),
+    )
+    .labels();
+  const commits = registry.add(new Counter('petstore_store_commits_total', 'Durable commits')).labels();
+  const creates = registry
+    .add(
+      new Counter(
+        'petstore_store_committed_creates_total',
+        'Creates made durable by those commits; divided by the commits, the group-commit batch',
+      ),
+    )
+    .labels();
+  const failures = registry
+    .add(
+      new Counter(
+        'petstore_store_commit_failures_total',
+        'Commits that failed or were refused while the storage is failing; their creates were answered 503',
+      ),
+    )
+    .labels();
+  observe({
+    committed(seconds, count) {
+      duration.observe(seconds);
+      commits.inc();
+      creates.inc(count);
+    },
+    failed() {
+      failures.inc();
+    },
+  });
 }
 
 function perStatus(counts: StatusCounts | undefined): Sample[] {

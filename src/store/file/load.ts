@@ -91,73 +91,21 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
         ? 1
         : undefined
       : (checksummedFormat(bytes, snapshotPath) ?? legacyFormat(bytes, snapshotPath));
-  const keyed: number[] = [];
-  let damage: Damage[] = [];
-  let index = new PetIndex();
-  let snapshotJournal: number | undefined;
-  let lastId = 0;
-  // Format 4: each journal line's id follows the one before, from the snapshot's last id on (NaN: not known).
-  let follow: number | undefined;
-  const displaced: DisplacedLine[] = [];
-  const scan = (file: string, content: Buffer): ScanState => ({
-    file,
-    bytes: content,
-    verify: true,
-    lastId: index.lastId,
-    follow,
-    damage,
-    displaced,
-  });
-  const keep =
-    (content: Buffer) =>
-    (r: ScannedRecord): void => {
-      index.appendInPlace(r.id, r.status, content, r.textStart, r.textEnd);
-      if (r.keyed) keyed.push(r.id);
-    };
-  if (bytes !== undefined && (format === 3 || format === 4)) {
-    // Room for as many pets as the snapshot can hold, in typed arrays whose untouched pages cost nothing.
-    index = new PetIndex(Math.ceil(bytes.length / MIN_LINE_BYTES));
-    const snapshot = readSnapshot(scan(snapshotPath, bytes), keep(bytes));
-    snapshotJournal = snapshot.journal;
-    lastId = snapshot.lastId ?? 0;
-    if (format === 4) follow = snapshot.lastId ?? Number.NaN;
-  } else if (bytes !== undefined) {
-    ({ index, journal: snapshotJournal } = readLegacySnapshot(bytes, snapshotPath, keyed));
-  }
+  const reading: Reading = { index: new PetIndex(), keyed: [], damage: [], displaced: [], follow: undefined };
+  const snapshot = readSnapshotFile(reading, snapshotPath, bytes, format);
+  const snapshotJournal = snapshot.journal;
   // Journals before the snapshot's generation are in it already (a crash came before they were removed).
   const live = generations.filter((g) => g >= (snapshotJournal ?? 0));
   checkComplete(dir, bytes !== undefined, snapshotJournal, live);
-  let journalLength = 0;
-  let tornBytes = 0;
-  const snapshotLastId = index.lastId;
-  for (const [i, generation] of live.entries()) {
-    const path = join(dir, journalFile(generation));
-    const journal = await openStep(`cannot read ${path}`, () => fs.readFile(path));
-    if (format === 3 || format === 4) {
-      const state = scan(path, journal);
-      ({ completeLength: journalLength, tornBytes } = readJournal(state, i === live.length - 1, keep(journal)));
-      follow = state.follow;
-    } else {
-      // Format 1 does not say which journals its snapshot covers: lines at or below its last id are in it.
-      journalLength = readLegacyJournal(
-        journal,
-        path,
-        index,
-        snapshotJournal === undefined ? snapshotLastId : 0,
-        keyed,
-      );
-      if (journalLength < journal.length && i < live.length - 1)
-        throw new StoreOpenError(`${path} ends in an incomplete line but is not the newest journal`);
-      tornBytes = journal.length - journalLength;
-    }
-  }
+  const { journalLength, tornBytes } = await readJournals(fs, dir, reading, live, format, snapshotJournal);
+  const { keyed, follow } = reading;
   // Intact lines out of order go back in id order (a start is refused all the same: they are damage).
-  index = setBack(index, displaced, damage, keyed);
-  damage = damage.filter((d) => !(d.kind === 'missing' && d.kept === true));
+  const index = setBack(reading.index, reading.displaced, reading.damage, keyed);
+  const damage = reading.damage.filter((d) => !(d.kind === 'missing' && d.kept === true));
   // Ids damaged or torn bytes may have held count too, so that no id is handed out twice (repair).
-  lastId = [...damage.map((d) => namedId(d) ?? 0), ...trailingIds(damage)].reduce(
+  let lastId = [...damage.map((d) => namedId(d) ?? 0), ...trailingIds(damage)].reduce(
     (a, b) => Math.max(a, b),
-    Math.max(lastId, index.lastId + (tornBytes > 0 ? mostPetsIn(tornBytes) : 0)),
+    Math.max(snapshot.lastId, index.lastId + (tornBytes > 0 ? mostPetsIn(tornBytes) : 0)),
   );
   const recordsReach = follow !== undefined && follow >= 0 ? follow : lastId;
   // Read after the journals: every line read above was acknowledged within the reservation read here.
@@ -183,6 +131,96 @@ export async function readDirectory(fs: FileSystem, dir: string, names: readonly
     reservation,
     idsMissing: missing,
   };
+}
+
+/** What reading the files of a directory builds up, file after file. */
+interface Reading {
+  index: PetIndex;
+  keyed: number[];
+  damage: Damage[];
+  /** Intact lines found out of order, set back in order once every file is read. */
+  displaced: DisplacedLine[];
+  /** Format 4: each journal line's id follows the one before, from the snapshot's last id on (NaN: not known). */
+  follow: number | undefined;
+}
+
+const scanState = (reading: Reading, file: string, content: Buffer): ScanState => ({
+  file,
+  bytes: content,
+  verify: true,
+  lastId: reading.index.lastId,
+  follow: reading.follow,
+  damage: reading.damage,
+  displaced: reading.displaced,
+});
+
+/** Takes each intact record of `content` into the index as it is now. */
+function keeper(reading: Reading, content: Buffer): (r: ScannedRecord) => void {
+  const { index, keyed } = reading;
+  return (r) => {
+    index.appendInPlace(r.id, r.status, content, r.textStart, r.textEnd);
+    if (r.keyed) keyed.push(r.id);
+  };
+}
+
+/** Reads pets.json into `reading`: the journal generation it names first, and the last id it tells of. */
+function readSnapshotFile(
+  reading: Reading,
+  path: string,
+  bytes: Buffer | undefined,
+  format: LoadedDirectory['format'],
+): { journal: number | undefined; lastId: number } {
+  if (bytes === undefined) return { journal: undefined, lastId: 0 };
+  if (format === 3 || format === 4) {
+    // Room for as many pets as the snapshot can hold, in typed arrays whose untouched pages cost nothing.
+    reading.index = new PetIndex(Math.ceil(bytes.length / MIN_LINE_BYTES));
+    const snapshot = readSnapshot(scanState(reading, path, bytes), keeper(reading, bytes));
+    if (format === 4) reading.follow = snapshot.lastId ?? Number.NaN;
+    return { journal: snapshot.journal, lastId: snapshot.lastId ?? 0 };
+  }
+  const legacy = readLegacySnapshot(bytes, path, reading.keyed);
+  reading.index = legacy.index;
+  return { journal: legacy.journal, lastId: 0 };
+}
+
+/** Replays the journals `live` in order into `reading`; the newest's complete length and torn bytes. */
+async function readJournals(
+  fs: FileSystem,
+  dir: string,
+  reading: Reading,
+  live: readonly number[],
+  format: LoadedDirectory['format'],
+  snapshotJournal: number | undefined,
+): Promise<{ journalLength: number; tornBytes: number }> {
+  let journalLength = 0;
+  let tornBytes = 0;
+  const snapshotLastId = reading.index.lastId;
+  for (const [i, generation] of live.entries()) {
+    const path = join(dir, journalFile(generation));
+    const journal = await openStep(`cannot read ${path}`, () => fs.readFile(path));
+    if (format === 3 || format === 4) {
+      const state = scanState(reading, path, journal);
+      ({ completeLength: journalLength, tornBytes } = readJournal(
+        state,
+        i === live.length - 1,
+        keeper(reading, journal),
+      ));
+      reading.follow = state.follow;
+    } else {
+      // Format 1 does not say which journals its snapshot covers: lines at or below its last id are in it.
+      journalLength = readLegacyJournal(
+        journal,
+        path,
+        reading.index,
+        snapshotJournal === undefined ? snapshotLastId : 0,
+        reading.keyed,
+      );
+      if (journalLength < journal.length && i < live.length - 1)
+        throw new StoreOpenError(`${path} ends in an incomplete line but is not the newest journal`);
+      tornBytes = journal.length - journalLength;
+    }
+  }
+  return { journalLength, tornBytes };
 }
 
 /**

@@ -66,64 +66,24 @@ export function scanRecords(
   onRecord: (r: ScannedRecord) => void,
 ): number {
   const { bytes } = state;
-  const found: ScannedRecord = {
-    id: 0,
-    status: undefined,
-    lineStart: 0,
-    textStart: 0,
-    textEnd: 0,
-    end: 0,
-    keyed: false,
-  };
+  const found = newRecord();
   const pet: PetBytes = { id: 0, status: undefined, fieldsEnd: 0 };
   const open: Damage[] = []; // damage whose next intact pet is not known yet
   let line = firstLine;
   let pos = start;
   while (pos < end) {
     if (state.follow !== undefined && bytes[pos] === 0x7b) {
-      const lineBreak = bytes.indexOf(LINE_BREAK, pos);
-      const lineEnd = lineBreak === -1 || lineBreak > end ? end : lineBreak;
-      const skip = readSkipLine(bytes, pos, lineEnd);
-      if (skip !== undefined && skip.from > state.lastId) {
-        missingBefore(state, line, pos, skip.from);
-        state.lastId = skip.to;
-        state.follow = skip.to;
-        pos = lineEnd + 1;
+      const after = skipLineAt(state, line, pos, end);
+      if (after !== -1) {
+        pos = after;
         line++;
         continue;
       }
     }
-    const unread = readRecordAt(bytes, pos, end, state.verify, found, pet);
-    if (unread === undefined && !(found.id > state.lastId)) {
-      // An intact line out of order (lines swapped, or one repeated): damage to the file, not to the
-      // pet, whose line is kept aside for whoever repairs (displaced.ts) and set back in id order.
-      const resume = resumeAt(bytes, pos + 1, end);
-      const damage = damageAt(
-        state,
-        line,
-        pos,
-        resume,
-        `id ${found.id} is not above the previous id ${state.lastId}`,
-        undefined,
-      );
-      damage.kind = 'out-of-order';
-      open.push(damage);
-      state.displaced?.push({ ...found, line: Buffer.from(bytes.subarray(found.lineStart, found.end)), damage });
-      line += breaksIn(bytes, pos, resume);
-      pos = resume;
-      continue;
-    }
-    const problem = unread;
-    if (problem === undefined) {
-      if (state.follow !== undefined) {
-        missingBefore(state, line, pos, found.id);
-        state.follow = found.id;
-      }
-      if (open.length > 0) {
-        for (const d of open) (d.between as [number, number])[1] = found.id;
-        open.length = 0;
-      }
-      state.lastId = found.id;
+    const problem = readRecordAt(bytes, pos, end, state.verify, found, pet);
+    let resume: number;
+    if (problem === undefined && found.id > state.lastId) {
+      take(state, line, pos, found, open);
       onRecord(found);
       // A snapshot's lines end in `,` but for the last; which one is last the whole file's checksum
       // vouches for, so a missing or extra comma is damage only to that checksum, not to a pet.
@@ -134,35 +94,107 @@ export function scanRecords(
         line++;
         continue;
       }
-      // The line break after an intact pet is damaged or gone: what stands there up to the next line,
-      // or up to the next pet's line if it follows at once, is damage between two intact pets.
-      const resume = resumeAt(bytes, found.end, end);
-      const reason =
-        resume === next
-          ? `the line break after pet ${found.id} is missing`
-          : `the end of the line after pet ${found.id} is damaged`;
-      damageAt(state, line, found.end, resume, reason, found.id).between = undefined;
+      resume = brokenLineEnd(state, line, found, next, end);
       line += breaksIn(bytes, found.end, resume);
-      pos = resume;
-      continue;
+    } else {
+      resume =
+        problem === undefined
+          ? displace(state, line, pos, end, found, open)
+          : damaged(state, line, pos, end, commas, problem, open);
+      line += breaksIn(bytes, pos, resume);
     }
-    // Which ids damaged bytes held is not known: the next intact line is not held to follow them.
-    if (state.follow !== undefined) state.follow = Number.NaN;
-    const resume = resumeAt(bytes, pos + 1, end);
-    open.push(
-      damageAt(
-        state,
-        line,
-        pos,
-        resume,
-        state.verify ? (checksumVerdict(bytes, pos, end, commas) ?? problem) : problem,
-        idNamedAt(bytes, pos, resume),
-      ),
-    );
-    line += breaksIn(bytes, pos, resume);
     pos = resume;
   }
   return line;
+}
+
+const newRecord = (): ScannedRecord => ({
+  id: 0,
+  status: undefined,
+  lineStart: 0,
+  textStart: 0,
+  textEnd: 0,
+  end: 0,
+  keyed: false,
+});
+
+/** In a journal of format 4, the skip line at `pos` taken, and where the next line starts; -1: none there. */
+function skipLineAt(state: ScanState, line: number, pos: number, end: number): number {
+  const lineBreak = state.bytes.indexOf(LINE_BREAK, pos);
+  const lineEnd = lineBreak === -1 || lineBreak > end ? end : lineBreak;
+  const skip = readSkipLine(state.bytes, pos, lineEnd);
+  if (skip === undefined || !(skip.from > state.lastId)) return -1;
+  missingBefore(state, line, pos, skip.from);
+  state.lastId = skip.to;
+  state.follow = skip.to;
+  return lineEnd + 1;
+}
+
+/** An intact pet in id order: it follows the line before and closes the damage still open before it. */
+function take(state: ScanState, line: number, pos: number, found: ScannedRecord, open: Damage[]): void {
+  if (state.follow !== undefined) {
+    missingBefore(state, line, pos, found.id);
+    state.follow = found.id;
+  }
+  if (open.length > 0) {
+    for (const d of open) (d.between as [number, number])[1] = found.id;
+    open.length = 0;
+  }
+  state.lastId = found.id;
+}
+
+/**
+ * The line break after an intact pet is damaged or gone: what stands there up to the next line, or up
+ * to the next pet's line if it follows at once, is damage between two intact pets. Returns where to resume.
+ */
+function brokenLineEnd(state: ScanState, line: number, found: ScannedRecord, next: number, end: number): number {
+  const resume = resumeAt(state.bytes, found.end, end);
+  const reason =
+    resume === next
+      ? `the line break after pet ${found.id} is missing`
+      : `the end of the line after pet ${found.id} is damaged`;
+  damageAt(state, line, found.end, resume, reason, found.id).between = undefined;
+  return resume;
+}
+
+/**
+ * An intact line out of order (lines swapped, or one repeated): damage to the file, not to the pet,
+ * whose line is kept aside for whoever repairs (displaced.ts) and set back in id order.
+ */
+function displace(
+  state: ScanState,
+  line: number,
+  pos: number,
+  end: number,
+  found: ScannedRecord,
+  open: Damage[],
+): number {
+  const resume = resumeAt(state.bytes, pos + 1, end);
+  const reason = `id ${found.id} is not above the previous id ${state.lastId}`;
+  const damage = damageAt(state, line, pos, resume, reason, undefined);
+  damage.kind = 'out-of-order';
+  open.push(damage);
+  state.displaced?.push({ ...found, line: Buffer.from(state.bytes.subarray(found.lineStart, found.end)), damage });
+  return resume;
+}
+
+/** Bytes at `pos` that are not an intact record: damage up to where reading resumes, which it returns. */
+function damaged(
+  state: ScanState,
+  line: number,
+  pos: number,
+  end: number,
+  commas: boolean,
+  problem: string,
+  open: Damage[],
+): number {
+  const { bytes } = state;
+  // Which ids damaged bytes held is not known: the next intact line is not held to follow them.
+  if (state.follow !== undefined) state.follow = Number.NaN;
+  const resume = resumeAt(bytes, pos + 1, end);
+  const reason = state.verify ? (checksumVerdict(bytes, pos, end, commas) ?? problem) : problem;
+  open.push(damageAt(state, line, pos, resume, reason, idNamedAt(bytes, pos, resume)));
+  return resume;
 }
 
 /**
@@ -190,15 +222,7 @@ function missingBefore(state: ScanState, line: number, pos: number, id: number):
 
 /** The intact record line at `pos`, checksum checked, or undefined when there is none. */
 export function intactRecordAt(bytes: Buffer, pos: number, end: number): ScannedRecord | undefined {
-  const found: ScannedRecord = {
-    id: 0,
-    status: undefined,
-    lineStart: 0,
-    textStart: 0,
-    textEnd: 0,
-    end: 0,
-    keyed: false,
-  };
+  const found = newRecord();
   const problem = readRecordAt(bytes, pos, end, true, found, { id: 0, status: undefined, fieldsEnd: 0 });
   return problem === undefined ? found : undefined;
 }
