@@ -9,12 +9,12 @@ import { KeyPoller } from '../auth/key-poller.js';
 import { logKeyChanges, logKeyDuplicates } from '../auth/key-log.js';
 import { Keyring } from '../auth/keyring.js';
 import type { Logger } from '../lib/logger.js';
-import { errorCode } from '../lib/system-error.js';
+import { withoutStack as failure } from '../lib/system-error.js';
 import { describeUrl } from '../store/postgres/driver.js';
 import { CopyReadError } from '../store/postgres/pet-copy.js';
 import type { Recovered } from '../store/postgres/rewind.js';
 import { PostgresStore } from '../store/postgres/store.js';
-import { type PetStore, StoreUnavailableError } from '../store/store.js';
+import type { PetStore } from '../store/store.js';
 import { watchDatabaseWebhooks, type WebhookOptions, type Webhooks } from './webhooks.js';
 
 export interface DatabaseOptions extends WebhookOptions {
@@ -119,16 +119,6 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
     await store.close();
     throw error;
   }
-}
-
-/**
- * An error with a code (ECONNREFUSED, the driver's CONNECTION_CLOSED, PostgreSQL's 57P01), itself or as the
- * cause of a StoreUnavailableError, as `message (code)`: the stack of a database that went away shows only the
- * driver's internals. Others keep their stack.
- */
-function failure(error: unknown): unknown {
-  const code = errorCode(error) ?? (error instanceof StoreUnavailableError ? errorCode(error.cause) : undefined);
-  return code === undefined ? error : `${(error as Error).message} (${code})`;
 }
 
 /** The end of a recovery from a database that went back (rewind.ts): where the lost pets are. */

@@ -27,12 +27,13 @@ export function awayLogTests(cluster: () => Cluster): void {
       const headers: Array<[string, string]> = [['content-type', 'application/json']];
       const body = '{"name":"Rex","categoryId":1}';
       assert.equal((await request(server.url, 'POST', '/v1/pets', { headers, body })).status, 503);
-      // The key poller, once a second, fails too: both kinds of line are read.
-      await waitFor(
-        () => errorLines(server.stderr()).some((l) => l.msg.startsWith('cannot read the API keys')),
-        10_000,
-        'a log line about the keys',
-      );
+      // The key poller and the webhook subscriptions' reload, once a second each, fail too: their lines are read.
+      for (const start of ['cannot read the API keys', 'cannot read the webhook subscriptions'])
+        await waitFor(
+          () => errorLines(server.stderr()).some((l) => l.msg.startsWith(start)),
+          10_000,
+          `a log line "${start}"`,
+        );
     } finally {
       await cluster().start();
     }
