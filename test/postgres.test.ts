@@ -5,6 +5,7 @@
  */
 import { after, before, describe } from 'node:test';
 import { postgresBin, SKIP_REASON, startCluster, type Cluster } from './postgres-support.js';
+import { awayLogTests } from './postgres/away-log.js';
 import { cliTests } from './postgres/cli.js';
 import { commitWatchTests } from './postgres/commit-watch.js';
 import { copyTests } from './postgres/copy.js';
@@ -50,4 +51,5 @@ describe('with PostgreSQL', { skip: bin === undefined ? SKIP_REASON : false }, (
   notificationTests(context);
   failoverTests(context);
   webhookTests(context);
+  awayLogTests(context);
 });

@@ -20,6 +20,7 @@ import { StoreOpenError } from '../store/store.js';
 import type { Pet } from '../pet/pet.js';
 import { UsageError } from './config.js';
 import { counted } from './data-copy.js';
+import { refuseRootInOthersDirectory } from './directory-owner.js';
 import { runKeysCommand, type KeyStorage, type NewKeyOptions } from './keys-command.js';
 import { runWebhooksCommand, type SubscriptionStorage, type WebhookCommandOptions } from './webhooks-command.js';
 
@@ -98,17 +99,26 @@ function subscriptionsOf(stored: readonly StoredSubscription[]): Subscription[] 
 
 /**
  * `migrate --data-dir <dir> --database-url <url>`: the file store's pets (ids kept) and keys into an empty database.
+ * `command` is this command line, for the advice to run it as the directory's owner.
  */
 export async function runMigrateCommand(
   dataDir: string,
   url: string | undefined,
   args: readonly string[],
   out: (line: string) => void,
+  command: string,
 ): Promise<void> {
   if (args.length > 0) throw new UsageError('"migrate" takes no arguments besides --data-dir and --database-url');
   if (url === undefined)
     throw new UsageError('"migrate" needs --database-url (or PETSTORE_DATABASE_URL): the database to copy into');
   if (!existsSync(dataDir)) throw new UsageError(`there is no data directory ${dataDir} to migrate`);
+  // Unlike verify and backup, which only read, the open below writes: the lock, and what a start tidies.
+  refuseRootInOthersDirectory(
+    dataDir,
+    command,
+    'migrate locks the directory and opens its store as a server does, so that nothing writes to it meanwhile, and a ' +
+      "file root made there would be root's, which that user's server could not use",
+  );
   // Opening takes the directory lock: no server may write to the file store while it is copied.
   const source = await FileStore.open(dataDir);
   try {

@@ -67,7 +67,8 @@ async function main(args: readonly string[]): Promise<void> {
   }
   if (positionals[0] === 'migrate') {
     const { runMigrateCommand } = await import('./database-command.js');
-    await runMigrateCommand(resolveSetting('dataDir', flags, process.env), databaseUrl, positionals.slice(1), print);
+    const dataDir = resolveSetting('dataDir', flags, process.env);
+    await runMigrateCommand(dataDir, databaseUrl, positionals.slice(1), print, commandLine(args));
     return;
   }
   const config = resolveConfig(flags, process.env);

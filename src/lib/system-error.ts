@@ -7,3 +7,13 @@ export function errorCode(error: unknown): string | undefined {
 export function reportToStderr(error: unknown): void {
   process.emitWarning(error instanceof Error ? error : String(error), 'PetStoreWarning');
 }
+
+/**
+ * An error with a code (ECONNREFUSED, a driver's CONNECTION_CLOSED, PostgreSQL's 57P01), itself or as the cause of
+ * the error that wraps it, as `message (code)` for a log line: the stack of a service that went away shows only a
+ * driver's internals. Others are returned as they are, to be logged with their stack.
+ */
+export function withoutStack(error: unknown): unknown {
+  const code = errorCode(error) ?? (error instanceof Error ? errorCode(error.cause) : undefined);
+  return code === undefined ? error : `${(error as Error).message} (${code})`;
+}

@@ -9,6 +9,7 @@ import { KeyPoller } from '../auth/key-poller.js';
 import { logKeyChanges, logKeyDuplicates } from '../auth/key-log.js';
 import { Keyring } from '../auth/keyring.js';
 import type { Logger } from '../lib/logger.js';
+import { withoutStack as failure } from '../lib/system-error.js';
 import { describeUrl } from '../store/postgres/driver.js';
 import { CopyReadError } from '../store/postgres/pet-copy.js';
 import type { Recovered } from '../store/postgres/rewind.js';
@@ -50,7 +51,9 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
     onAvailability: (available, error) => {
       if (available) logger.info('the database is reachable again', { database: where });
       else
-        logger.error('the database cannot be used; pets are answered 503 until it is back', error, { database: where });
+        logger.error('the database cannot be used; pets are answered 503 until it is back', failure(error), {
+          database: where,
+        });
     },
     lostPetsDirectory: resolve(options.dataDir ?? '.'),
     onWentBack: ({ reason, highWater }) =>
@@ -68,14 +71,14 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
         logger.error(
           'the pets cannot be read into memory from the database (before the first complete read /readyz says 503; ' +
             'after it, new pets are missing from lists); trying again every 250 ms',
-          error,
+          failure(error),
           { database: where },
         );
       else
         logger.error(
           'cannot learn of the pets other instances commit (LISTEN, or the read of the highest id that stands in for ' +
             'it); trying again every 250 ms',
-          error,
+          failure(error),
           { database: where },
         );
     },
@@ -95,7 +98,7 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
       keyring,
       () => store.keys(),
       (error) => {
-        logger.error('cannot read the API keys from the database; the keys read last stay in force', error, {
+        logger.error('cannot read the API keys from the database; the keys read last stay in force', failure(error), {
           database: where,
         });
       },

@@ -2,6 +2,7 @@ import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../lib/logger.js';
 import { DEFAULTS, type SettingOptions } from './settings.js';
+import { withoutStack } from '../lib/system-error.js';
 import { type PetStore, StoreUnavailableError } from '../store/store.js';
 import type { Deliveries, SubscriptionStats } from '../webhooks/deliveries.js';
 import type { DeliveryOptions } from '../webhooks/subscription-delivery.js';
@@ -93,7 +94,7 @@ export async function watchDatabaseWebhooks(
   const { Deliveries } = await import('../webhooks/deliveries.js');
   const sql = await openPool(databaseUrl, { max: 2, statementTimeout: DATABASE_STATEMENT_TIMEOUT_MS });
   const source = new DatabaseSource(sql, (error) =>
-    logger.error('cannot store a webhook cursor in the database; its pets may be delivered again', error),
+    logger.error('cannot store a webhook cursor in the database; its pets may be delivered again', withoutStack(error)),
   );
   let deliveries: Deliveries | undefined;
   let stopping = false;

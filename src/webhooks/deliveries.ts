@@ -1,4 +1,5 @@
 import type { Logger } from '../lib/logger.js';
+import { withoutStack } from '../lib/system-error.js';
 import type { PetStore } from '../store/store.js';
 import { CommitTimes } from './commit-times.js';
 import { Pace } from './pace.js';
@@ -102,7 +103,10 @@ export class Deliveries {
     } catch (error) {
       if (first) throw error;
       if (!this.#reloadFailing)
-        this.logger.error('cannot read the webhook subscriptions again; the previous ones stay in force', error);
+        this.logger.error(
+          'cannot read the webhook subscriptions again; the previous ones stay in force',
+          withoutStack(error),
+        );
       this.#reloadFailing = true;
       return;
     }

@@ -199,7 +199,7 @@ export function cliTests(cluster: () => Cluster): void {
     assert.equal(run.status, 1, run.stderr);
     assert.match(
       run.stderr,
-      /^cannot start: --database-url needs the "postgres" package, which is not installed; add only it: npm install postgres@\^3\.4 in a project .*, or npm install --omit=dev --save-prod --no-save postgres@\^3\.4 in a production tree made from a clone/,
+      /^cannot start: --database-url needs the "postgres" package, which is not installed; add only it: npm install postgres@\^3\.4 in a project .*, or npm install --prefix dist --no-save --no-package-lock postgres@\^3\.4 in a production tree made from a clone/,
     );
   });
 }

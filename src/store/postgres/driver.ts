@@ -29,9 +29,8 @@ async function loadDriver(): Promise<Driver> {
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
     throw new StoreOpenError(
       '--database-url needs the "postgres" package, which is not installed; add only it: ' +
-        'npm install postgres@^3.4 in a project that installed this package, or npm install --omit=dev --save-prod ' +
-        '--no-save postgres@^3.4 ' +
-        'in a production tree made from a clone (docs/postgresql.md, "Starting")',
+        'npm install postgres@^3.4 in a project that installed this package, or npm install --prefix dist --no-save ' +
+        '--no-package-lock postgres@^3.4 in a production tree made from a clone (docs/postgresql.md, "Starting")',
       { cause: error },
     );
   }
