@@ -64,7 +64,7 @@ export function parseUntil(raw: string | undefined): RestorePoint {
     (second === undefined || Number.isNaN(second) || second <= 59);
   if (Number.isNaN(time.getTime()) || !inRange) {
     throw new UsageError(
-      '--until must be a pet id or an ISO 8601 time with its zone such as 2026-11-27T01:30:00Z, ' + `got "${raw}"`,
+      `--until must be a pet id or an ISO 8601 time with its zone such as 2026-11-27T01:30:00Z, got "${raw}"`,
     );
   }
   return { time };

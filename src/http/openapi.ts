@@ -79,8 +79,8 @@ function operation(route: RouteSpec, mount: Mount): Json {
   const op: Json = { operationId: route.operationId, summary: route.summary };
   if (route.deprecated === true) {
     op.deprecated = true;
-    op.description =
-      `Deprecated; removed on ${DEPRECATION.sunset.toUTCString()}. Use ${mount.base}/pets with the ` + `status filter.`;
+    const sunset = DEPRECATION.sunset.toUTCString();
+    op.description = `Deprecated; removed on ${sunset}. Use ${mount.base}/pets with the status filter.`;
   }
   // OpenAPI 3.1 lets a requirement of a non-OAuth scheme list role names: here the scope the key needs.
   op.security = route.auth ? [{ bearerAuth: [route.scope] }] : [];

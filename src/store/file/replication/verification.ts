@@ -59,7 +59,7 @@ export async function verifyReplicas(destination: Destination, progress: (line: 
   progress(`${destination.name}: store ${store}, ${positions} positions, ${checked.size} objects checked`);
   for (const other of others) {
     progress(
-      `lineage ${other}, whose destination this store took over: ` + 'not checked, removed after the retention window',
+      `lineage ${other}, whose destination this store took over: not checked, removed after the retention window`,
     );
   }
   let lineages: Lineage[];

@@ -45,7 +45,7 @@ export async function readReplicaKeys(path: string): Promise<ReplicaKey[]> {
   if (lines.length === 0 || !lines.every((line) => KEY_LINE.test(line))) {
     throw new ReplicationError(
       'refused',
-      `${path} is not a key file: one 256-bit key a line, as ` + '"replicate-key create" writes',
+      `${path} is not a key file: one 256-bit key a line, as "replicate-key create" writes`,
     );
   }
   return lines.map((line) => {
