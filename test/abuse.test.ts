@@ -11,8 +11,8 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseExact, parseResponse, RawClient } from './fuzz-corpus.js';
-import { embedServer, request, startServer, tempDirFor, TEST_KEY, waitFor, type TestServer } from './helpers.js';
-import { createPetstore, silentLoggerForTests } from './support.js';
+import { embedServer, request, startServer, tempDirFor, TEST_KEY, waitFor, type TestServer } from './support.js';
+import { createPetstore, silentLoggerForTests } from './package.js';
 
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
 

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { runBackupCommand } from '#dist/cli/backup-command.js';
 import { readLiveDirectory } from '#dist/store/file/backup.js';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { TEST_KEY, request, runCli, spawnServerFor, startServer, stopProcess, type Response } from './helpers.js';
+import { TEST_KEY, request, runCli, spawnServerFor, startServer, stopProcess, type Response } from './support.js';
 import { TestFileSystem, assertStopped, dataDir, defer, isJournalPath, plain, snapshotText } from './store-support.js';
 
 const post = (url: string, name: string, categoryId: number): Promise<Response> =>

@@ -21,7 +21,7 @@ import {
   tempDirFor,
   waitFor,
   within,
-} from './helpers.js';
+} from './support.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readFile } from 'node:fs/promises';
 import { connect as tlsConnect } from 'node:tls';
-import { request, startServer, tempDirFor, TEST_KEY, waitFor, type TestServer } from './helpers.js';
+import { request, startServer, tempDirFor, TEST_KEY, waitFor, type TestServer } from './support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 import { metricsServer, scrape } from './metrics-support.js';
 import { metricValue } from './exposition-parser.js';

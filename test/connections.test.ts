@@ -12,7 +12,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
-import { spawnServerFor, startServer, tempDirFor, waitFor, within, TEST_KEY, type ServerProcess } from './helpers.js';
+import { spawnServerFor, startServer, tempDirFor, waitFor, within, TEST_KEY, type ServerProcess } from './support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
 const ENV = { PETSTORE_API_KEYS: TEST_KEY };

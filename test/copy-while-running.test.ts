@@ -38,7 +38,7 @@ import { promisify } from 'node:util';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
 import type { Pet } from '#dist/pet/pet.js';
-import { startServer, request } from './helpers.js';
+import { startServer, request } from './support.js';
 import { DEAD_PID, dataDir, defer, fileBytes, idsText, journalText, plain, snapshotText } from './store-support.js';
 
 const pets: Pet[] = Array.from({ length: 6 }, (_, i) => ({

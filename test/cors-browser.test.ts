@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { openInChromium, withoutChromium } from './browser-support.js';
-import { startServer } from './helpers.js';
+import { startServer } from './support.js';
 
 const KEY = 'browser-page-key-0123456789';
 

@@ -9,9 +9,9 @@ import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse } from './fuzz-corpus.js';
-import { request, spawnServerFor, startServer, tempDirFor, TEST_KEY, within, type TestServer } from './helpers.js';
+import { request, spawnServerFor, startServer, tempDirFor, TEST_KEY, within, type TestServer } from './support.js';
 import { eventsOf, openStream, parseEvents } from './stream-support.js';
-import { FileStore } from './support.js';
+import { FileStore } from './package.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];
 const RETRY = 'retry: 1000\n\n';

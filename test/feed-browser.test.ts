@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
 import { openInChromium, withoutChromium } from './browser-support.js';
-import { startServer, TEST_KEY, within } from './helpers.js';
+import { startServer, TEST_KEY, within } from './support.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];
 

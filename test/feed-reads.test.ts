@@ -8,9 +8,9 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { embedServer, request, TEST_KEY, waitFor, within, type Response } from './helpers.js';
+import { embedServer, request, TEST_KEY, waitFor, within, type Response } from './support.js';
 import { GatedStore } from './gated-store.js';
-import { createPetstore, silentLoggerForTests } from './support.js';
+import { createPetstore, silentLoggerForTests } from './package.js';
 
 async function serve(t: TestContext): Promise<{ url: string; store: GatedStore }> {
   const store = new GatedStore();

@@ -11,8 +11,8 @@ import { createServer, request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
-import { createPetstore, silentLoggerForTests, type Logger } from './support.js';
-import { tempDirFor, TEST_KEY } from './helpers.js';
+import { createPetstore, silentLoggerForTests, type Logger } from './package.js';
+import { tempDirFor, TEST_KEY } from './support.js';
 
 const get = (path: string): string => `GET ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${TEST_KEY}\r\n\r\n`;
 

@@ -20,7 +20,7 @@ import {
   type Response,
   type ServerProcess,
   type TestServer,
-} from './helpers.js';
+} from './support.js';
 import { TestFileSystem, defer } from './store-support.js';
 
 const OTHER_KEY = 'other-key-0123456789abcdef';

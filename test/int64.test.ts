@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { request, spawnServerFor, tempDirFor, TEST_KEY } from './helpers.js';
+import { request, spawnServerFor, tempDirFor, TEST_KEY } from './support.js';
 
 const EXTREMES = ['9223372036854775807', '-9223372036854775808', '9007199254740993', '-1'];
 

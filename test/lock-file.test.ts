@@ -15,7 +15,7 @@ import {
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { LockFile } from '#dist/lib/lock-file.js';
-import { tempDirFor, waitFor } from './helpers.js';
+import { tempDirFor, waitFor } from './support.js';
 
 const DEAD_PID = 2147483646;
 const LOCK_JS = resolve(__dirname, '../lib/lock-file.js');

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
-import { SERVER_JS, request, spawnServerFor, stopProcess, tempDirFor, waitFor } from './helpers.js';
+import { SERVER_JS, request, spawnServerFor, stopProcess, tempDirFor, waitFor } from './support.js';
 import { dataDir, defer } from './store-support.js';
 
 const HAS_PROC = existsSync('/proc/self/stat') && existsSync('/proc/sys/kernel/random/boot_id');

@@ -18,7 +18,7 @@ import {
   spawnServerFor,
   stopProcess,
   tempDirFor,
-} from './helpers.js';
+} from './support.js';
 
 const ROOT = resolve(__dirname, '../..');
 

@@ -12,10 +12,10 @@ import { MetricsRegistry } from '#dist/lib/metrics/registry.js';
 import { ProcessMetrics } from '#dist/service/metrics/process-metrics.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { parseExposition, metricValue } from './exposition-parser.js';
-import { request, startServer, TEST_KEY, tempDir, tempDirFor, type TestServer } from './helpers.js';
+import { request, startServer, TEST_KEY, tempDir, tempDirFor, type TestServer } from './support.js';
 import { byLabel, metricsServer, requestCounts, scrape } from './metrics-support.js';
 import { TestFileSystem, isJournalPath } from './store-support.js';
-import { createPetstore, StoreUnavailableError, type PetStore } from './support.js';
+import { createPetstore, StoreUnavailableError, type PetStore } from './package.js';
 
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
 const body = (name: string, status?: string): string =>

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { metricValue } from './exposition-parser.js';
-import { rawRequest, request, TEST_KEY, type RequestOptions, type Response } from './helpers.js';
+import { rawRequest, request, TEST_KEY, type RequestOptions, type Response } from './support.js';
 import { byLabel, EXPOSITION_TYPE, metricsServer, requestCounts, scrape } from './metrics-support.js';
 import { openStream } from './stream-support.js';
 

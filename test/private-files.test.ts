@@ -11,10 +11,10 @@ import { test, type TestContext } from 'node:test';
 import { newKey, updateKeyFile, type StoredKey } from '#dist/auth/key-file.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { petJson } from '#dist/pet/codec.js';
-import { request, runCli, startError, startServer, tempDirFor, waitFor } from './helpers.js';
+import { request, runCli, startError, startServer, tempDirFor, waitFor } from './support.js';
 import { NOBODY, OTHER_USER, asOtherUser, serveAsOtherUser, serverForOtherUser } from './other-user.js';
 import { dataDir, defer } from './store-support.js';
-import type { Logger } from './support.js';
+import type { Logger } from './package.js';
 
 const asRoot = process.getuid?.() === 0 ? false : 'needs root to chown files to another user';
 

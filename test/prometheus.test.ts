@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
-import { freePort, request, tempDirFor } from './helpers.js';
+import { freePort, request, tempDirFor } from './support.js';
 import { metricsServer, scrape } from './metrics-support.js';
 import { prometheusBin, promtool, PROMETHEUS_SKIP_REASON } from './promtool-support.js';
 

@@ -9,7 +9,7 @@ import { gunzipSync } from 'node:zlib';
 import { test } from 'node:test';
 import { withoutChromium } from './browser-support.js';
 import { openPage } from './devtools-support.js';
-import { startServer, TEST_KEY } from './helpers.js';
+import { startServer, TEST_KEY } from './support.js';
 
 test('GET /v1/docs needs no key and is an HTML page under a strict CSP, at most 40 KB gzip-coded', async (t) => {
   const server = await startServer();

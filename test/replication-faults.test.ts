@@ -14,7 +14,7 @@ import {
 } from '#dist/store/file/replication/destinations/directory-destination.js';
 import { Replicator } from '#dist/store/file/replication/replicator.js';
 import { positionKeys, readPosition } from '#dist/store/file/replication/replica.js';
-import { runCli, waitFor, within } from './helpers.js';
+import { runCli, waitFor, within } from './support.js';
 import { dataDir } from './store-support.js';
 
 /** The real calls, made to hang (never return until released) or fail with a code while `mode` says so. */

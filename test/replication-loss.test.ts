@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { nodeFileSystem } from '#dist/lib/file-system.js';
 import { readLiveDirectory } from '#dist/store/file/backup.js';
-import { TEST_KEY, request, runCli, spawnQuietServerFor } from './helpers.js';
+import { TEST_KEY, request, runCli, spawnQuietServerFor } from './support.js';
 import { dataDir } from './store-support.js';
 
 const INTERVAL_S = 0.25;

@@ -8,7 +8,7 @@ import { chmod, chown, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { TEST_KEY, request, runCli, startServer } from './helpers.js';
+import { TEST_KEY, request, runCli, startServer } from './support.js';
 import { NOBODY, OTHER_USER, asOtherUser, serveAsOtherUser, serverForOtherUser } from './other-user.js';
 
 /** A root-owned 0755 directory, as /var/lib is, holding an empty `target` and `replica` that nobody owns. */

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openStream } from './stream-support.js';
-import type { RequestLogEntry } from './support.js';
+import type { RequestLogEntry } from './package.js';
 import {
   request,
   runCli,
@@ -16,7 +16,7 @@ import {
   tempDirFor,
   waitFor,
   type Response,
-} from './helpers.js';
+} from './support.js';
 
 const FULL = 'full-key-0123456789abcdef';
 const READ = 'read-key-0123456789abcdef';

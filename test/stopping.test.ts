@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse, type RawAnswer } from './fuzz-corpus.js';
-import { request, spawnServerFor, tempDirFor, type ServerProcess } from './helpers.js';
+import { request, spawnServerFor, tempDirFor, type ServerProcess } from './support.js';
 import { assertStopped } from './store-support.js';
 
 const KEY = 'stopping-key-0123456789';

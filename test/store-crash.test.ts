@@ -5,7 +5,7 @@ import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreUnavailableError } from '#dist/store/store.js';
 import type { NewPet, Pet } from '#dist/pet/pet.js';
-import { TEST_KEY, request, spawnServer, within, type ServerProcess } from './helpers.js';
+import { TEST_KEY, request, spawnServer, within, type ServerProcess } from './support.js';
 import {
   Crash,
   TestFileSystem,

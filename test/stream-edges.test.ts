@@ -9,9 +9,9 @@ import { connect, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse } from './fuzz-corpus.js';
-import { request, startServer, tempDirFor, TEST_KEY, within, type TestServer } from './helpers.js';
+import { request, startServer, tempDirFor, TEST_KEY, within, type TestServer } from './support.js';
 import { openStream, parseEvents } from './stream-support.js';
-import { FileStore, type ListQuery, type ListText, type PetStore } from './support.js';
+import { FileStore, type ListQuery, type ListText, type PetStore } from './package.js';
 
 /** A store of `count` pets with 256-character names: 30,000 make 9.6 MB of events, far more than the sockets' buffers hold (about 4 MB here). */
 async function backlog(t: TestContext, count: number): Promise<string> {

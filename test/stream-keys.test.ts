@@ -18,11 +18,11 @@ import {
   waitFor,
   within,
   type Response,
-} from './helpers.js';
+} from './support.js';
 import { GatedStore } from './gated-store.js';
 import { byLabel, metricsServer, requestCounts, scrape } from './metrics-support.js';
 import { openStream } from './stream-support.js';
-import { createPetstore, silentLoggerForTests, type LogFields } from './support.js';
+import { createPetstore, silentLoggerForTests, type LogFields } from './package.js';
 
 const OTHER_KEY = 'other-key-0123456789abcdef';
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];

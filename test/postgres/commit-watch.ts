@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CommitWatch } from '#dist/store/postgres/commit-watch.js';
 import { PostgresStore } from '#dist/store/postgres/store.js';
-import { waitFor } from '../helpers.js';
+import { waitFor } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect } from './store.js';
 

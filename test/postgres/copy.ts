@@ -15,7 +15,7 @@ import { CopyReadError, PetCopy } from '#dist/store/postgres/pet-copy.js';
 import { migrate } from '#dist/store/postgres/schema.js';
 import { PostgresStore } from '#dist/store/postgres/store.js';
 import { awkwardPets } from '../awkward-pets.js';
-import { request, spawnServerFor, startServer, TEST_KEY, waitFor, type TestServer } from '../helpers.js';
+import { request, spawnServerFor, startServer, TEST_KEY, waitFor, type TestServer } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect } from './store.js';
 

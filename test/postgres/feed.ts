@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { request, runCli, startServer, within, type TestServer } from '../helpers.js';
+import { request, runCli, startServer, within, type TestServer } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { eventsOf, openStream, parseEvents } from '../stream-support.js';
 import { connect } from './store.js';

@@ -19,7 +19,7 @@ import {
   type Response,
   type ServerProcess,
   type TestServer,
-} from '../helpers.js';
+} from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect, holdIds } from './store.js';
 

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { request, spawnServer, spawnServerFor, TEST_KEY, type ServerProcess } from '../helpers.js';
+import { request, spawnServer, spawnServerFor, TEST_KEY, type ServerProcess } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { eventsOf, openStream } from '../stream-support.js';
 

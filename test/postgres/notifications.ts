@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import postgres from 'postgres';
-import { startServer, within, type TestServer } from '../helpers.js';
+import { startServer, within, type TestServer } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect } from './store.js';
 
