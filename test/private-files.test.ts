@@ -253,7 +253,7 @@ test("a key file of root's, 0600, in the server user's directory: the start name
   const dir = await othersDirectory(t);
   const { key, record } = newKey('made by root');
   await updateKeyFile(join(dir, 'keys.json'), () => ({ keys: [record], result: undefined }));
-  const refused = await runCli(['--port', '0', '--data-dir', dir], {}, 10_000, { serverJs, user: OTHER_USER });
+  const refused = await runCli(['--port', '0', '--data-dir', dir], {}, 60_000, { serverJs, user: OTHER_USER });
   assert.equal(refused.code, 1, refused.stdout + refused.stderr);
   assert.equal(
     refused.stderr,

@@ -225,7 +225,7 @@ export function launchServer(
   command: string,
   args: string[],
   options: Omit<SpawnOptions, 'stdio'>,
-  timeoutMs = 10_000,
+  timeoutMs = 60_000, // only stops a hang: a CLI run on a busy machine has taken 18 s
 ): Promise<ServerProcess> {
   const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -260,7 +260,7 @@ export function launchServer(
 export function runCli(
   args: string[],
   env: NodeJS.ProcessEnv = {},
-  timeoutMs = 10_000,
+  timeoutMs = 60_000, // only stops a hang: a CLI run on a busy machine has taken 18 s
   as: { serverJs?: string; user?: { uid: number; gid: number } } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [as.serverJs ?? SERVER_JS, ...args], {
