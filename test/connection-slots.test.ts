@@ -62,9 +62,7 @@ async function open(
     peers.push(peer);
   }
   if (holds !== undefined && total !== undefined) {
-    const deadline = Date.now() + 5000;
-    while ((await holds()) !== total && Date.now() < deadline) await sleep(10);
-    assert.equal(await holds(), total, 'the server has accepted them');
+    await waitFor(async () => (await holds()) === total, 5000, 'the server has accepted them');
   }
   return peers;
 }
@@ -116,8 +114,7 @@ test('a new connection closes the oldest silent one of the address holding the m
   const slow = new Peer(server.url, '127.0.0.1');
   peers.push(slow);
   await slow.opened;
-  const deadline = Date.now() + 5000;
-  while ((await held(server)()) !== 6 && Date.now() < deadline) await sleep(10);
+  await waitFor(async () => (await held(server)()) === 6, 5000, 'six slots held');
   await sleep(100);
   const next = new Peer(server.url, '127.0.0.1');
   peers.push(next);

@@ -342,10 +342,10 @@ export async function within<T>(promise: Promise<T>, ms: number, what: string): 
   }
 }
 
-/** Polls `check` every 20 ms until it holds; fails naming `what` after `ms`. */
-export async function waitFor(check: () => boolean, ms: number, what: string): Promise<void> {
+/** Polls `check` (which may ask a server or a database) every 20 ms until it holds; fails naming `what` after `ms`. */
+export async function waitFor(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
