@@ -179,7 +179,7 @@ async function resetAfter(url: string, ca: Buffer | undefined, kind: ResetCase):
 }
 
 test("a client's reset at any point of any kind of connection does not end the server, over HTTP or TLS", {
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
   for (const transport of await transports(t)) {
     const server = await spawnServerFor(t, ['--data-dir', await tempDirFor(t), ...transport.args], ENV);

@@ -170,7 +170,7 @@ test('the refusal says what pets.json covers, what is missing and what to do', a
 });
 
 test('copies made with cp -a of a server that takes creates and compacts either start with every pet acknowledged before, or are refused', {
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
   const root = await dataDir(t);
   const dir = join(root, 'data');

@@ -39,7 +39,7 @@ const script = (api: string): string => `
 
 test("a page of another origin reads RateLimit-Policy, RateLimit, Retry-After and the 403's WWW-Authenticate in a real browser", {
   skip: withoutChromium,
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
   let report: (text: string) => void = () => {};
   const reported = new Promise<string>((resolve) => (report = resolve));

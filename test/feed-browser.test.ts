@@ -48,7 +48,7 @@ const conditionalCheck = (api: string): string => `
 
 test('in a real browser, the fetch() reader of docs/api.md follows the stream across origins, and a page reads its ETag and gets a 304', {
   skip: withoutChromium,
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
   // [kind, text, the page's number for it]: the page's POSTs may arrive out of the order it sent them.
   const reports: Array<[string, string, number]> = [];

@@ -30,7 +30,7 @@ async function heldReads(store: GatedStore, count: number): Promise<void> {
 }
 
 test('a read begun before a commit is not shared with a waiting request that commit woke: it reads again and gets the new pet', {
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const { url, store } = await serve(t);
   const first = request(url, 'GET', '/v1/pets?status=sold&wait=3');
@@ -54,7 +54,7 @@ test('a read begun before a commit is not shared with a waiting request that com
 });
 
 test("a pet committed while a waiting request's page was being read wakes it again once the read is over", {
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const { url, store } = await serve(t);
   const waiting = request(url, 'GET', '/v1/pets?status=sold&wait=3');
@@ -71,7 +71,7 @@ test("a pet committed while a waiting request's page was being read wakes it aga
 });
 
 test("a pet committed while a waiting request's first page was being read is found once it begins to wait", {
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const { url, store } = await serve(t);
   const waiting = request(url, 'GET', '/v1/pets?status=sold&wait=3');

@@ -169,7 +169,7 @@ const skipWithoutNamespaces = canUnsharePid()
 
 test("two servers in PID namespaces of their own (both pid 1, as in containers) never share a directory; a dead one's lock goes stale by its heartbeat", {
   skip: skipWithoutNamespaces,
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const dir = join(await tempDirFor(t), 'data');
   const key = 'ns-key-0123456789abcdef';

@@ -342,7 +342,7 @@ test('open connections are counted when scraped, and connections past --max-conn
 });
 
 test('event streams and waiting requests are counted when scraped, and those refused at --max-streams by name', {
-  timeout: 15_000,
+  timeout: 120_000,
 }, async (t) => {
   const server = await metricsServer(t, { maxStreams: 3 });
   const held = async (): Promise<Record<string, number>> =>

@@ -90,7 +90,7 @@ test('with --docs off, /v1/docs is any unknown path (401 without a key, 404 with
 
 test('in Chromium the page loads with no error and no outside request, lists the operations, and tries listPets with and without a key', {
   skip: withoutChromium,
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
   const server = await startServer();
   t.after(() => server.close());

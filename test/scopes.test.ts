@@ -85,7 +85,7 @@ test('each scope against each operation: pets:read lists and gets, pets:write cr
 });
 
 test('the pet stream and a waiting list are reads: pets:read opens them, a create-only key gets the 403 and holds no place', {
-  timeout: 15_000,
+  timeout: 120_000,
 }, async (t) => {
   const server = await startServer({ keys: KEYS, maxStreams: 1 });
   t.after(() => server.close());

@@ -275,7 +275,7 @@ async function listAll(url: string): Promise<Array<Record<string, unknown>>> {
 }
 
 test('a server stopped with SIGTERM and started again on its data directory has every pet, ids continue, and stopping leaves one pets.json and its empty journal', {
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const dir = await dataDir(t);
   const first = await start(t, dir);

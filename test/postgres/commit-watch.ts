@@ -18,7 +18,7 @@ const NEW_PET = { name: 'Rex', categoryId: 1n, status: undefined } as const;
 
 export function commitWatchTests(cluster: () => Cluster): void {
   test('a commit made while the listening connection was down and no poll could read it is heard once LISTEN is back', {
-    timeout: 30_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);
@@ -75,7 +75,7 @@ export function commitWatchTests(cluster: () => Cluster): void {
   });
 
   test('a NOTIFY whose payload is not an id is only a hint: the pets committed after it are still heard', {
-    timeout: 30_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);

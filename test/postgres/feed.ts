@@ -26,7 +26,7 @@ async function create(server: TestServer, name: string, status?: string): Promis
 
 export function feedTests(cluster: () => Cluster): void {
   test('a pet committed through one instance reaches the streams and waiting requests of another, every one, in id order', {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const one = await startServer({ databaseUrl: url });
@@ -65,7 +65,7 @@ export function feedTests(cluster: () => Cluster): void {
   });
 
   test("with its listening connection cut and unable to log in again, an instance still learns of other instances' pets by polling; listening resumes once it can", {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);
@@ -110,7 +110,7 @@ export function feedTests(cluster: () => Cluster): void {
   });
 
   test('a key removed from the database ends its stream and answers its waiting request 401 on an instance that did not remove it', {
-    timeout: 30_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const server = await startServer({ databaseUrl: url });

@@ -139,7 +139,7 @@ export function instanceTests(cluster: () => Cluster): void {
   });
 
   test('when the database goes away: /readyz 503, creates 503 with Retry-After, reads 200 from the copy (503 above its newest), no crash, an open stream stays open; it resumes by itself', {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const server = await spawnServerFor(t, ['--database-url', url], ENV);
