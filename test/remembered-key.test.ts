@@ -88,7 +88,11 @@ test('a key revoked while its client keeps its connection open is refused on tha
     .split('\n')
     .map((l) => l.trim())
     .find((l) => /^[A-Za-z0-9\-._~+/]{20,}=*$/.test(l)) as string;
-  const id = (await runCli(['keys', 'list', '--data-dir', dir])).stdout.trim().split(/\s+/)[0] as string;
+  const id = (await runCli(['keys', 'list', '--data-dir', dir])).stdout
+    .trim()
+    .split('\n')
+    .at(-1)
+    ?.split(/\s+/)[0] as string;
   const server = await spawnServerFor(t, ['--data-dir', dir]);
   const agent = oneConnection(t);
   const first = await send(agent, server.url, 'GET', `Bearer ${key}`);

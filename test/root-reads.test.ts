@@ -40,7 +40,7 @@ test('as root on the service user\'s directory, "keys list", "verify" and "backu
   const { dir, key, id } = await servicesDirectory(t);
   const listed = await runCli(['keys', 'list', '--data-dir', dir], {}, 5000, { serverJs });
   assert.equal(listed.code, 0, listed.stderr);
-  assert.match(listed.stdout, new RegExp(`^${id} `));
+  assert.match(listed.stdout, new RegExp(`^${id} `, 'm'));
   const verified = await runCli(['verify', '--data-dir', dir], {}, 5000, { serverJs });
   assert.equal(verified.code, 0, verified.stderr);
   assert.match(verified.stdout, /2 pets in format 1/);

@@ -80,7 +80,7 @@ test('writeHeldNow from inside a run does nothing: the jobs of the run keep thei
 });
 
 test('a job that throws keeps no other from running; its error is thrown once they have', () => {
-  const batch = resolve(__dirname, '../http/write-batch.js');
+  const batch = resolve(__dirname, '../http/connections/write-batch.js');
   const script = `
     const { atTurnEnd } = require(${JSON.stringify(batch)});
     process.on('exit', (code) => console.log('exit', code));
