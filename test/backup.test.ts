@@ -9,7 +9,16 @@ import { test } from 'node:test';
 import { runBackupCommand } from '#dist/cli/backup-command.js';
 import { readLiveDirectory } from '#dist/store/file/backup.js';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { TEST_KEY, request, runCli, spawnServerFor, startServer, stopProcess, type Response } from './helpers.js';
+import {
+  TEST_KEY,
+  request,
+  runCli,
+  spawnServerFor,
+  startServer,
+  stopProcess,
+  waitFor,
+  type Response,
+} from './support.js';
 import { TestFileSystem, assertStopped, dataDir, defer, isJournalPath, plain, snapshotText } from './store-support.js';
 
 const post = (url: string, name: string, categoryId: number): Promise<Response> =>
@@ -76,8 +85,9 @@ test('backup of a stopped data directory: the copy holds the same pets and key h
   assert.equal(await stopProcess(again), 0);
 });
 
+// Bounded by its 5 backups, each after 50 more creates; the timeout only stops a hang on a busy machine.
 test('backup while the server takes a stream of creates and compacts: every pet acknowledged before it began is in the copy, served byte for byte', {
-  timeout: 60_000,
+  timeout: 180_000,
 }, async (t) => {
   const root = await dataDir(t);
   const dir = join(root, 'data');
@@ -97,7 +107,8 @@ test('backup while the server takes a stream of creates and compacts: every pet 
   const clients = Array.from({ length: 4 }, (_, c) => client(c));
   const copies: Array<{ dest: string; before: Map<number, string> }> = [];
   for (let i = 0; i < 5; i++) {
-    await new Promise((r) => setTimeout(r, 150));
+    const more = acknowledged.size + 50;
+    await waitFor(() => acknowledged.size >= more, 60_000, `50 more creates before backup ${i}`);
     const dest = join(root, `copy-${i}`);
     copies.push({ dest, before: new Map(acknowledged) });
     assert.match(await backup(dir, dest), /^backed up \d+ pets \(last id \d+\)/);

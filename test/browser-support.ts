@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { TestContext } from 'node:test';
-import { tempDirFor } from './helpers.js';
+import { tempDirFor } from './support.js';
 
 export const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((path) => existsSync(path));
 

@@ -9,10 +9,10 @@ import { copyFileSync, mkdirSync, readFileSync, renameSync, symlinkSync } from '
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
-import { TEST_KEY, request, spawnServerFor, startServer, tempDirFor, waitFor, within } from './helpers.js';
+import { TEST_KEY, request, spawnServerFor, startServer, tempDirFor, waitFor, within } from './support.js';
 import { scrape } from './metrics-support.js';
 import { metricValue } from './exposition-parser.js';
-import type { Logger } from './support.js';
+import type { Logger } from './package.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
 /** A TLS connection to `url` (any certificate accepted: the test looks at which one came). */

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { test, type TestContext } from 'node:test';
-import { startServer, TEST_KEY, type TestServer } from './helpers.js';
-import type { Logger, RequestLogEntry } from './support.js';
+import { startServer, TEST_KEY, type TestServer } from './support.js';
+import type { Logger, RequestLogEntry } from './package.js';
 
 const PROXY = '127.0.0.2';
 const STRANGER = '127.0.0.3';

@@ -9,7 +9,7 @@ import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { connect } from 'node:net';
-import { startServer, tempDir, TEST_KEY, waitFor, type TestServer } from './helpers.js';
+import { startServer, tempDir, TEST_KEY, waitFor, type TestServer } from './support.js';
 
 const HOUR = 3_600_000;
 // operations.md: a revoked key is refused within a second; this leaves half a second for the test.

@@ -7,7 +7,7 @@ import { request as httpRequest } from 'node:http';
 import { test } from 'node:test';
 import zlib, { gunzipSync } from 'node:zlib';
 import { acceptsGzip, COMPRESS_MIN_BYTES } from '#dist/http/pipeline/compression.js';
-import { startServer, TEST_KEY, type TestServer } from './helpers.js';
+import { startServer, TEST_KEY, type TestServer } from './support.js';
 import { openStream } from './stream-support.js';
 
 const BIG = COMPRESS_MIN_BYTES;

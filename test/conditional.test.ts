@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { startServer, type Response, type TestServer } from './helpers.js';
+import { startServer, type Response, type TestServer } from './support.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];
 

@@ -12,7 +12,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
-import { spawnServerFor, startServer, tempDirFor, waitFor, within, TEST_KEY, type ServerProcess } from './helpers.js';
+import { spawnServerFor, startServer, tempDirFor, waitFor, within, TEST_KEY, type ServerProcess } from './support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
 const ENV = { PETSTORE_API_KEYS: TEST_KEY };
@@ -179,7 +179,7 @@ async function resetAfter(url: string, ca: Buffer | undefined, kind: ResetCase):
 }
 
 test("a client's reset at any point of any kind of connection does not end the server, over HTTP or TLS", {
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
   for (const transport of await transports(t)) {
     const server = await spawnServerFor(t, ['--data-dir', await tempDirFor(t), ...transport.args], ENV);

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
-import { rawRequest, startServer, TEST_KEY, type RequestOptions, type Response, type TestServer } from './helpers.js';
+import { rawRequest, startServer, TEST_KEY, type RequestOptions, type Response, type TestServer } from './support.js';
 
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
 const JSON_MEDIA = /^application\/json(?:;\s*charset=utf-8)?$/i;

@@ -38,7 +38,7 @@ import { promisify } from 'node:util';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
 import type { Pet } from '#dist/pet/pet.js';
-import { startServer, request } from './helpers.js';
+import { startServer, request } from './support.js';
 import { DEAD_PID, dataDir, defer, fileBytes, idsText, journalText, plain, snapshotText } from './store-support.js';
 
 const pets: Pet[] = Array.from({ length: 6 }, (_, i) => ({
@@ -170,7 +170,7 @@ test('the refusal says what pets.json covers, what is missing and what to do', a
 });
 
 test('copies made with cp -a of a server that takes creates and compacts either start with every pet acknowledged before, or are refused', {
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
   const root = await dataDir(t);
   const dir = join(root, 'data');

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { runNode, TEST_KEY, tempDirFor } from './helpers.js';
+import { runNode, TEST_KEY, tempDirFor } from './support.js';
 
 const OPTIONAL = ['store/file/replication/', 'store/postgres/', 'webhooks/', 'service/metrics/', 'lib/metrics/'];
 

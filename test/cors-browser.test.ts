@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { openInChromium, withoutChromium } from './browser-support.js';
-import { startServer } from './helpers.js';
+import { startServer } from './support.js';
 
 const KEY = 'browser-page-key-0123456789';
 
@@ -39,7 +39,7 @@ const script = (api: string): string => `
 
 test("a page of another origin reads RateLimit-Policy, RateLimit, Retry-After and the 403's WWW-Authenticate in a real browser", {
   skip: withoutChromium,
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
   let report: (text: string) => void = () => {};
   const reported = new Promise<string>((resolve) => (report = resolve));

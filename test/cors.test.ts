@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { test } from 'node:test';
-import { startServer } from './helpers.js';
+import { startServer } from './support.js';
 import { openStream } from './stream-support.js';
 
 const APP = 'https://app.example';

@@ -13,7 +13,7 @@ import { readDirectory } from '#dist/store/file/load.js';
 import { StoreOpenError } from '#dist/store/store.js';
 import { petJson } from '#dist/pet/codec.js';
 import type { NewPet, Pet } from '#dist/pet/pet.js';
-import { TEST_KEY, request, runCli, spawnServerFor, stopProcess } from './helpers.js';
+import { TEST_KEY, request, runCli, spawnServerFor, stopProcess } from './support.js';
 import { dataDir, deadLock, defer, fileBytes, recordLine, snapshotText } from './store-support.js';
 
 const NAMES = [

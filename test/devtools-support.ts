@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
 import { CHROMIUM } from './browser-support.js';
-import { tempDirFor } from './helpers.js';
+import { tempDirFor } from './support.js';
 
 export interface DevtoolsPage {
   /** Runs `expression` in the page (awaiting a promise) and returns its value. */

@@ -8,7 +8,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { SERVER_JS, runCli, tempDirFor } from './helpers.js';
+import { SERVER_JS, runCli, tempDirFor } from './support.js';
 import { TestFileSystem, dataDir, defer } from './store-support.js';
 
 const mode = async (path: string): Promise<number> => (await stat(path)).mode & 0o777;

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { runNode } from './helpers.js';
+import { runNode } from './support.js';
 import { metricsServer, scrape } from './metrics-support.js';
 
 const GUIDE = 'docs/embedding.md';

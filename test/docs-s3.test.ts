@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { freePort, launchServer, request, runCli, stopProcess, TEST_KEY, tempDirFor, waitFor } from './helpers.js';
+import { freePort, launchServer, request, runCli, stopProcess, TEST_KEY, tempDirFor, waitFor } from './support.js';
 
 const ROOT = resolve(__dirname, '../..');
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
-import { startServer, TEST_KEY, waitFor, type TestServer } from './helpers.js';
+import { startServer, TEST_KEY, waitFor, type TestServer } from './support.js';
 
 let server: TestServer;
 before(async () => (server = await startServer()));

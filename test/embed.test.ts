@@ -9,7 +9,7 @@ import { createServer as createHttpServer, type RequestListener as NodeListener 
 import { connect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { embedServer, request, runNode, TEST_KEY } from './helpers.js';
+import { embedServer, request, runNode, TEST_KEY } from './support.js';
 import {
   createPetstore,
   silentLoggerForTests,
@@ -21,7 +21,7 @@ import {
   type PetStore,
   type PetstoreService,
   type Petstore,
-} from './support.js';
+} from './package.js';
 
 const HERE = __dirname;
 

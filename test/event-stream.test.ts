@@ -9,9 +9,9 @@ import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse } from './fuzz-corpus.js';
-import { request, spawnServerFor, startServer, tempDirFor, TEST_KEY, within, type TestServer } from './helpers.js';
+import { request, spawnServerFor, startServer, tempDirFor, TEST_KEY, within, type TestServer } from './support.js';
 import { eventsOf, openStream, parseEvents } from './stream-support.js';
-import { FileStore } from './support.js';
+import { FileStore } from './package.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];
 const RETRY = 'retry: 1000\n\n';
@@ -127,7 +127,7 @@ test('Last-Event-ID resumes after that id, overriding after: every pet once, non
 });
 
 test('a Last-Event-ID that is not a pet id is a 400; HEAD, or an Accept that refuses the stream, answer the page', {
-  timeout: 15_000,
+  timeout: 120_000,
 }, async (t) => {
   const server = await startServer();
   t.after(() => server.close());
@@ -180,7 +180,7 @@ test('a quiet stream sends a heartbeat comment every heartbeat interval', async 
 });
 
 test('streams beyond --max-streams get 503 with Retry-After, waiting requests count too, and a closed stream frees its place', {
-  timeout: 15_000,
+  timeout: 120_000,
 }, async (t) => {
   const server = await startServer({ maxStreams: 2 });
   t.after(() => server.close());
@@ -207,7 +207,7 @@ test('streams beyond --max-streams get 503 with Retry-After, waiting requests co
 });
 
 test('a reader that stops reading is cut off after two heartbeats without taking a byte; it resumes with Last-Event-ID, missing nothing', {
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
   const dir = await tempDirFor(t);
   // A backlog far larger than the sockets' buffers (about 4 MB here): 30,000 pets of 256-character names, 9.6 MB of events.
@@ -293,7 +293,7 @@ test('a reader that stops reading is cut off after two heartbeats without taking
 });
 
 test('SIGTERM ends open streams cleanly and answers waiting requests at once: the stop takes no longer than without them', {
-  timeout: 30_000,
+  timeout: 120_000,
 }, async (t) => {
   const dir = await tempDirFor(t, 'petstore-stop-');
   const server = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
 import { openInChromium, withoutChromium } from './browser-support.js';
-import { startServer, TEST_KEY, within } from './helpers.js';
+import { startServer, TEST_KEY, within } from './support.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];
 
@@ -48,9 +48,10 @@ const conditionalCheck = (api: string): string => `
 
 test('in a real browser, the fetch() reader of docs/api.md follows the stream across origins, and a page reads its ETag and gets a 304', {
   skip: withoutChromium,
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
-  const reports: Array<[string, string]> = [];
+  // [kind, text, the page's number for it]: the page's POSTs may arrive out of the order it sent them.
+  const reports: Array<[string, string, number]> = [];
   let changed: () => void = () => {};
   const page: Server = createServer((req, res) => {
     if (req.method === 'POST' && req.url?.startsWith('/report?')) {
@@ -60,12 +61,15 @@ test('in a real browser, the fetch() reader of docs/api.md follows the stream ac
         .on('data', (chunk: string) => (text += chunk))
         .on('end', () => {
           res.end();
-          reports.push([req.url?.slice('/report?'.length) ?? '', text]);
+          const [kind = '', sent = ''] = (req.url?.slice('/report?'.length) ?? '').split('&');
+          reports.push([kind, text, Number(sent)]);
           changed();
         });
       return;
     }
-    const report = "const report = (kind, text) => fetch(`/report?${kind}`, { method: 'POST', body: text });";
+    const report =
+      'let reported = 0;\n' +
+      "const report = (kind, text) => fetch(`/report?${kind}&${reported++}`, { method: 'POST', body: text });";
     res
       .writeHead(200, { 'content-type': 'text/html' })
       .end(
@@ -113,7 +117,10 @@ test('in a real browser, the fetch() reader of docs/api.md follows the stream ac
     [],
   );
   assert.deepEqual(
-    reports.filter(([kind]) => kind === 'pet').map(([, text]) => text),
+    reports
+      .filter(([kind]) => kind === 'pet')
+      .sort(([, , a], [, , b]) => a - b)
+      .map(([, text]) => text),
     texts.slice(1),
     'every pet after Last-Event-ID 1, each its JSON text',
   );

@@ -8,9 +8,9 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { embedServer, request, TEST_KEY, waitFor, within, type Response } from './helpers.js';
+import { embedServer, request, TEST_KEY, waitFor, within, type Response } from './support.js';
 import { GatedStore } from './gated-store.js';
-import { createPetstore, silentLoggerForTests } from './support.js';
+import { createPetstore, silentLoggerForTests } from './package.js';
 
 async function serve(t: TestContext): Promise<{ url: string; store: GatedStore }> {
   const store = new GatedStore();
@@ -30,7 +30,7 @@ async function heldReads(store: GatedStore, count: number): Promise<void> {
 }
 
 test('a read begun before a commit is not shared with a waiting request that commit woke: it reads again and gets the new pet', {
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const { url, store } = await serve(t);
   const first = request(url, 'GET', '/v1/pets?status=sold&wait=3');
@@ -54,7 +54,7 @@ test('a read begun before a commit is not shared with a waiting request that com
 });
 
 test("a pet committed while a waiting request's page was being read wakes it again once the read is over", {
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const { url, store } = await serve(t);
   const waiting = request(url, 'GET', '/v1/pets?status=sold&wait=3');
@@ -71,7 +71,7 @@ test("a pet committed while a waiting request's page was being read wakes it aga
 });
 
 test("a pet committed while a waiting request's first page was being read is found once it begins to wait", {
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const { url, store } = await serve(t);
   const waiting = request(url, 'GET', '/v1/pets?status=sold&wait=3');

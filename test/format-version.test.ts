@@ -13,7 +13,7 @@ import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
 import { nodeFileSystem } from '#dist/lib/file-system.js';
 import type { Pet } from '#dist/pet/pet.js';
-import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor } from './helpers.js';
+import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor } from './support.js';
 import { assertStopped, fileBytes, recordLine, snapshotText } from './store-support.js';
 
 const pet = '{"id":1,"name":"Rex","categoryId":7}';

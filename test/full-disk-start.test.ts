@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { errorCode } from '#dist/lib/system-error.js';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { request, spawnServer, stopProcess, tempDir, waitFor, within, type ServerProcess } from './helpers.js';
+import { request, spawnServer, stopProcess, tempDir, waitFor, within, type ServerProcess } from './support.js';
 import { TestFileSystem, dataDir, defer, snapshotText, idsText } from './store-support.js';
 
 /**

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { request, startServer, type TestServer } from './helpers.js';
+import { request, startServer, type TestServer } from './support.js';
 import {
   generateCorpus,
   parseExact,

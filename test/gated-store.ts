@@ -1,5 +1,5 @@
 /** An asynchronous store in memory whose page reads a test holds and lets go (feed-reads.test.ts, stream-keys.test.ts). */
-import type { ListPage, ListQuery, NewPet, Pet } from './support.js';
+import type { ListPage, ListQuery, NewPet, Pet } from './package.js';
 
 /** A page read the store has begun and not answered yet: its pets are those stored when it began. */
 export interface HeldRead {

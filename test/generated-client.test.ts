@@ -9,7 +9,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { TEST_KEY, startServer, tempDirFor } from './helpers.js';
+import { TEST_KEY, startServer, tempDirFor } from './support.js';
 
 const ROOT = resolve(__dirname, '../..');
 const PICKS_JSON = `createClient<paths, 'application/json'>(`;

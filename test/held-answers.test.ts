@@ -11,13 +11,13 @@ import { createServer, request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
-import { createPetstore, silentLoggerForTests, type Logger } from './support.js';
-import { tempDirFor, TEST_KEY } from './helpers.js';
+import { createPetstore, silentLoggerForTests, type Logger } from './package.js';
+import { tempDirFor, TEST_KEY } from './support.js';
 
 const get = (path: string): string => `GET ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${TEST_KEY}\r\n\r\n`;
 
 test('pipelined requests answered in one turn are each logged in their own async context', {
-  timeout: 10_000,
+  timeout: 120_000,
 }, async (t) => {
   const als = new AsyncLocalStorage<string>();
   const seen: string[] = [];
@@ -53,7 +53,7 @@ test('pipelined requests answered in one turn are each logged in their own async
 });
 
 test('a logger whose request() throws once is reported to its error(), and the process serves on', {
-  timeout: 30_000,
+  timeout: 120_000,
 }, async (t) => {
   const dir = await tempDirFor(t);
   const index = resolve(__dirname, '../index.js');
@@ -78,7 +78,7 @@ test('a logger whose request() throws once is reported to its error(), and the p
 });
 
 test('an event stream ended in the turn it was answered in still ends: its head goes out as it is made, not held for the turn', {
-  timeout: 10_000,
+  timeout: 120_000,
 }, async (t) => {
   const petstore = await createPetstore({
     dataDir: await tempDirFor(t),

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TEST_KEY, rawRequest, request, startServer, type Response } from './helpers.js';
+import { TEST_KEY, rawRequest, request, startServer, type Response } from './support.js';
 
 const PET = '{"name":"Rex","categoryId":1}';
 

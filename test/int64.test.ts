@@ -4,12 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { request, spawnServerFor, tempDirFor, TEST_KEY } from './helpers.js';
+import { request, spawnServerFor, tempDirFor, TEST_KEY } from './support.js';
 
 const EXTREMES = ['9223372036854775807', '-9223372036854775808', '9007199254740993', '-1'];
 
 test('int64 extremes come back as the same digits after kill -9 (journal) and after a graceful stop (snapshot)', {
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const dir = await tempDirFor(t, 'petstore-int64-');
   const env = { PETSTORE_API_KEYS: TEST_KEY };

@@ -10,8 +10,8 @@ import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Keyring } from '#dist/auth/keyring.js';
-import { runCli, startServer, tempDir, tempDirFor, TEST_KEY, type TestServer } from './helpers.js';
-import { createPetstore, silentLoggerForTests, type Logger } from './support.js';
+import { runCli, startServer, tempDir, tempDirFor, TEST_KEY, type TestServer } from './support.js';
+import { createPetstore, silentLoggerForTests, type Logger } from './package.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 const RELOAD_BOUND_MS = 1500;

@@ -8,7 +8,7 @@ import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { updateKeyFile } from '#dist/auth/key-file.js';
-import { request, runCli, spawnServerFor, tempDirFor } from './helpers.js';
+import { request, runCli, spawnServerFor, tempDirFor } from './support.js';
 import { TestFileSystem } from './store-support.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Pet } from '#dist/pet/pet.js';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { runCli } from './helpers.js';
+import { runCli } from './support.js';
 import {
   TestFileSystem,
   dataDir,

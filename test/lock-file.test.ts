@@ -15,7 +15,7 @@ import {
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { LockFile } from '#dist/lib/lock-file.js';
-import { tempDirFor, waitFor } from './helpers.js';
+import { tempDirFor, waitFor } from './support.js';
 
 const DEAD_PID = 2147483646;
 const LOCK_JS = resolve(__dirname, '../lib/lock-file.js');
@@ -122,7 +122,8 @@ const marker = dir + '/inside';
 let overlaps = 0, lost = 0;
 (async () => {
   for (let i = 0; i < rounds; i++) {
-    const lock = await LockFile.acquire(dir + '/x.lock', 30000);
+    // The wait is bounded by the others' rounds; its timeout only stops a hang, however busy the machine.
+    const lock = await LockFile.acquire(dir + '/x.lock', 300000);
     try { fs.writeFileSync(marker, String(process.pid), { flag: 'wx' }); } catch (e) { if (e.code !== 'EEXIST') throw e; overlaps++; }
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
     let target; try { target = fs.readlinkSync(dir + '/x.lock'); } catch (e) { if (e.code !== 'ENOENT') throw e; }
@@ -151,7 +152,7 @@ function runContender(dir: string, rounds: number): Promise<{ overlaps: number; 
 // A process that found the lock gone used to remove whatever had the name by then (another process's
 // fresh lock) and take it too. On two cores, 16 processes hit that window within these rounds.
 test('processes taking and releasing one lock in rounds never hold it at the same time', {
-  timeout: 60_000,
+  timeout: 300_000, // bounded by its rounds; this stops only a hang
 }, async (t) => {
   const dir = await tempDirFor(t);
   const results = await Promise.all(Array.from({ length: 16 }, () => runContender(dir, 150)));
@@ -262,7 +263,7 @@ async function stepped(path: string, plan: number): Promise<string[]> {
 // opens every window deterministically (the old take-over removed a fresh lock at plans 5, 13, 21, 29).
 test('whatever another process does between any two steps of a contender, the lock never has two holders', {
   skip: hasStrace,
-  timeout: 60_000,
+  timeout: 300_000, // bounded by its rounds; this stops only a hang
 }, async (t) => {
   const dir = await tempDirFor(t);
   const plans = Array.from({ length: 32 }, (_, plan) => plan);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
-import { SERVER_JS, request, spawnServerFor, stopProcess, tempDirFor, waitFor } from './helpers.js';
+import { SERVER_JS, request, spawnServerFor, stopProcess, tempDirFor, waitFor } from './support.js';
 import { dataDir, defer } from './store-support.js';
 
 const HAS_PROC = existsSync('/proc/self/stat') && existsSync('/proc/sys/kernel/random/boot_id');
@@ -169,7 +169,7 @@ const skipWithoutNamespaces = canUnsharePid()
 
 test("two servers in PID namespaces of their own (both pid 1, as in containers) never share a directory; a dead one's lock goes stale by its heartbeat", {
   skip: skipWithoutNamespaces,
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const dir = join(await tempDirFor(t), 'data');
   const key = 'ns-key-0123456789abcdef';

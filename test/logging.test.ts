@@ -17,7 +17,7 @@ import {
   stopProcess,
   tempDirFor,
   type ServerProcess,
-} from './helpers.js';
+} from './support.js';
 
 const KEY = 'logging-key-0123456789abcdef';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -16,8 +16,8 @@ import {
   within,
   type Response,
   type TestServer,
-} from './helpers.js';
-import { createPetstore, silentLoggerForTests } from './support.js';
+} from './support.js';
+import { createPetstore, silentLoggerForTests } from './package.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];
 

@@ -9,7 +9,7 @@ import { basename, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { crc32 } from 'node:zlib';
 import { FileStore } from '#dist/store/file/file-store.js';
-import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor, type ServerProcess } from './helpers.js';
+import { TEST_KEY, request, runCli, spawnServerFor, stopProcess, tempDirFor, type ServerProcess } from './support.js';
 
 const JSON_BODY: Array<[string, string]> = [['content-type', 'application/json']];
 

@@ -18,7 +18,7 @@ import {
   spawnServerFor,
   stopProcess,
   tempDirFor,
-} from './helpers.js';
+} from './support.js';
 
 const ROOT = resolve(__dirname, '../..');
 
@@ -26,7 +26,7 @@ test('--help names the program as it was started: the installed petstore command
   // npm links an installed package's bin as node_modules/.bin/petstore -> ../petstore-api/dist/server.js.
   const bin = join(await tempDirFor(t), 'petstore');
   await symlink(SERVER_JS, bin);
-  const installed = await runCli(['--help'], {}, 10_000, { serverJs: bin });
+  const installed = await runCli(['--help'], {}, 60_000, { serverJs: bin });
   assert.equal(installed.code, 0, installed.stderr);
   assert.match(installed.stdout, /^ {2}petstore \[options\]$/m);
   assert.match(

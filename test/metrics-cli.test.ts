@@ -20,7 +20,7 @@ import {
   spawnServerFor,
   stopProcess,
   tempDirFor,
-} from './helpers.js';
+} from './support.js';
 import { requestCounts, scrape } from './metrics-support.js';
 
 const KEY = 'metrics-key-0123456789abcdef';

@@ -12,10 +12,10 @@ import { MetricsRegistry } from '#dist/lib/metrics/registry.js';
 import { ProcessMetrics } from '#dist/service/metrics/process-metrics.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { parseExposition, metricValue } from './exposition-parser.js';
-import { request, startServer, TEST_KEY, tempDir, tempDirFor, type TestServer } from './helpers.js';
+import { request, startServer, TEST_KEY, tempDir, tempDirFor, type TestServer } from './support.js';
 import { byLabel, metricsServer, requestCounts, scrape } from './metrics-support.js';
 import { TestFileSystem, isJournalPath } from './store-support.js';
-import { createPetstore, StoreUnavailableError, type PetStore } from './support.js';
+import { createPetstore, StoreUnavailableError, type PetStore } from './package.js';
 
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
 const body = (name: string, status?: string): string =>
@@ -162,17 +162,19 @@ test("the event loop's delay shows a blocked loop in the next scrape, and is bac
     metricValue(families, 'nodejs_eventloop_lag_p50_seconds') <=
       metricValue(families, 'nodejs_eventloop_lag_p99_seconds'),
   );
-  await new Promise((r) => setTimeout(r, 100));
-  ({ families } = await scrape(server.metricsUrl));
-  assert.ok(
-    metricValue(families, 'nodejs_eventloop_lag_max_seconds') < max,
-    'each scrape reports the interval since the one before',
-  );
   // The monitor's own 10 ms between samples is no delay: an idle loop is near zero (prom-client would say 0.010).
-  assert.ok(
-    metricValue(families, 'nodejs_eventloop_lag_p50_seconds') < 0.008,
-    `p50 ${metricValue(families, 'nodejs_eventloop_lag_p50_seconds')} s while idle`,
-  );
+  // Other processes on a busy machine delay this one too: one interval in 20 has to be idle.
+  const idle: string[] = [];
+  for (let round = 0; round < 20; round++) {
+    await new Promise((r) => setTimeout(r, 100));
+    ({ families } = await scrape(server.metricsUrl));
+    const [latest, p50] = ['max', 'p50'].map((n) => metricValue(families, `nodejs_eventloop_lag_${n}_seconds`));
+    idle.push(`max ${latest} s, p50 ${p50} s`);
+    if ((latest as number) < max && (p50 as number) < 0.008) break;
+  }
+  const [latest, p50] = ['max', 'p50'].map((n) => metricValue(families, `nodejs_eventloop_lag_${n}_seconds`));
+  assert.ok((latest as number) < max, `each scrape reports the interval since the one before: ${idle.join('; ')}`);
+  assert.ok((p50 as number) < 0.008, `p50 while idle: ${idle.join('; ')}`);
 });
 
 test('an embedder gets the same text from service.metrics(), counted apart from any other service in the process; without metrics: true it is refused', async (t) => {

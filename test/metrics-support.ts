@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { type Family, parseExposition } from './exposition-parser.js';
-import { request, startServer, type TestServer } from './helpers.js';
-import type { ListenOptions } from './support.js';
+import { request, startServer, type TestServer } from './support.js';
+import type { ListenOptions } from './package.js';
 
 export const EXPOSITION_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 

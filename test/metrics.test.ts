@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { metricValue } from './exposition-parser.js';
-import { rawRequest, request, TEST_KEY, type RequestOptions, type Response } from './helpers.js';
+import { rawRequest, request, TEST_KEY, type RequestOptions, type Response } from './support.js';
 import { byLabel, EXPOSITION_TYPE, metricsServer, requestCounts, scrape } from './metrics-support.js';
 import { openStream } from './stream-support.js';
 
@@ -342,7 +342,7 @@ test('open connections are counted when scraped, and connections past --max-conn
 });
 
 test('event streams and waiting requests are counted when scraped, and those refused at --max-streams by name', {
-  timeout: 15_000,
+  timeout: 120_000,
 }, async (t) => {
   const server = await metricsServer(t, { maxStreams: 3 });
   const held = async (): Promise<Record<string, number>> =>

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { chmod, chown, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { request, runCli, startServer, tempDirFor } from './helpers.js';
+import { request, runCli, startServer, tempDirFor } from './support.js';
 import { NOBODY, asOtherUser, serverForOtherUser } from './other-user.js';
 
 /** Each entry of `dir` with its owner, as `name uid`. */

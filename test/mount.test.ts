@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { createPetstore, silentLoggerForTests } from './support.js';
-import { runCli, spawnServerFor, startServer, tempDirFor, TEST_KEY, type TestServer } from './helpers.js';
+import { createPetstore, silentLoggerForTests } from './package.js';
+import { runCli, spawnServerFor, startServer, tempDirFor, TEST_KEY, type TestServer } from './support.js';
 
 type Json = Record<string, unknown>;
 

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startServer, type RequestOptions, type TestServer } from './helpers.js';
+import { startServer, type RequestOptions, type TestServer } from './support.js';
 import { openStream } from './stream-support.js';
 
 // A parsed document, walked by key: its shape is what the tests check.

@@ -9,7 +9,7 @@ import { chmodSync, cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestContext } from 'node:test';
-import { launchServer, type ServerProcess } from './helpers.js';
+import { launchServer, type ServerProcess } from './support.js';
 
 export const NOBODY = 65534;
 /** `nobody` and its group, as spawn options. */

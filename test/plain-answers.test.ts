@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
-import { rawRequest, startServer, TEST_KEY } from './helpers.js';
+import { rawRequest, startServer, TEST_KEY } from './support.js';
 
 const BEFORE = JSON.parse(
   readFileSync(resolve(__dirname, '../../test/fixtures/plain-answers.json'), 'utf8'),

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { findOrInstall } from './debian-package.js';
-import { freePort } from './helpers.js';
+import { freePort } from './support.js';
 
 export const SKIP_REASON = 'PostgreSQL not installed: apt-get install postgresql, or run .ci/run';
 

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { tempDirFor } from './helpers.js';
+import { tempDirFor } from './support.js';
 
 const ROOT = resolve(__dirname, '../..');
 

@@ -11,10 +11,10 @@ import { test, type TestContext } from 'node:test';
 import { newKey, updateKeyFile, type StoredKey } from '#dist/auth/key-file.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { petJson } from '#dist/pet/codec.js';
-import { request, runCli, startError, startServer, tempDirFor, waitFor } from './helpers.js';
+import { request, runCli, startError, startServer, tempDirFor, waitFor } from './support.js';
 import { NOBODY, OTHER_USER, asOtherUser, serveAsOtherUser, serverForOtherUser } from './other-user.js';
 import { dataDir, defer } from './store-support.js';
-import type { Logger } from './support.js';
+import type { Logger } from './package.js';
 
 const asRoot = process.getuid?.() === 0 ? false : 'needs root to chown files to another user';
 
@@ -253,7 +253,7 @@ test("a key file of root's, 0600, in the server user's directory: the start name
   const dir = await othersDirectory(t);
   const { key, record } = newKey('made by root');
   await updateKeyFile(join(dir, 'keys.json'), () => ({ keys: [record], result: undefined }));
-  const refused = await runCli(['--port', '0', '--data-dir', dir], {}, 10_000, { serverJs, user: OTHER_USER });
+  const refused = await runCli(['--port', '0', '--data-dir', dir], {}, 60_000, { serverJs, user: OTHER_USER });
   assert.equal(refused.code, 1, refused.stdout + refused.stderr);
   assert.equal(
     refused.stderr,

@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { metricValue } from './exposition-parser.js';
-import { TEST_KEY, request, tempDirFor, within } from './helpers.js';
+import { TEST_KEY, request, tempDirFor, within } from './support.js';
 import { scrape } from './metrics-support.js';
 import { needsPython, socketLauncher } from './socket-launcher.js';
 import { certificate, needsOpenssl } from './tls-support.js';

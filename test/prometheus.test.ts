@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
-import { freePort, request, tempDirFor } from './helpers.js';
+import { freePort, request, tempDirFor } from './support.js';
 import { metricsServer, scrape } from './metrics-support.js';
 import { prometheusBin, promtool, PROMETHEUS_SKIP_REASON } from './promtool-support.js';
 
@@ -48,7 +48,7 @@ describe('with Prometheus', { skip: bin === undefined ? PROMETHEUS_SKIP_REASON :
   });
 
   test('a real Prometheus scrapes the metrics listener and evaluates the alert rules without error', {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async (t) => {
     const server = await metricsServer(t);
     for (let i = 0; i < 3; i++) assert.equal((await server.request('GET', '/v1/pets')).status, 200);

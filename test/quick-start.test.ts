@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { cp, stat, symlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { TEST_KEY, launchServer, request, stopProcess, tempDirFor, type ServerProcess } from './helpers.js';
+import { TEST_KEY, launchServer, request, stopProcess, tempDirFor, type ServerProcess } from './support.js';
 
 const ROOT = resolve(__dirname, '../..');
 

@@ -9,7 +9,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { test } from 'node:test';
 import { parseQuota, QuotaCounter } from '#dist/auth/quota.js';
-import { request, runCli, spawnServerFor, startServer, tempDirFor, type Response } from './helpers.js';
+import { request, runCli, spawnServerFor, startServer, tempDirFor, type Response } from './support.js';
 
 const KEY = 'quota-key-0123456789abcdef';
 const OTHER = 'other-key-0123456789abcdef';

@@ -9,7 +9,7 @@ import { gunzipSync } from 'node:zlib';
 import { test } from 'node:test';
 import { withoutChromium } from './browser-support.js';
 import { openPage } from './devtools-support.js';
-import { startServer, TEST_KEY } from './helpers.js';
+import { startServer, TEST_KEY } from './support.js';
 
 test('GET /v1/docs needs no key and is an HTML page under a strict CSP, at most 40 KB gzip-coded', async (t) => {
   const server = await startServer();
@@ -90,7 +90,7 @@ test('with --docs off, /v1/docs is any unknown path (401 without a key, 404 with
 
 test('in Chromium the page loads with no error and no outside request, lists the operations, and tries listPets with and without a key', {
   skip: withoutChromium,
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
   const server = await startServer();
   t.after(() => server.close());

@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { Agent, createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
-import { runCli, spawnServerFor, tempDirFor } from './helpers.js';
-import { createPetstore, silentLoggerForTests } from './support.js';
+import { runCli, spawnServerFor, tempDirFor } from './support.js';
+import { createPetstore, silentLoggerForTests } from './package.js';
 
 const WRITER = 'remembered-writer-key-0123456789';
 const READER = 'remembered-reader-key-0123456789';

@@ -12,7 +12,7 @@ import { FileStore } from '#dist/store/file/file-store.js';
 import type { Destination } from '#dist/store/file/replication/destinations/destination.js';
 import { DirectoryDestination } from '#dist/store/file/replication/destinations/directory-destination.js';
 import { Replicator } from '#dist/store/file/replication/replicator.js';
-import { waitFor } from './helpers.js';
+import { waitFor } from './support.js';
 import { stopsFor } from './replication-support.js';
 import { dataDir } from './store-support.js';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { DirectoryDestination } from '#dist/store/file/replication/destinations/directory-destination.js';
 import { headDocument, supersedingHead } from '#dist/store/file/replication/head.js';
-import { TEST_KEY, runCli, spawnServerFor, startServer, stopProcess } from './helpers.js';
+import { TEST_KEY, runCli, spawnServerFor, startServer, stopProcess } from './support.js';
 import { scrape } from './metrics-support.js';
 import { caughtUp, metricsUrlOf, post, shiftedClock, stopsFor } from './replication-support.js';
 import { dataDir } from './store-support.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { DirectoryDestination } from '#dist/store/file/replication/destinations/directory-destination.js';
 import { fakeS3, listAnswer } from './fake-s3.js';
-import { request, runCli, startServer } from './helpers.js';
+import { request, runCli, startServer } from './support.js';
 import { dataDir } from './store-support.js';
 
 const BAD_KEYS = [

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { runCli, startServer } from './helpers.js';
+import { runCli, startServer } from './support.js';
 import { post, shiftedClock, stopsFor } from './replication-support.js';
 import { dataDir } from './store-support.js';
 

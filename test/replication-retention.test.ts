@@ -10,7 +10,7 @@ import { positionKeys, readPosition } from '#dist/store/file/replication/replica
 import { verifyReplicas } from '#dist/store/file/replication/verification.js';
 import { Replicator } from '#dist/store/file/replication/replicator.js';
 import { applyRetention } from '#dist/store/file/replication/retention.js';
-import { runCli, waitFor } from './helpers.js';
+import { runCli, waitFor } from './support.js';
 import { dataDir } from './store-support.js';
 
 const silent = { request() {}, info() {}, error() {}, warn() {} };

@@ -11,7 +11,7 @@ import { FileStore } from '#dist/store/file/file-store.js';
 import { S3Destination } from '#dist/store/file/replication/destinations/s3-destination.js';
 import { Replicator } from '#dist/store/file/replication/replicator.js';
 import { AWS_ENV, fakeS3, listAnswer } from './fake-s3.js';
-import { TEST_KEY, request, spawnServerFor, waitFor, within } from './helpers.js';
+import { TEST_KEY, request, spawnServerFor, waitFor, within } from './support.js';
 import { dataDir } from './store-support.js';
 
 /** Answers 200 and then one byte every `everyMs`, never ending, until the connection goes. */

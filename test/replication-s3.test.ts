@@ -15,7 +15,7 @@ import {
   stringToSign,
   type RequestToSign,
 } from '#dist/store/file/replication/destinations/sigv4.js';
-import { TEST_KEY, request, runCli, spawnQuietServerFor, spawnServerFor, stopProcess } from './helpers.js';
+import { TEST_KEY, request, runCli, spawnQuietServerFor, spawnServerFor, stopProcess } from './support.js';
 import { signatureProblem, startGate, type Gate } from './s3-gate.js';
 import { dataDir } from './store-support.js';
 

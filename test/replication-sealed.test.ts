@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { copyFile, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { runCli, startServer } from './helpers.js';
+import { runCli, startServer } from './support.js';
 import { caughtUp, post, stopsFor } from './replication-support.js';
 import { dataDir } from './store-support.js';
 

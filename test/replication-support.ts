@@ -5,7 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { request, type Response, type ServerProcess } from './helpers.js';
+import { request, type Response, type ServerProcess } from './support.js';
 import { scrape } from './metrics-support.js';
 
 export const post = (url: string, name: string, key?: string): Promise<Response> =>

@@ -14,7 +14,7 @@ import {
   type DirectoryCalls,
 } from '#dist/store/file/replication/destinations/directory-destination.js';
 import { Replicator } from '#dist/store/file/replication/replicator.js';
-import { runCli, waitFor } from './helpers.js';
+import { runCli, waitFor } from './support.js';
 import { dataDir } from './store-support.js';
 
 const silent = { request() {}, info() {}, error() {}, warn() {} };

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { TEST_KEY, request, runCli, spawnServerFor, startServer, stopProcess } from './helpers.js';
+import { TEST_KEY, request, runCli, spawnServerFor, startServer, stopProcess } from './support.js';
 import { caughtUp, post, stopsFor } from './replication-support.js';
 import { dataDir } from './store-support.js';
 

@@ -8,7 +8,7 @@ import { chmod, chown, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { TEST_KEY, request, runCli, startServer } from './helpers.js';
+import { TEST_KEY, request, runCli, startServer } from './support.js';
 import { NOBODY, OTHER_USER, asOtherUser, serveAsOtherUser, serverForOtherUser } from './other-user.js';
 
 /** A root-owned 0755 directory, as /var/lib is, holding an empty `target` and `replica` that nobody owns. */
@@ -56,7 +56,7 @@ test('restore and backup as the service user into an empty directory it owns, in
   const serverJs = serverForOtherUser(t);
   const { root, target, replica, data } = await varLib(t);
   await chownTree(replica, NOBODY);
-  const restored = await runCli(['restore', target, '--from', replica], {}, 10_000, { serverJs, user: OTHER_USER });
+  const restored = await runCli(['restore', target, '--from', replica], {}, 60_000, { serverJs, user: OTHER_USER });
   assert.equal(restored.code, 0, restored.stderr);
   assert.match(restored.stdout, /^restored 3 pets/);
   assert.deepEqual((await readdir(root)).sort(), ['data', 'petstore', 'replica'], 'nothing left beside the target');
@@ -72,7 +72,7 @@ test('restore and backup as the service user into an empty directory it owns, in
   const backupDir = join(root, 'backup');
   await mkdir(backupDir, { mode: 0o700 });
   await chown(backupDir, NOBODY, NOBODY);
-  const backedUp = await runCli(['backup', backupDir, '--data-dir', data], {}, 10_000, { serverJs, user: OTHER_USER });
+  const backedUp = await runCli(['backup', backupDir, '--data-dir', data], {}, 60_000, { serverJs, user: OTHER_USER });
   assert.equal(backedUp.code, 0, backedUp.stderr);
   assert.ok((await readdir(backupDir)).includes('pets.json'));
 });
@@ -101,7 +101,7 @@ test("a start as the service user on a data directory root keeps closed names th
   await chmod(root, 0o755);
   const data = join(root, 'petstore');
   await mkdir(data, { mode: 0o700 });
-  const refused = await runCli(['--port', '0', '--data-dir', data], { PETSTORE_API_KEYS: TEST_KEY }, 10_000, {
+  const refused = await runCli(['--port', '0', '--data-dir', data], { PETSTORE_API_KEYS: TEST_KEY }, 60_000, {
     serverJs,
     user: OTHER_USER,
   });

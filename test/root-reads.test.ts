@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { newKey, updateKeyFile } from '#dist/auth/key-file.js';
 import { petJson } from '#dist/pet/codec.js';
-import { request, runCli } from './helpers.js';
+import { request, runCli } from './support.js';
 import { NOBODY, asOtherUser, serveAsOtherUser, serverForOtherUser } from './other-user.js';
 import { dataDir } from './store-support.js';
 

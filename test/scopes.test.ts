@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openStream } from './stream-support.js';
-import type { RequestLogEntry } from './support.js';
+import type { RequestLogEntry } from './package.js';
 import {
   request,
   runCli,
@@ -16,7 +16,7 @@ import {
   tempDirFor,
   waitFor,
   type Response,
-} from './helpers.js';
+} from './support.js';
 
 const FULL = 'full-key-0123456789abcdef';
 const READ = 'read-key-0123456789abcdef';
@@ -85,7 +85,7 @@ test('each scope against each operation: pets:read lists and gets, pets:write cr
 });
 
 test('the pet stream and a waiting list are reads: pets:read opens them, a create-only key gets the 403 and holds no place', {
-  timeout: 15_000,
+  timeout: 120_000,
 }, async (t) => {
   const server = await startServer({ keys: KEYS, maxStreams: 1 });
   t.after(() => server.close());

@@ -8,8 +8,8 @@ import { once } from 'node:events';
 import { createServer, get } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { test } from 'node:test';
-import { startServer, tempDirFor, TEST_KEY } from './helpers.js';
-import { createPetstore, silentLoggerForTests } from './support.js';
+import { startServer, tempDirFor, TEST_KEY } from './support.js';
+import { createPetstore, silentLoggerForTests } from './package.js';
 
 test("an answer one service holds for its turn is not written early by another service's server", async (t) => {
   const a = await createPetstore({ dataDir: await tempDirFor(t), keys: [TEST_KEY], logger: silentLoggerForTests });

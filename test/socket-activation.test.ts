@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { TEST_KEY, request, spawnServerFor, tempDirFor } from './helpers.js';
+import { TEST_KEY, request, spawnServerFor, tempDirFor } from './support.js';
 import { needsPython, serverLog, socketLauncher } from './socket-launcher.js';
 
 const ENV = { PETSTORE_API_KEYS: TEST_KEY };
@@ -46,7 +46,7 @@ test(restart, { ...needsPython, timeout: 120_000 }, async (t) => {
   const created: number[] = [];
   let afterRestart = 0;
   let longest = 0;
-  // Each request on a connection of its own (helpers' request has no agent): one made during the restart waits.
+  // Each request on a connection of its own (support's request has no agent): one made during the restart waits.
   const client = async (n: number): Promise<void> => {
     for (let i = 0; running; i++) {
       const started = performance.now();

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { TestContext } from 'node:test';
-import { SERVER_JS, waitFor, within } from './helpers.js';
+import { SERVER_JS, waitFor, within } from './support.js';
 
 const LAUNCHER = resolve(__dirname, '../../bench/socket-launcher.py');
 

@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse, type RawAnswer } from './fuzz-corpus.js';
-import { request, spawnServerFor, tempDirFor, type ServerProcess } from './helpers.js';
+import { request, spawnServerFor, tempDirFor, type ServerProcess } from './support.js';
 import { assertStopped } from './store-support.js';
 
 const KEY = 'stopping-key-0123456789';
@@ -268,7 +268,7 @@ async function createLoop(url: string, label: string, max: number, onCreated: ()
 }
 
 test('keep-alive clients creating pets while SIGTERM arrives: no reset, every answer 201 or 503, every 201 kept', {
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
   const CLIENTS = 12;
   for (let round = 0; round < 3; round++) {
@@ -325,7 +325,7 @@ const ROOT = resolve(__dirname, '../..');
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   test(`npm start passes ${signal} on: the server stops gracefully when npm itself is signalled`, {
-    timeout: 30_000,
+    timeout: 120_000,
   }, async (t) => {
     const dir = await tempDirFor(t, 'petstore-npm-');
     const npm = spawn('npm', ['start', '--', '--port', '0', '--data-dir', dir], {

@@ -5,7 +5,7 @@ import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreUnavailableError } from '#dist/store/store.js';
 import type { NewPet, Pet } from '#dist/pet/pet.js';
-import { TEST_KEY, request, spawnServer, within, type ServerProcess } from './helpers.js';
+import { TEST_KEY, request, spawnServer, within, type ServerProcess } from './support.js';
 import {
   Crash,
   TestFileSystem,
@@ -275,7 +275,7 @@ async function listAll(url: string): Promise<Array<Record<string, unknown>>> {
 }
 
 test('a server stopped with SIGTERM and started again on its data directory has every pet, ids continue, and stopping leaves one pets.json and its empty journal', {
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const dir = await dataDir(t);
   const first = await start(t, dir);
@@ -318,8 +318,9 @@ function random(seed: number): () => number {
   };
 }
 
+// Bounded by its 8 rounds; the timeout only stops a hang, however busy the machine is.
 test('kill -9 during concurrent creates, round after round, never loses an acknowledged pet nor reuses an id', {
-  timeout: 20_000,
+  timeout: 180_000,
 }, async (t) => {
   const dir = await dataDir(t);
   const next = random(0x5eed);

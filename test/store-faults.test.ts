@@ -5,7 +5,7 @@ import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError, StoreUnavailableError } from '#dist/store/store.js';
 import type { NewPet, Pet } from '#dist/pet/pet.js';
-import { startServer } from './helpers.js';
+import { startServer } from './support.js';
 import {
   TestFileSystem,
   assertStopped,

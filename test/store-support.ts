@@ -16,7 +16,7 @@ import {
 } from '#dist/lib/file-system.js';
 import { petJson } from '#dist/pet/codec.js';
 import type { Pet } from '#dist/pet/pet.js';
-import { tempDir } from './helpers.js';
+import { tempDir } from './support.js';
 import { referenceCrc32 } from './reference-crc32.js';
 
 export type Op =

@@ -21,7 +21,7 @@ import {
   recordLine,
   snapshotText,
 } from './store-support.js';
-import { waitFor, within } from './helpers.js';
+import { waitFor, within } from './support.js';
 
 const STATUSES: ReadonlyArray<PetStatus | undefined> = [undefined, 'available', 'pending', 'sold'];
 

@@ -9,9 +9,9 @@ import { connect, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse } from './fuzz-corpus.js';
-import { request, startServer, tempDirFor, TEST_KEY, within, type TestServer } from './helpers.js';
+import { request, startServer, tempDirFor, TEST_KEY, within, type TestServer } from './support.js';
 import { openStream, parseEvents } from './stream-support.js';
-import { FileStore, type ListQuery, type ListText, type PetStore } from './support.js';
+import { FileStore, type ListQuery, type ListText, type PetStore } from './package.js';
 
 /** A store of `count` pets with 256-character names: 30,000 make 9.6 MB of events, far more than the sockets' buffers hold (about 4 MB here). */
 async function backlog(t: TestContext, count: number): Promise<string> {
@@ -59,7 +59,7 @@ function slowReads(store: PetStore, ms: number): PetStore {
 }
 
 test('a reader that is slow but reading is never cut off, however long it takes to catch up', {
-  timeout: 90_000,
+  timeout: 120_000,
 }, async (t) => {
   const count = 30_000;
   const dir = await backlog(t, count);
@@ -108,7 +108,7 @@ test('a reader that is slow but reading is never cut off, however long it takes 
 });
 
 test('a client that takes nothing does not hold up the stop: its stream is cut, and the stop takes what it takes without it', {
-  timeout: 60_000,
+  timeout: 120_000,
 }, async (t) => {
   const dir = await backlog(t, 30_000);
   const server = await startServer({ dataDir: dir, streamHeartbeat: 60, shutdownTimeout: 10_000 });
@@ -135,7 +135,7 @@ test('a client that takes nothing does not hold up the stop: its stream is cut, 
 });
 
 test("a stream still being opened when the stop comes gets the stop's 503, with its headers; nothing is logged as an error", {
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const dir = await tempDirFor(t);
   const errors: string[] = [];
@@ -163,7 +163,7 @@ test("a stream still being opened when the stop comes gets the stop's 503, with 
 });
 
 test('a waiting request whose client went while its first page was read gives its place back at once', {
-  timeout: 20_000,
+  timeout: 120_000,
 }, async (t) => {
   const dir = await tempDirFor(t);
   const store = slowReads(await FileStore.open(dir), 300);

@@ -3,7 +3,7 @@
  * PostgreSQL: it keeps every byte received, tells how the stream ended, and parses whole events.
  */
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { TEST_KEY, waitFor } from './helpers.js';
+import { TEST_KEY, waitFor } from './support.js';
 
 export interface StreamClient {
   status: number;

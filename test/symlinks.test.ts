@@ -10,7 +10,7 @@ import { newKey } from '#dist/auth/key-file.js';
 import { petJson } from '#dist/pet/codec.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError } from '#dist/store/store.js';
-import { startError } from './helpers.js';
+import { startError } from './support.js';
 import { dataDir, defer } from './store-support.js';
 
 const SNAPSHOT = `{"format":"petstore-pets/1","pets":[\n${petJson({ id: 1, name: 'Rex', categoryId: 7n })}\n]}\n`;

@@ -11,10 +11,10 @@ import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { TEST_KEY, rawRequest, request, runCli, spawnServerFor, stopProcess, tempDirFor, within } from './helpers.js';
+import { TEST_KEY, rawRequest, request, runCli, spawnServerFor, stopProcess, tempDirFor, within } from './support.js';
 import { byLabel, metricsServer, scrape } from './metrics-support.js';
 import { metricValue } from './exposition-parser.js';
-import { listen, silentLoggerForTests } from './support.js';
+import { listen, silentLoggerForTests } from './package.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
 const ENV = { PETSTORE_API_KEYS: TEST_KEY };

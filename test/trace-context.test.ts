@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { startServer, type TestServer } from './helpers.js';
-import { jsonLogger } from './support.js';
+import { startServer, type TestServer } from './support.js';
+import { jsonLogger } from './package.js';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT_ID = '00f067aa0ba902b7';

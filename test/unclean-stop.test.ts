@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { TEST_KEY, request, spawnServerFor, stopProcess } from './helpers.js';
+import { TEST_KEY, request, spawnServerFor, stopProcess } from './support.js';
 import { dataDir } from './store-support.js';
 
 const create = async (url: string, name: string): Promise<number> => {

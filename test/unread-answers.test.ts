@@ -14,9 +14,9 @@ import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect as tlsConnect } from 'node:tls';
 import { metricValue } from './exposition-parser.js';
-import { tempDirFor, TEST_KEY, waitFor, type TestServer } from './helpers.js';
+import { tempDirFor, TEST_KEY, waitFor, type TestServer } from './support.js';
 import { metricsServer, requestCounts, scrape } from './metrics-support.js';
-import { FileStore, type ListenOptions } from './support.js';
+import { FileStore, type ListenOptions } from './package.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
 const PAGE = `GET /v1/pets?limit=100 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`;

@@ -5,7 +5,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { guardedLookup, isForbiddenAddress } from '#dist/webhooks/address-policy.js';
-import { tempDir, tempDirFor, waitFor } from './helpers.js';
+import { tempDir, tempDirFor, waitFor } from './support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 import { startReceiver } from './webhook-receiver.js';
 import { addWebhook, createPets, webhookServer } from './webhook-support.js';

@@ -1,8 +1,8 @@
 /** What the webhook tests share: subscriptions made with the command line, and a server that may deliver to 127.0.0.1. */
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
-import { runCli, startServer, type TestServer, tempDir } from './helpers.js';
-import type { ListenOptions } from './support.js';
+import { runCli, startServer, type TestServer, tempDir } from './support.js';
+import type { ListenOptions } from './package.js';
 
 /** `webhooks add url [args]` on `dataDir`: the new subscription's id and its secret, as printed once. */
 export async function addWebhook(

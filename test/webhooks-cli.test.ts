@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { request, runCli, runNode, spawnServerFor, stopProcess, TEST_KEY, tempDirFor, waitFor } from './helpers.js';
+import { request, runCli, runNode, spawnServerFor, stopProcess, TEST_KEY, tempDirFor, waitFor } from './support.js';
 import { startReceiver } from './webhook-receiver.js';
 import { addWebhook, webhooks } from './webhook-support.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { tempDir, waitFor, within } from './helpers.js';
-import type { Logger } from './support.js';
+import { tempDir, waitFor, within } from './support.js';
+import type { Logger } from './package.js';
 import { startReceiver } from './webhook-receiver.js';
 import { addWebhook, createPets, webhookServer, webhooks } from './webhook-support.js';
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { parseResponse, type RawAnswer } from './fuzz-corpus.js';
-import { startServer, TEST_KEY, type TestServer } from './helpers.js';
+import { startServer, TEST_KEY, type TestServer } from './support.js';
 
 interface Conversation {
   answers: RawAnswer[];

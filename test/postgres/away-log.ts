@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { request, spawnServerFor, TEST_KEY, waitFor } from '../helpers.js';
+import { request, spawnServerFor, TEST_KEY, waitFor } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 
 /** The error lines a server wrote, parsed. */

@@ -17,7 +17,7 @@ import {
   tempDirFor,
   TEST_KEY,
   waitFor,
-} from '../helpers.js';
+} from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect } from './store.js';
 import { assertImmutable } from './immutable-pets.js';

@@ -15,7 +15,7 @@ import { CopyReadError, PetCopy } from '#dist/store/postgres/pet-copy.js';
 import { migrate } from '#dist/store/postgres/schema.js';
 import { PostgresStore } from '#dist/store/postgres/store.js';
 import { awkwardPets } from '../awkward-pets.js';
-import { request, spawnServerFor, startServer, TEST_KEY, waitFor, type TestServer } from '../helpers.js';
+import { request, spawnServerFor, startServer, TEST_KEY, waitFor, type TestServer } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect } from './store.js';
 
@@ -72,7 +72,7 @@ async function assertListed(server: TestServer, pets: readonly Pet[], what: stri
 
 export function copyTests(cluster: () => Cluster): void {
   test("the copy holds petJson's exact bytes, awkward names and all: filled at start in one large page, and read on a pet at a time after commits", {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const reading = await readyServer(t, url); // filled while empty: reads on from each commit heard of
@@ -101,7 +101,7 @@ export function copyTests(cluster: () => Cluster): void {
   });
 
   test("a pet just created through one instance is read on another at once: above the copy's newest, getPet asks the database; lists have it once heard of", {
-    timeout: 30_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const one = await openFilled(t, url);
@@ -126,7 +126,7 @@ export function copyTests(cluster: () => Cluster): void {
   });
 
   test('an instance reads its own creates at once, after the pets committed before them elsewhere even when their NOTIFY was lost', {
-    timeout: 30_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const store = await openFilled(t, url);
@@ -141,7 +141,7 @@ export function copyTests(cluster: () => Cluster): void {
   });
 
   test('a fill that fails for another reason than the database being away is reported once, not every 250 ms, and completes once it can read', {
-    timeout: 30_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     await (await PostgresStore.open(url, { databaseReads: true })).close(); // the schema
@@ -177,7 +177,7 @@ export function copyTests(cluster: () => Cluster): void {
   });
 
   test('filled at start page by page: /healthz answers and /readyz says 503 until the copy is complete, then a log line counts the pets; --database-reads on reads the database instead', {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     await (await PostgresStore.open(url, { databaseReads: true })).close(); // the schema

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { launchServer, request, stopProcess, tempDirFor, TEST_KEY } from '../helpers.js';
+import { launchServer, request, stopProcess, tempDirFor, TEST_KEY } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 
 const ROOT = resolve(__dirname, '../../..');

@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { jsonLogger } from '#dist/lib/logger.js';
 import { PostgresStore } from '#dist/store/postgres/store.js';
 import { StoreUnavailableError } from '#dist/store/store.js';
-import { startServer, tempDirFor, waitFor, type TestServer } from '../helpers.js';
+import { startServer, tempDirFor, waitFor, type TestServer } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect } from './store.js';
 

@@ -19,7 +19,7 @@ import {
   type Response,
   type ServerProcess,
   type TestServer,
-} from '../helpers.js';
+} from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect, holdIds } from './store.js';
 
@@ -108,7 +108,7 @@ export function idempotencyTests(cluster: () => Cluster): void {
   });
 
   test('concurrent retries with one key through three instances make exactly one pet; the rest replay or get 409', {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);
@@ -212,7 +212,7 @@ export function idempotencyTests(cluster: () => Cluster): void {
   });
 
   test('a replay after kill -9 of the instance, and through another instance, answers exactly as before', {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const args = ['--database-url', url];

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { request, spawnServer, spawnServerFor, TEST_KEY, type ServerProcess } from '../helpers.js';
+import { request, spawnServer, spawnServerFor, TEST_KEY, type ServerProcess } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { eventsOf, openStream } from '../stream-support.js';
 
@@ -87,6 +87,8 @@ export function instanceTests(cluster: () => Cluster): void {
     // The reader polls round-robin with the cursor it has seen last; ids must only ever grow.
     const seen: number[] = [];
     let writing = true;
+    const newestAcknowledged = (): number =>
+      Math.max(...[...acknowledged.values()].map((text) => (JSON.parse(text) as Listed).id));
     const reader = async (): Promise<void> => {
       for (let round = 0; ; round++) {
         const target = round % 3;
@@ -104,7 +106,8 @@ export function instanceTests(cluster: () => Cluster): void {
           assert.ok(p.id > (seen.at(-1) ?? 0), `the reader got id ${p.id} after ${seen.at(-1)}`);
           seen.push(p.id);
         }
-        if (!writing && page.length === 0) return;
+        // Done once it has the newest acknowledged pet: an instance's copy may lag behind the last commit.
+        if (!writing && page.length === 0 && (seen.at(-1) ?? 0) >= newestAcknowledged()) return;
         await new Promise((r) => setTimeout(r, 5));
       }
     };
@@ -136,7 +139,7 @@ export function instanceTests(cluster: () => Cluster): void {
   });
 
   test('when the database goes away: /readyz 503, creates 503 with Retry-After, reads 200 from the copy (503 above its newest), no crash, an open stream stays open; it resumes by itself', {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const server = await spawnServerFor(t, ['--database-url', url], ENV);
@@ -178,9 +181,10 @@ export function instanceTests(cluster: () => Cluster): void {
       await cluster().start();
     }
 
-    const deadline = Date.now() + 10_000;
+    // A probe begun while the database restarted may wait out its connect_timeout before the next one.
+    const deadline = Date.now() + 30_000;
     while ((await request(server.url, 'GET', '/readyz', { auth: false })).status !== 200) {
-      assert.ok(Date.now() < deadline, '/readyz turns 200 again within 10 s of the database coming back');
+      assert.ok(Date.now() < deadline, '/readyz turns 200 again by itself once the database is back');
       await new Promise((r) => setTimeout(r, 100));
     }
     const after = await post('after');

@@ -73,7 +73,7 @@ export function metricsTests(cluster: () => Cluster): void {
   });
 
   test('while the database is away a scrape still answers at once: not ready, refusals counted, no pet counts; they come back with it', {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async (t) => {
     const server = await metricsServer(t, { databaseUrl: await cluster().createDatabase() });
     assert.equal(

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { startServer } from '../helpers.js';
+import { startServer } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];

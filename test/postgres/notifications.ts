@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import postgres from 'postgres';
 import { CommitWatch } from '#dist/store/postgres/commit-watch.js';
 import { PostgresStore } from '#dist/store/postgres/store.js';
-import { startServer, waitFor, within, type TestServer } from '../helpers.js';
+import { startServer, waitFor, within, type TestServer } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect } from './store.js';
 

@@ -54,7 +54,7 @@ async function holdKey(sql: Sql, scope: string, key: string): Promise<{ release:
 
 export function orderingTests(cluster: () => Cluster): void {
   test('a batch that took its ids first commits first: the batch of another instance waits, and a reader paging with after never sees a gap that later fills', {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);
@@ -98,7 +98,7 @@ export function orderingTests(cluster: () => Cluster): void {
   });
 
   test('an idempotency key renewed by another instance after a batch began is not deleted as expired by that batch', {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
     const sql = connect(t, url);

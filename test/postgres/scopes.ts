@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { addKey, removeKey } from '#dist/store/postgres/keys.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION } from '#dist/store/postgres/schema.js';
-import { request, runCli, spawnServerFor, startServer, tempDirFor, TEST_KEY } from '../helpers.js';
+import { request, runCli, spawnServerFor, startServer, tempDirFor, TEST_KEY } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect } from './store.js';
 

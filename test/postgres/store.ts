@@ -8,7 +8,7 @@ import postgres from 'postgres';
 import { migrate, MIGRATIONS, SCHEMA_VERSION } from '#dist/store/postgres/schema.js';
 import { PostgresStore } from '#dist/store/postgres/store.js';
 import { StoreUnavailableError } from '#dist/store/store.js';
-import { runCli, startServer, TEST_KEY, type Response, type TestServer } from '../helpers.js';
+import { runCli, startServer, TEST_KEY, type Response, type TestServer } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { request, runCli, spawnServerFor, stopProcess, TEST_KEY, waitFor, type ServerProcess } from '../helpers.js';
+import { request, runCli, spawnServerFor, stopProcess, TEST_KEY, waitFor, type ServerProcess } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 import { startReceiver } from '../webhook-receiver.js';
 import { connect } from './store.js';

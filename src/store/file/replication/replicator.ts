@@ -34,6 +34,8 @@ export interface ReplicatorOptions {
   stopMs?: number | undefined;
   /** What the store's files are read through (the store's own; default the node one). */
   fileSystem?: FileSystem | undefined;
+  /** The time in milliseconds that lag and successes are measured by (default Date.now), so a test can move it. */
+  now?: (() => number) | undefined;
 }
 
 export interface ReplicationStats {
@@ -64,6 +66,7 @@ export class Replicator {
   readonly #state: ShippedState;
   readonly #failures = new Map<FailureReason, number>();
   readonly #unwatch: () => void;
+  readonly #now: () => number;
   #pendingSince: number | undefined;
   #lastCommitAt = 0;
   #committedId = 0;
@@ -82,13 +85,14 @@ export class Replicator {
 
   private constructor(options: ReplicatorOptions, record: LocalRecord, place: Succession, home: string) {
     this.#options = options;
+    this.#now = options.now ?? Date.now;
     const lineage = newLineage();
     this.#state = { store: record.store, lineage, ...place, seq: 0, previous: null, files: new Map() };
     this.#record = { store: record.store, lineage, parent: place.parent?.lineage, home };
-    this.#pendingSince = Date.now(); // the first round ships everything
+    this.#pendingSince = this.#now(); // the first round ships everything
     this.#unwatch = options.store.watchCommits((lastId) => {
       this.#committedId = lastId;
-      this.#lastCommitAt = Date.now();
+      this.#lastCommitAt = this.#now();
       this.#pendingSince ??= this.#lastCommitAt;
     });
   }
@@ -123,7 +127,7 @@ export class Replicator {
     const durable = this.#options.store.durableJournal();
     const shipped = this.#state.files.get(journalFile(durable.generation))?.file.length ?? 0;
     return {
-      lagSeconds: this.#pendingSince === undefined ? 0 : Math.max(0, Date.now() - this.#pendingSince) / 1000,
+      lagSeconds: this.#pendingSince === undefined ? 0 : Math.max(0, this.#now() - this.#pendingSince) / 1000,
       lagBytes: Math.max(0, durable.length - shipped),
       lastSuccess: this.#lastSuccess === undefined ? undefined : this.#lastSuccess / 1000,
       failures: this.#failures,
@@ -168,7 +172,7 @@ export class Replicator {
   }
 
   async #ship(): Promise<void> {
-    const began = Date.now();
+    const began = this.#now();
     // Commits up to here are in the files the round reads; one after it may or may not be.
     const committedBefore = this.#lastCommitAt;
     if (this.#superseded) return this.#count('superseded');
@@ -187,9 +191,9 @@ export class Replicator {
         },
         this.#committedId,
       );
-      if (outcome.shipped) this.#lastSuccess = Date.now();
-      if (Date.now() - this.#retainedAt >= RETENTION_EVERY_MS && this.#lastSuccess !== undefined) {
-        this.#retainedAt = Date.now();
+      if (outcome.shipped) this.#lastSuccess = this.#now();
+      if (this.#now() - this.#retainedAt >= RETENTION_EVERY_MS && this.#lastSuccess !== undefined) {
+        this.#retainedAt = this.#now();
         const { destination, retentionMs } = this.#options;
         const removed = await applyRetention(destination, this.#state.store, this.#state.lineage, retentionMs);
         if (removed > 0) this.#untidy = true;
@@ -234,7 +238,7 @@ export class Replicator {
     const lag = this.stats().lagSeconds;
     const behind = failure !== undefined || lag > Math.max(10, (BEHIND_INTERVALS * intervalMs) / 1000);
     if (behind && this.#behindSince === undefined) {
-      this.#behindSince = Date.now();
+      this.#behindSince = this.#now();
       const fields = {
         destination: destination.name,
         reason: failure?.reason ?? 'slow',
@@ -248,7 +252,7 @@ export class Replicator {
     } else if (!behind && this.#behindSince !== undefined && this.#pendingSince === undefined) {
       logger.info('replication has caught up', {
         destination: destination.name,
-        behindSeconds: Math.round((Date.now() - this.#behindSince) / 100) / 10,
+        behindSeconds: Math.round((this.#now() - this.#behindSince) / 100) / 10,
       });
       this.#behindSince = undefined;
     }
