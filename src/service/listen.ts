@@ -133,8 +133,8 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     server.on('secureConnection', (socket: Socket) => {
       sockets.secured(socket);
       connections.add(socket);
-      // A CONNECT or an upgrade hands out the TLS socket, not the one SlotLimiter guards: on
-      // Node 20.12 a client's reset of it then ended the process (connections.test.ts, run on 20.12.2).
+      // A CONNECT or an upgrade hands out the TLS socket, not the one SlotLimiter guards: without this,
+      // a client's reset of it ends the process on Node 20.19.2, the oldest engines allows (connections.test.ts).
       socket.on('error', ignoreResetOfHandedOut);
     });
   }
