@@ -4,12 +4,10 @@ import { AsyncResource } from 'node:async_hooks';
  * Answers written together: every answer made while the event loop reads its ready sockets is held
  * and written, in the order made, once that reading is done (`setImmediate` runs right after it).
  *
- * Why: on one machine a client that sleeps waiting for its answer must be woken by the server's
- * write, and on a virtual machine that wake-up (an interrupt sent to the other core) cost the server
- * 18 % of its CPU under wrk. Answers written back to back wake a client once, not once each: under
- * wrk a list of 20 cost 23.7 µs of CPU per answer before and 19.8 µs after (bench/results.md,
- * "Issue 34", third round). An answer waits no longer than the other requests of the same turn
- * take; alone, it goes out in the same turn it was made in.
+ * Why: a client that sleeps waiting for its answer must be woken by the server's write, and on a
+ * virtual machine that wake-up is dear; answers written back to back wake a client once, not once
+ * each (figures in bench/results.md, "Issue 34", third round). An answer waits no longer than the
+ * other requests of the same turn take; alone, it goes out in the same turn it was made in.
  */
 
 type Job<A, B> = (a: A, b: B) => void;

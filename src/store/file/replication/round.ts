@@ -27,8 +27,8 @@ export interface ShippedState {
   files: Map<string, { file: ReplicatedFile; stamp: string }>;
   /**
    * Replaced files read and hashed for a round that then failed, by name: while one is unchanged the
-   * next try uploads these bytes again instead of reading and hashing the file anew (a 68 MB pets.json
-   * took ~150 ms of the event loop a round during an outage). Emptied when a position is written.
+   * next try uploads these bytes again instead of reading and hashing the file anew (an outage would
+   * otherwise re-hash the whole snapshot every round; bench/results.md, issue40b). Emptied when a position is written.
    */
   unshipped?:
     | Map<string, { stamp: string; file: ReplicatedFile; uploads: Array<{ key: string; bytes: Buffer }> }>

@@ -15,7 +15,7 @@ const ID_BYTES = 8;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const HEADER = MAGIC.length + ID_BYTES;
-// A 68 MB pets.json takes about half a second to seal on this machine: it is sealed a slice at a time,
+// A large pets.json would hold the event loop for the whole seal: it is sealed a slice at a time,
 // letting requests in between (bench/results.md, "Sealed replicas").
 const SLICE_BYTES = 1 << 20;
 
