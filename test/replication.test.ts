@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { TEST_KEY, request, runCli, spawnServerFor, startServer, stopProcess } from './support.js';
+import { TEST_KEY, request, runCli, spawnServerFor, startServer, stopProcess, waitFor } from './support.js';
 import { caughtUp, post, stopsFor } from './replication-support.js';
 import { dataDir } from './store-support.js';
 
@@ -108,6 +108,13 @@ test('verify --from finds an object changed at the destination and a position mi
     metricsPort: 0,
   });
   servers.push(server);
+  // The first round ships the empty store on its own, so that each create below makes a position of its own.
+  const shipped = (): Promise<string[]> =>
+    positions(replica).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [];
+      throw error;
+    });
+  await waitFor(async () => (await shipped()).length >= 1, 10_000, 'the first position');
   for (let round = 0; round < 4; round++) {
     assert.equal((await post(server.url, `pet ${round}`)).status, 201);
     await caughtUp(server.running.metricsUrl as string);

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { request, spawnServerFor, TEST_KEY, waitFor } from '../support.js';
+import { request, runCli, spawnServerFor, TEST_KEY, waitFor } from '../support.js';
 import type { Cluster } from '../postgres-support.js';
 
 /** The error lines a server wrote, parsed. */
@@ -21,7 +21,12 @@ export function awayLogTests(cluster: () => Cluster): void {
     timeout: 60_000,
   }, async (t) => {
     const url = await cluster().createDatabase();
+    // With a subscription, the server says when webhook delivery has started: the database is stopped only
+    // then, or delivery would still be starting (retrying quietly) instead of reloading its subscriptions.
+    const added = await runCli(['webhooks', 'add', 'https://hooks.example/in', '--database-url', url]);
+    assert.equal(added.code, 0, added.stderr);
     const server = await spawnServerFor(t, ['--database-url', url], { PETSTORE_API_KEYS: TEST_KEY });
+    await waitFor(() => server.stdout().includes('"msg":"webhook subscription delivering"'), 10_000, 'delivery');
     await cluster().stop();
     try {
       const headers: Array<[string, string]> = [['content-type', 'application/json']];
