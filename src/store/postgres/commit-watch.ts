@@ -18,7 +18,10 @@ export interface CommitWatchOptions {
   onError(error: unknown): void;
   /** Told each time LISTEN succeeds, on a new connection: the database may have restarted, or be another. */
   onListening?(): void;
-  /** Told when the listening connection is lost: what the database held until now may be compared with it later. */
+  /**
+   * Told when the listening connection is lost or cannot be had (it may never have come back since the last
+   * outage): what the database held until now may be compared with it later.
+   */
   onListenLost?(): void;
 }
 
@@ -122,7 +125,7 @@ export class CommitWatch {
   }
 
   #down(): void {
-    if (this.#listening) this.#options.onListenLost?.();
+    this.#options.onListenLost?.();
     this.#listening = false;
     if (this.#closed || this.#timer !== undefined) return;
     this.#timer = setTimeout(() => {

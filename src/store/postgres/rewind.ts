@@ -95,12 +95,14 @@ export class Rewind {
   }
 
   /**
-   * The newest pet held as the listening connection was lost (the database may be restarting, or
-   * failing over): once it is back, that pet must be there as it was. Another instance may have
-   * moved the id counter past this one's ids already, and new pets may be read on top meanwhile.
+   * The newest pet held when the database was first seen away (restarting, or failing over): once it
+   * is back, that pet must be there as it was. Another instance may have moved the id counter past
+   * this one's ids already, and new pets may be read on top meanwhile. A mark not yet looked for is
+   * kept: a later one might be a pet of the database that came back.
    */
   remember(id: number, text: Uint8Array | undefined): void {
-    if (text !== undefined && this.#recovering === undefined) this.#mark = { id, text: Buffer.from(text).toString() };
+    if (text === undefined || this.#recovering !== undefined || this.#mark !== undefined) return;
+    this.#mark = { id, text: Buffer.from(text).toString() };
   }
 
   /**

@@ -87,9 +87,15 @@ export class PostgresStore implements PetStore {
     const check = (): void => {
       this.#rewind.check().catch((e: unknown) => e instanceof StoreUnavailableError || report(e));
     };
+    // The database seen away, by a statement or by the listening connection: what the copy held is looked for later.
+    const rememberNewest = (): void => {
+      const copy = this.#copy;
+      if (copy !== undefined) this.#rewind.remember(copy.lastId, copy.getText(copy.lastId));
+    };
     this.#availability = new Availability(
       (available, error) => {
         if (available) check();
+        else rememberNewest();
         options.onAvailability?.(available, error);
       },
       probe,
@@ -127,14 +133,13 @@ export class PostgresStore implements PetStore {
       this.#rewind.counter(id, floor);
       return id;
     };
-    const onListenLost = (): void => copy && this.#rewind.remember(copy.lastId, copy.getText(copy.lastId));
     this.#watch = new CommitWatch({
       url,
       statementTimeout,
       highestId,
       onError: report,
       onListening: check,
-      onListenLost,
+      onListenLost: rememberNewest,
     });
     if (copy === undefined) return;
     // Every commit heard of and not yet held is read into the copy.
