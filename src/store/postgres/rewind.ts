@@ -4,6 +4,12 @@ import { divergence, readLineage, type Lineage } from './lineage.js';
 import { writeLostPets } from './lost-pets.js';
 import type { Guard } from './pet-copy.js';
 
+/** A pet as this instance held it. */
+interface Mark {
+  id: number;
+  text: string;
+}
+
 /** The database went back: what this instance had seen, and why it knows. */
 export interface WentBack {
   reason: string;
@@ -58,8 +64,11 @@ export class Rewind {
   readonly #options: RewindOptions;
   #highWater = 0;
   #lineage: Lineage | undefined;
-  /** The newest pet this instance held when it lost its listening connection, to be found again afterwards. */
-  #mark: { id: number; text: string } | undefined;
+  /**
+   * Pets this instance held when it saw the database away, to be found again afterwards: the first not yet looked
+   * for, and the newest since (the copy may have read on in between, from a database not yet checked).
+   */
+  #marks: Mark[] = [];
   #recovering: Promise<void> | undefined;
   #checking: Promise<void> | undefined;
   #closed = false;
@@ -95,19 +104,22 @@ export class Rewind {
   }
 
   /**
-   * The newest pet held when the database was first seen away (restarting, or failing over): once it
-   * is back, that pet must be there as it was. Another instance may have moved the id counter past
-   * this one's ids already, and new pets may be read on top meanwhile. A mark not yet looked for is
-   * kept: a later one might be a pet of the database that came back.
+   * The newest pet held when the database is seen away (restarting, or failing over): once it is
+   * back, that pet must be there as it was. Another instance may have moved the id counter past this
+   * one's ids already. The first mark not yet looked for is kept beside the newest: a later one alone
+   * might be a pet read on top from a database that came back.
    */
   remember(id: number, text: Uint8Array | undefined): void {
-    if (text === undefined || this.#recovering !== undefined || this.#mark !== undefined) return;
-    this.#mark = { id, text: Buffer.from(text).toString() };
+    if (text === undefined || this.#recovering !== undefined) return;
+    const mark = { id, text: Buffer.from(text).toString() };
+    const [first, newest = first] = this.#marks;
+    if (first === undefined || newest === undefined) this.#marks = [mark];
+    else if (id > newest.id) this.#marks = [first, mark];
   }
 
   /**
    * Each time the database is reachable again, and on each new listening connection: the database's lineage is
-   * compared with the one read before, and the remembered pet is looked for. Another system, timeline,
+   * compared with the one read before, and the remembered pets are looked for. Another system, timeline,
    * an earlier WAL position, or the pet missing or another means the database went back, or may have.
    */
   check(): Promise<void> {
@@ -120,21 +132,29 @@ export class Rewind {
     const now = await this.#options.guard(() => readLineage(this.#options.sql));
     const before = this.#lineage;
     this.#lineage = now;
-    const mark = this.#mark;
-    const text = mark === undefined ? undefined : await this.#options.guard(() => this.#options.readText(mark.id));
-    if (this.#mark === mark) this.#mark = undefined; // looked for once; kept when the read failed
-    const found = mark === undefined || text === mark.text;
-    const state = text === undefined ? 'missing' : 'another pet';
-    const reason =
-      (before === undefined ? undefined : divergence(before, now)) ??
-      (found ? undefined : `pet ${mark.id}, which this instance saw committed, is ${state} in it`);
+    const marks = this.#marks;
+    const changed = await this.#changedMark(marks);
+    // Looked for once (kept when a read failed); marks taken meanwhile wait for the next check.
+    this.#marks = this.#marks.filter((mark) => !marks.includes(mark));
+    const reason = (before === undefined ? undefined : divergence(before, now)) ?? changed;
     if (reason !== undefined) this.wentBack(reason);
+  }
+
+  /** Why the first mark not held by the database as it was is not, or undefined when all are. */
+  async #changedMark(marks: readonly Mark[]): Promise<string | undefined> {
+    for (const mark of marks) {
+      const text = await this.#options.guard(() => this.#options.readText(mark.id));
+      if (text === mark.text) continue;
+      const state = text === undefined ? 'missing' : 'another pet';
+      return `pet ${mark.id}, which this instance saw committed, is ${state} in it`;
+    }
+    return undefined;
   }
 
   wentBack(reason: string): void {
     if (this.#recovering !== undefined || this.#closed) return;
     // The copy is read again, compared as a whole; the lineage read next is the one to compare with.
-    this.#mark = undefined;
+    this.#marks = [];
     this.#lineage = undefined;
     this.#options.onWentBack({ reason, highWater: this.#highWater });
     // A step that failed for another reason ends this recovery: the next create's batch, refused
