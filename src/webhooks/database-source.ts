@@ -96,6 +96,16 @@ class DatabaseCursors implements Cursors {
     this.#cursors.set(id, cursor);
   }
 
+  /**
+   * Not needed while leases are taken from the table: `webhooks add` stores each subscription's start in the same
+   * transaction as the subscription. Stored as a move is, with the lease held.
+   */
+  async start(id: string, cursor: Cursor): Promise<boolean> {
+    const held = await moveCursor(this.sql, this.owner, id, cursor.last, cursor.replay ?? null);
+    if (held) this.#cursors.set(id, cursor);
+    return held;
+  }
+
   set(id: string, cursor: Cursor): void {
     if (!this.#cursors.has(id)) return;
     this.#cursors.set(id, cursor);
