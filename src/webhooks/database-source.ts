@@ -97,8 +97,8 @@ class DatabaseCursors implements Cursors {
   }
 
   /**
-   * Not needed while leases are taken from the table: `webhooks add` stores each subscription's start in the same
-   * transaction as the subscription. Stored as a move is, with the lease held.
+   * Seldom reached: a subscription a lease brings is held with the start `webhooks add` stored in the transaction that
+   * added it. One whose cursor a lost lease dropped meanwhile is stored as a move is, only with the lease held.
    */
   async start(id: string, cursor: Cursor): Promise<boolean> {
     const held = await moveCursor(this.sql, this.owner, id, cursor.last, cursor.replay ?? null);
