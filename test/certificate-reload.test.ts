@@ -5,10 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { copyFileSync, mkdirSync, readFileSync, renameSync, symlinkSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { connect, type TLSSocket } from 'node:tls';
+import { connect, createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { CertificateReload } from '#dist/service/tls/certificate-reload.js';
 import { TEST_KEY, request, spawnServerFor, startServer, tempDirFor, waitFor, within } from './support.js';
 import { scrape } from './metrics-support.js';
 import { metricValue } from './exposition-parser.js';
@@ -193,4 +194,56 @@ test('SIGHUP to a server of plain HTTP is logged and ends nothing', async (t) =>
   server.child.kill('SIGHUP');
   await waitFor(() => server.stdout().includes('SIGHUP: plain HTTP'), 5000, 'the SIGHUP is logged');
   assert.equal((await request(server.url, 'GET', '/healthz', { auth: false })).status, 200);
+});
+
+const settle = 'a pair changed on disk is taken only when two polls read it alike: a half-written one never loads';
+test(settle, needsOpenssl, async (t) => {
+  const certs = await tempDirFor(t, 'petstore-reload-');
+  const first = certificate(certs, 'first');
+  const second = certificate(certs, 'second');
+  const files = { cert: join(certs, 'served.crt'), key: join(certs, 'served.key') };
+  copyFileSync(first.cert, files.cert);
+  copyFileSync(first.key, files.key);
+  const pair = { cert: readFileSync(first.cert), key: readFileSync(first.key) };
+  const server = createTlsServer(pair);
+  const served = t.mock.method(server, 'setSecureContext');
+  const logger = keptLogger();
+  // The polls' timer is the test's to fire; each poll, once it has read both files, sets the next timer.
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const timers = t.mock.method(globalThis, 'setTimeout');
+  const reload = new CertificateReload(server, { ...pair, certFile: files.cert, keyFile: files.key }, files, logger);
+  t.after(() => reload.close());
+  const poll = async (): Promise<void> => {
+    const set = timers.mock.callCount();
+    t.mock.timers.tick(1000);
+    const deadline = Date.now() + 5000;
+    while (timers.mock.callCount() === set) {
+      assert.ok(Date.now() < deadline, 'a poll that never ends');
+      await new Promise((r) => setImmediate(r));
+    }
+  };
+  const unchanged = (step: string): void => {
+    assert.equal(served.mock.callCount(), 0, `${step}: the old pair still serves`);
+    assert.deepEqual(reload.counts, { loaded: 0, refused: 0 }, `${step}: nothing loaded, nothing refused`);
+    assert.deepEqual(logger.lines, [], `${step}: nothing logged`);
+  };
+  const renewed = { cert: readFileSync(second.cert), key: readFileSync(second.key) };
+
+  writeFileSync(files.cert, renewed.cert.subarray(0, renewed.cert.length >> 1));
+  await poll();
+  unchanged('half the new certificate');
+  writeFileSync(files.cert, renewed.cert);
+  await poll();
+  unchanged('the new certificate beside the old key');
+  writeFileSync(files.key, renewed.key);
+  await poll();
+  unchanged('the new pair, read once');
+  await poll();
+  assert.equal(served.mock.callCount(), 1, 'the new pair, read twice alike, serves');
+  assert.deepEqual(served.mock.calls[0]?.arguments[0], renewed);
+  assert.deepEqual(reload.counts, { loaded: 1, refused: 0 });
+  assert.deepEqual(
+    logger.lines.map((l) => l.message),
+    ['TLS certificate reloaded: new connections get it, open ones keep theirs'],
+  );
 });

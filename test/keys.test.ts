@@ -341,3 +341,27 @@ test('a key file with an unknown scope, no scope or a bad rate limit refuses the
     assert.equal(run.stderr.split('\n')[0], `cannot start: ${path}: ${message}; correct it by hand, or revoke the key`);
   }
 });
+
+test('--label belongs to keys create (and webhooks add): keys list, keys revoke and a start refuse it, exit 2, changing nothing', async (t) => {
+  const dir = await temp(t);
+  const { id } = await createKey(dir, 'ci');
+  const before = await readFile(join(dir, 'keys.json'), 'utf8');
+  const refused: Array<[string[], string]> = [
+    [['keys', 'list'], 'keys list failed'],
+    [['keys', 'revoke', id], 'keys revoke failed'],
+    [['--port', '0'], 'cannot start'],
+  ];
+  for (const [args, what] of refused) {
+    const run = await runCli([...args, '--label', 'other', '--data-dir', dir], {}, 10_000);
+    assert.equal(run.code, 2, `${what}: ${run.stdout}${run.stderr}`);
+    assert.equal(run.stdout, '');
+    assert.equal(
+      run.stderr,
+      `${what}: --label applies only to "keys create" and "webhooks add"\nRun with --help to see every option.\n`,
+    );
+  }
+  assert.equal(await readFile(join(dir, 'keys.json'), 'utf8'), before, 'the key is not revoked, nor relabelled');
+  const relabelled = await runCli(['keys', 'create', '--label', 'other', '--data-dir', dir]);
+  assert.equal(relabelled.code, 0, relabelled.stderr);
+  assert.match(relabelled.stdout, /^created key [0-9a-f]{8} \(other\); /);
+});

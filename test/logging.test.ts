@@ -18,6 +18,7 @@ import {
   tempDirFor,
   type ServerProcess,
 } from './support.js';
+import { StoreUnavailableError } from './package.js';
 
 const KEY = 'logging-key-0123456789abcdef';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -515,4 +516,39 @@ test("an embedder's logger without warn gets the service's warnings at error; on
   assert.equal(wrapped.flush, undefined, 'no flush is made up');
   const warning = { ...plain, warn: (msg: string) => lines.push(`warn ${msg}`) };
   assert.equal(serviceLogger(warning), warning, 'used as it is');
+});
+
+test('a 503 of a store that cannot be used logs one line, no stack; an unexpected failure logs its stack', async (t) => {
+  const { jsonLogger } = await import('#dist/lib/logger.js');
+  const errors: string[] = [];
+  const logger = jsonLogger('error', { write: () => {} }, { write: (text: string) => errors.push(text) });
+  const disk = Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO' });
+  const store = {
+    ready: true,
+    list: () => Promise.reject(new StoreUnavailableError('the store is closing', { operation: 'read' })),
+    get: () => Promise.reject(new TypeError('a bug in the store')),
+    create: () =>
+      Promise.reject(new StoreUnavailableError('storage is failing; the pet was not stored', { cause: disk })),
+    close: async () => {},
+  };
+  const server = await startServer({ dataDir: await temp(t), store, logger });
+  t.after(() => server.stop());
+  const body = JSON.stringify({ name: 'Rex', categoryId: 1 });
+  const headers: Array<[string, string]> = [['content-type', 'application/json']];
+  assert.equal((await server.request('POST', '/v1/pets', { body, headers })).status, 503);
+  assert.equal((await server.request('GET', '/v1/pets')).status, 503);
+  assert.equal((await server.request('GET', '/v1/pets/1')).status, 500);
+  const failed = lines(errors.join('')).filter((l) => l.msg === 'request failed');
+  assert.deepEqual(
+    failed.map((l) => [l.method, l.path]),
+    [
+      ['POST', '/v1/pets'],
+      ['GET', '/v1/pets'],
+      ['GET', '/v1/pets/:petId'],
+    ],
+  );
+  const [create, list, get] = failed.map((l) => String(l.error));
+  assert.equal(create, 'storage is failing; the pet was not stored (EIO)', 'the code of its cause, on one line');
+  assert.equal(list, 'the store is closing', 'its message alone when nothing has a code');
+  assert.match(get ?? '', /^TypeError: a bug in the store\n\s+at /, 'the unexpected keeps its stack');
 });

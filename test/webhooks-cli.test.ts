@@ -3,7 +3,17 @@ import { randomBytes } from 'node:crypto';
 import { chmod, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { request, runCli, runNode, spawnServerFor, stopProcess, TEST_KEY, tempDirFor, waitFor } from './support.js';
+import {
+  request,
+  runCli,
+  runNode,
+  spawnServerFor,
+  stopProcess,
+  TEST_KEY,
+  tempDirFor,
+  waitFor,
+  within,
+} from './support.js';
 import { startReceiver } from './webhook-receiver.js';
 import { addWebhook, webhooks } from './webhook-support.js';
 
@@ -148,5 +158,54 @@ test('killed with SIGKILL during delivery, a restarted server delivers every pet
   for (const d of receiver.received) assert.equal(d.id, receiver.received.find((e) => e.petId === d.petId)?.id);
   assert.equal(receiver.unverified, 0);
   // Stopped here, before the hooks remove its directory.
+  assert.equal(await stopProcess(second), 0);
+});
+
+test('killed with SIGKILL the moment a subscription added to a running server is taken up, a restart delivers from there: none skipped', async (t) => {
+  const receiver = await startReceiver(t, 'hang');
+  const dataDir = await tempDirFor(t);
+  const args = ['--data-dir', dataDir, '--webhooks-allow-http', '--webhooks-allow-private'];
+  const create = async (url: string): Promise<number> => {
+    const res = await request(url, 'POST', '/v1/pets', {
+      body: '{"name":"Rex","categoryId":1}',
+      headers: [['content-type', 'application/json']],
+    });
+    assert.equal(res.status, 201);
+    return (res.json as { id: number }).id;
+  };
+  const first = await spawnServerFor(t, args, { PETSTORE_API_KEYS: TEST_KEY });
+  const before = [await create(first.url), await create(first.url)];
+  // Killed from the line's own 'data' event: as soon as this process can see that the server took it up.
+  const takenUp = new Promise<string>((resolve) => {
+    const onData = (): void => {
+      const line = /\{[^\n]*"msg":"webhook subscription delivering"[^\n]*\}/.exec(first.stdout());
+      if (line === null) return;
+      first.child.kill('SIGKILL');
+      first.child.stdout?.off('data', onData);
+      resolve(line[0]);
+    };
+    first.child.stdout?.on('data', onData);
+  });
+  const { id, secret } = await addWebhook(dataDir, receiver.url);
+  receiver.secrets = [secret];
+  const line = JSON.parse(await within(takenUp, 10_000, 'the take-up')) as { subscription: string; after: number };
+  await first.exited;
+  assert.deepEqual([line.subscription, line.after], [id, before.at(-1)], 'after the pets there when taken up');
+  const cursors = JSON.parse(await readFile(join(dataDir, 'webhook-cursors.json'), 'utf8')) as {
+    cursors: Record<string, { last: number }>;
+  };
+  assert.equal(cursors.cursors[id]?.last, line.after, 'where it starts was on disk before the line');
+
+  receiver.behaviour = 200;
+  const second = await spawnServerFor(t, args, { PETSTORE_API_KEYS: TEST_KEY });
+  const after = [await create(second.url), await create(second.url)];
+  await waitFor(() => receiver.accepted.length >= after.length, 10_000, 'the pets created since delivered');
+  assert.deepEqual(
+    receiver.received.map((d) => d.petId),
+    after,
+    'from the start taken up, every pet, none of those before',
+  );
+  assert.match(second.stdout(), new RegExp(`"msg":"webhook subscription delivering","subscription":"${id}","after":2`));
+  assert.equal(receiver.unverified, 0);
   assert.equal(await stopProcess(second), 0);
 });

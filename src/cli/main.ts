@@ -104,7 +104,8 @@ function newKeyOptions(values: Values, flags: Flags, positionals: readonly strin
     scopes: values.scope as string[] | undefined,
     rateLimit: creating ? flags['rate-limit'] : undefined,
   };
-  if (newKey.label !== undefined && !creating) throw new UsageError('--label applies only to "keys create"');
+  if (newKey.label !== undefined && !creating)
+    throw new UsageError('--label applies only to "keys create" and "webhooks add"');
   if (newKey.scopes !== undefined && !creating) throw new UsageError('--scope applies only to "keys create"');
   return newKey;
 }

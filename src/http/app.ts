@@ -15,11 +15,12 @@ import { errorReply, send, type Reply } from './respond.js';
 import { acceptableRequestId, newRequestId } from './pipeline/request-id.js';
 import type { Mount } from './mount.js';
 import { monotonicMs } from '../lib/monotonic.js';
+import { oneLine } from '../lib/system-error.js';
 import { checkRequestLine } from './pipeline/request-line.js';
 import { Router, type Match } from './router.js';
 import type { RequestMetrics } from './pipeline/request-metrics.js';
 import { servedRoutes, type RouteSpec } from './routes.js';
-import type { PetStore } from '../store/store.js';
+import { type PetStore, StoreUnavailableError } from '../store/store.js';
 import { traceContext } from './pipeline/trace-context.js';
 import { splitTarget } from './url.js';
 import type { WriteBatch } from './connections/write-batch.js';
@@ -125,8 +126,11 @@ export function createApp(options: AppOptions): RequestListener {
     const fail = (error: unknown): void => {
       options.metrics?.failed(error);
       const reply = errorReply(error);
-      if (reply.serverFault)
-        options.logger.error('request failed', error, { id: requestId, method, path: match.path ?? path });
+      if (reply.serverFault) {
+        // A store that cannot be used is expected while it lasts (a 503 each): one line, no stack.
+        const logged = error instanceof StoreUnavailableError ? oneLine(error) : error;
+        options.logger.error('request failed', logged, { id: requestId, method, path: match.path ?? path });
+      }
       answer(options.batch, finish, req, context, reply, reply.code);
     };
 

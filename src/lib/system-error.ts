@@ -17,3 +17,12 @@ export function withoutStack(error: unknown): unknown {
   const code = errorCode(error) ?? (error instanceof Error ? errorCode(error.cause) : undefined);
   return code === undefined ? error : `${(error as Error).message} (${code})`;
 }
+
+/**
+ * An expected failure (a store that cannot be used, answered 503) as one line: `message (code)` with the code of it
+ * or its cause, else its message alone. Its stack would only repeat, once a request, where the store noticed.
+ */
+export function oneLine(error: Error): string {
+  const line = withoutStack(error);
+  return typeof line === 'string' ? line : error.message;
+}

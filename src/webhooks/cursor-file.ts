@@ -18,6 +18,7 @@ const FORMAT = 'petstore-webhook-cursors/1';
  * A cursor moves only after its pet was delivered, so a crash loses at most the last moves: those
  * pets are delivered again (same webhook-id), none is skipped. Writes are coalesced: one in flight,
  * the next carries every move made meanwhile, so a fast receiver costs a few fsyncs a second, not one a pet.
+ * A new subscription's start is waited for instead: it is not delivered before a crash can no longer lose it.
  */
 export class CursorFile {
   readonly #path: string;
@@ -25,6 +26,8 @@ export class CursorFile {
   readonly #onError: (error: unknown) => void;
   #writing: Promise<void> | undefined;
   #dirty = false;
+  /** Starts waiting for the next write to reach the disk (or fail). */
+  readonly #waiting: Array<{ resolve: () => void; reject: (error: unknown) => void }> = [];
 
   private constructor(path: string, cursors: Map<string, Cursor>, onError: (error: unknown) => void) {
     this.#path = path;
@@ -60,6 +63,21 @@ export class CursorFile {
     return this.#cursors.get(id);
   }
 
+  async start(id: string, cursor: Cursor): Promise<boolean> {
+    this.#cursors.set(id, cursor);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        this.#waiting.push({ resolve, reject });
+        this.#write();
+      });
+    } catch (error) {
+      // Not on disk, so not kept: the next try starts it afresh, after the pets there then.
+      if (this.#cursors.get(id) === cursor) this.#cursors.delete(id);
+      throw error;
+    }
+    return true;
+  }
+
   set(id: string, cursor: Cursor): void {
     this.#cursors.set(id, cursor);
     this.#write();
@@ -79,9 +97,17 @@ export class CursorFile {
     this.#writing ??= (async () => {
       while (this.#dirty) {
         this.#dirty = false;
+        const waiting = this.#waiting.splice(0);
         const text = `${JSON.stringify({ format: FORMAT, cursors: Object.fromEntries(this.#cursors) })}\n`;
-        // A failed write leaves the older cursors on disk: their pets would only be delivered again.
-        await replaceFile(nodeFileSystem, this.#path, [text], reportToStderr).catch(this.#onError);
+        try {
+          await replaceFile(nodeFileSystem, this.#path, [text], reportToStderr);
+        } catch (error) {
+          // A failed write leaves the older cursors on disk: their pets would only be delivered again.
+          this.#onError(error);
+          for (const start of waiting) start.reject(error);
+          continue;
+        }
+        for (const start of waiting) start.resolve();
       }
       this.#writing = undefined;
     })();

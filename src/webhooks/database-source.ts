@@ -96,6 +96,16 @@ class DatabaseCursors implements Cursors {
     this.#cursors.set(id, cursor);
   }
 
+  /**
+   * Seldom reached: a subscription a lease brings is held with the start `webhooks add` stored in the transaction that
+   * added it. One whose cursor a lost lease dropped meanwhile is stored as a move is, only with the lease held.
+   */
+  async start(id: string, cursor: Cursor): Promise<boolean> {
+    const held = await moveCursor(this.sql, this.owner, id, cursor.last, cursor.replay ?? null);
+    if (held) this.#cursors.set(id, cursor);
+    return held;
+  }
+
   set(id: string, cursor: Cursor): void {
     if (!this.#cursors.has(id)) return;
     this.#cursors.set(id, cursor);

@@ -1,5 +1,5 @@
 import type { Logger } from '../lib/logger.js';
-import { withoutStack } from '../lib/system-error.js';
+import { errorCode, withoutStack } from '../lib/system-error.js';
 import type { PetStore } from '../store/store.js';
 import { CommitTimes } from './commit-times.js';
 import { Pace } from './pace.js';
@@ -28,6 +28,11 @@ export interface SubscriptionStats {
 export class Deliveries {
   readonly #subscriptions = new Map<string, SubscriptionDelivery>();
   readonly #pace = new Pace();
+  /** What the source last said: those not delivered yet are started at each look, once their start is stored. */
+  #listed: Subscription[] = [];
+  /** Those whose start could not be stored, said once each until it is. */
+  readonly #unstored = new Set<string>();
+  #stopped = false;
   #reloadFailing = false;
   #timer: NodeJS.Timeout | undefined;
   #unwatch: (() => void) | undefined;
@@ -65,6 +70,7 @@ export class Deliveries {
 
   /** Ends every attempt in flight and leaves the cursors stored. */
   async stop(): Promise<void> {
+    this.#stopped = true;
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#unwatch?.();
@@ -111,14 +117,19 @@ export class Deliveries {
       return;
     }
     this.#reloadFailing = false;
-    if (subscriptions === undefined) return;
-    const seen = new Set<string>();
-    for (const subscription of subscriptions) {
-      seen.add(subscription.id);
-      const running = this.#subscriptions.get(subscription.id);
-      if (running !== undefined) running.update(subscription);
-      else this.#add(subscription);
+    if (subscriptions !== undefined) this.#update(subscriptions);
+    for (const subscription of this.#listed) {
+      if (this.#stopped) return;
+      if (!this.#subscriptions.has(subscription.id)) await this.#add(subscription);
     }
+  }
+
+  /** Takes the source's new list: changes reach those delivered, and those no longer listed stop. */
+  #update(subscriptions: Subscription[]): void {
+    this.#listed = subscriptions;
+    const seen = new Set(subscriptions.map((s) => s.id));
+    for (const subscription of subscriptions) this.#subscriptions.get(subscription.id)?.update(subscription);
+    for (const id of this.#unstored) if (!seen.has(id)) this.#unstored.delete(id);
     for (const [id, delivery] of this.#subscriptions) {
       if (seen.has(id)) continue;
       this.#subscriptions.delete(id);
@@ -127,12 +138,14 @@ export class Deliveries {
     }
   }
 
-  #add(subscription: Subscription): void {
-    // A subscription new to this store starts after the pets there now: it is for new pets (replay reaches back).
-    let cursor = this.source.cursors.get(subscription.id)?.last;
+  async #add(subscription: Subscription): Promise<void> {
+    const { id } = subscription;
+    let cursor = this.source.cursors.get(id)?.last;
     if (cursor === undefined) {
+      // New to this store: it starts after the pets there now (it is for new pets; replay reaches back), and
+      // is neither delivered nor said to be before that start is stored, so a crash after cannot move it on.
       cursor = this.times.lastId;
-      this.source.cursors.set(subscription.id, { last: cursor });
+      if (!(await this.#start(id, cursor)) || this.#stopped) return;
     }
     const events = {
       failing: (fields: Record<string, string | number | boolean | undefined>) =>
@@ -151,6 +164,26 @@ export class Deliveries {
       new SubscriptionDelivery(subscription, cursor, this.store, this.source.cursors, this.options, events, this.#pace),
     );
     this.logger.info('webhook subscription delivering', { subscription: subscription.id, after: cursor });
+  }
+
+  /** Stores where `id` starts; whether it is stored and delivered here. A system error is said once, then retried. */
+  async #start(id: string, last: number): Promise<boolean> {
+    try {
+      const held = await this.source.cursors.start(id, { last });
+      this.#unstored.delete(id);
+      return held;
+    } catch (error) {
+      if (errorCode(error) === undefined) throw error;
+      if (!this.#unstored.has(id))
+        this.logger.error(
+          'cannot store where a new webhook subscription starts; it is not delivered until that is stored ' +
+            '(tried every second)',
+          withoutStack(error),
+          { subscription: id },
+        );
+      this.#unstored.add(id);
+      return false;
+    }
   }
 }
 

@@ -4,6 +4,11 @@ import type { Subscription } from './subscription-file.js';
 /** Where the cursors of the subscriptions being delivered are kept: moved after each delivery. */
 export interface Cursors {
   get(id: string): Cursor | undefined;
+  /**
+   * Stores where a subscription new to this store starts, durably: resolves once a crash can no longer lose it,
+   * with false if this instance no longer delivers it (a lease lost); rejects when it cannot be stored.
+   */
+  start(id: string, cursor: Cursor): Promise<boolean>;
   set(id: string, cursor: Cursor): void;
   /** This instance no longer delivers `id`. */
   delete(id: string): void;

@@ -181,4 +181,27 @@ export function webhookTests(cluster: () => Cluster): void {
     t.diagnostic(`delivered ${Math.round(performance.now() - stoppedAt)} ms after the stop`);
     assert.equal(receiver.unverified, 0);
   });
+
+  test("a subscription's start is in the database once webhooks add returns: a kill -9 before the take-up skips no pet", async (t) => {
+    const url = await cluster().createDatabase();
+    const sql = connect(t, url);
+    const receiver = await startReceiver(t);
+    const first = await spawnServerFor(t, ['--database-url', url, ...SERVE], ENV);
+    const before = await createPets(first.url, 2, 0);
+    const added = await runCli(['webhooks', 'add', receiver.url, '--database-url', url, '--webhooks-allow-http']);
+    assert.equal(added.code, 0, added.stderr);
+    receiver.secrets = [/\n(whsec_\S+)\n$/.exec(added.stdout)?.[1] as string];
+    const [stored] = await sql<Array<{ last: number }>>`SELECT last::float8 AS last FROM petstore.webhook_cursors`;
+    assert.equal(stored?.last, before.at(-1), 'after the last pet id handed out when it was added');
+    // Created and killed within the second in which the instance looks: it has most likely not taken it up.
+    const created = await createPets(first.url, 1, 2);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const second = await spawnServerFor(t, ['--database-url', url, ...SERVE], ENV);
+    created.push(...(await createPets(second.url, 1, 3)));
+    // A lease the killed instance took is waited out first.
+    await waitFor(() => receiver.accepted.some((d) => d.petId === created.at(-1)), TAKEOVER_BOUND_MS, 'delivered');
+    assert.deepEqual([...new Set(receiver.accepted.map((d) => d.petId))], created, 'every pet since the add, in order');
+    assert.equal(receiver.unverified, 0);
+  });
 }
