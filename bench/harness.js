@@ -351,14 +351,16 @@ export function onOffSettings(rounds) {
   return settings;
 }
 
-let createdByRounds = 0;
-const ROUND_CREATE = {
+let created = 0;
+/** The durable create every mode measures: a pet of a name of its own. */
+export const CREATE = {
   method: 'POST',
   path: '/v1/pets',
-  body: () => `{"name":"bench-${++createdByRounds}","categoryId":7,"status":"available"}`,
+  body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`,
   expect: 201,
 };
-const ROUND_LIST = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
+/** The first page of 20. */
+export const LIST = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 
 /**
  * What a capability costs, round by round: in each, two fresh servers on copies of the `seed` snapshot, "off"
@@ -381,12 +383,12 @@ export async function onOffRounds(
     const off = await start('server', { dataDir: offDir, serverArgs: offArgs, as: 'off' });
     const on = await start('server', { dataDir: onDir, serverArgs: onArgs, as: 'on' });
     try {
-      const [createOff, createOn] = await measureInterleaved([off, on], ROUND_CREATE, {
+      const [createOff, createOn] = await measureInterleaved([off, on], CREATE, {
         seconds,
         connections: createConnections,
         slices,
       });
-      const [readOff, readOn] = await measureInterleaved([off, on], ROUND_LIST, {
+      const [readOff, readOn] = await measureInterleaved([off, on], LIST, {
         seconds,
         connections: readConnections,
         slices,

@@ -31,6 +31,8 @@ import {
   tempDir,
   writeSection,
   ROOT,
+  CREATE as create,
+  LIST as list,
 } from './harness.js';
 import { postgresBin, startCluster } from './cluster.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
@@ -45,17 +47,9 @@ if (ONLY !== undefined && ONLY !== 'startup' && ONLY !== 'lag')
   throw new Error(`BENCH_PG_ONLY is startup or lag, not ${ONLY}`);
 const progress = (text) => process.stderr.write(`${text}\n`);
 
-let created = 0;
-const create = {
-  method: 'POST',
-  path: '/v1/pets',
-  body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`,
-  expect: 201,
-};
 // Each create with a key of its own: what a client that always sends Idempotency-Key costs.
 let keys = 0;
 const createKeyed = { ...create, headers: () => ({ 'idempotency-key': `"bench-key-${++keys}"` }) };
-const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 const getPet = { method: 'GET', path: '/v1/pets/500', expect: 200 };
 
 /**

@@ -51,6 +51,8 @@ import {
   stop,
   tempDir,
   writeSection,
+  CREATE as create,
+  LIST as list,
 } from './harness.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
 
@@ -105,20 +107,12 @@ const SEED_PETS = 1000;
 const QUOTA_ARGS = ['--rate-limit', '1000000000/3600'];
 const RATE_LIMIT_FIELD = /^"per-key";r=[0-9]+;t=[0-9]+$/;
 
-const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 const sold = (limit) => ({ method: 'GET', path: `/v1/pets?status=sold&limit=${limit}`, expect: 200 });
 const one = (count) => ({
   method: 'GET',
   path: () => `/v1/pets/${1 + Math.floor(Math.random() * count)}`,
   expect: 200,
 });
-let created = 0;
-const create = {
-  method: 'POST',
-  path: '/v1/pets',
-  body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`,
-  expect: 201,
-};
 
 const progress = (text) => process.stderr.write(`${text}\n`);
 const opts = (connections = CONNECTIONS, seconds = SECONDS) => ({ seconds, connections });
