@@ -110,20 +110,24 @@ export async function feedMode() {
   const seedDir = tempDir();
   writeSnapshot(join(seedDir, 'pets.json'), 1000);
   writeFileSync(join(seedDir, 'pets-journal.1.jsonl'), '', { mode: 0o600 });
-  const seeded = () => {
-    const dir = tempDir();
-    for (const file of ['pets.json', 'pets-journal.1.jsonl']) copyFileSync(join(seedDir, file), join(dir, file));
-    return dir;
-  };
-  const rows = {};
+  const dir = tempDir();
+  for (const file of ['pets.json', 'pets-journal.1.jsonl']) copyFileSync(join(seedDir, file), join(dir, file));
+  removeDir(seedDir);
+  const { file, pages, cpu } = await oneInstance(dir);
+  const rows = { file, pg: await twoPostgresInstances() };
+  const markdown = feedMarkdown(rows, cpu, zlibCosts(pages));
+  writeSection(join(ROOT, 'bench/results.md'), 'feed', markdown);
+  console.log(markdown);
+}
+
+/** One server on the file store in `dir` (removed after): the feed's latency, and what gzip costs per answer. */
+async function oneInstance(dir) {
+  progress(`feed: latency on one instance, ${CREATES} creates`);
   const pages = {};
   const cpu = {};
-
-  progress(`feed: latency on one instance, ${CREATES} creates`);
-  const dir = seeded();
   const server = await start('server', { dataDir: dir });
   try {
-    rows.file = await latencies(server, server);
+    const file = await latencies(server, server);
     progress('feed: CPU per answer with and without gzip');
     for (const limit of [20, 100]) {
       const path = `/v1/pets?limit=${limit}`;
@@ -143,30 +147,37 @@ export async function feedMode() {
         `  limit=${limit}: ${fmt.ms(a.cpuPerAnswer)} µs plain, ${fmt.ms(b.cpuPerAnswer)} µs gzip; ${identity.body.length} → ${gzip.body.length} bytes`,
       );
     }
+    return { file, pages, cpu };
   } finally {
     await stop(server);
     removeDir(dir);
   }
+}
 
+/** The feed's latency from one PostgreSQL instance's 201 to the other's answers; undefined without PostgreSQL. */
+async function twoPostgresInstances() {
   const bin = postgresBin();
-  if (bin === undefined) progress('feed: PostgreSQL is not installed, the two-instance latency is left out');
-  else {
-    progress(`feed: latency across two PostgreSQL instances, ${CREATES} creates`);
-    const cluster = await startCluster(bin);
-    const servers = [];
-    try {
-      cluster.createDatabase('bench_feed');
-      const serverArgs = ['--database-url', cluster.url('bench_feed')];
-      for (let i = 0; i < 2; i++) servers.push(await start('server', { dataDir: tempDir(), serverArgs }));
-      rows.pg = await latencies(servers[0], servers[1]);
-    } finally {
-      for (const s of servers) await stop(s);
-      cluster.destroy();
-    }
+  if (bin === undefined) {
+    progress('feed: PostgreSQL is not installed, the two-instance latency is left out');
+    return undefined;
   }
-  removeDir(seedDir);
+  progress(`feed: latency across two PostgreSQL instances, ${CREATES} creates`);
+  const cluster = await startCluster(bin);
+  const servers = [];
+  try {
+    cluster.createDatabase('bench_feed');
+    const serverArgs = ['--database-url', cluster.url('bench_feed')];
+    for (let i = 0; i < 2; i++) servers.push(await start('server', { dataDir: tempDir(), serverArgs }));
+    return await latencies(servers[0], servers[1]);
+  } finally {
+    for (const s of servers) await stop(s);
+    cluster.destroy();
+  }
+}
 
-  const zlib = [
+/** node:zlib alone on the two pages, coding by coding. */
+function zlibCosts(pages) {
+  return [
     ['gzip, level 1', (b) => gzipSync(b, { level: 1 })],
     ['gzip, level 6', (b) => gzipSync(b)],
     ["gzip, level 6, the window fitted to the answer (the server's)", (b) => serverGzip(b, b.length)],
@@ -175,7 +186,9 @@ export async function feedMode() {
     ['brotli, quality 5', brotli(5)],
     ['brotli, quality 11 (its default)', brotli(11)],
   ].map(([label, compress]) => ({ label, 20: zlibCost(compress, pages[20]), 100: zlibCost(compress, pages[100]) }));
+}
 
+function feedMarkdown(rows, cpu, zlib) {
   const latencyRow = (label, values) =>
     `| ${label} | ${fmt.ms(pct(values, 0.5))} | ${fmt.ms(pct(values, 0.9))} | ${fmt.ms(pct(values, 0.99))} | ${fmt.ms(Math.min(...values))} | ${fmt.ms(Math.max(...values))} |`;
   const cpuRow = (limit) => {
@@ -183,7 +196,7 @@ export async function feedMode() {
     return `| GET /v1/pets?limit=${limit} | ${fmt.ms(c.plain.cpuPerAnswer)} | ${fmt.ms(c.gzip.cpuPerAnswer)} | ${fmt.ratio(c.gzip.cpuPerAnswer / c.plain.cpuPerAnswer)} | ${fmt.int(c.plainBytes)} | ${fmt.int(c.gzipBytes)} | ${fmt.ratio(c.gzipBytes / c.plainBytes)} |`;
   };
   const m = machine();
-  const markdown = [
+  return [
     '## Keeping up: latency of waiting requests and streams, and what gzip costs',
     '',
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
@@ -219,6 +232,4 @@ export async function feedMode() {
         `| ${z.label} | ${fmt.ms(z[20].us)} | ${fmt.int(z[20].bytes)} | ${fmt.ms(z[100].us)} | ${fmt.int(z[100].bytes)} |`,
     ),
   ].join('\n');
-  writeSection(join(ROOT, 'bench/results.md'), 'feed', markdown);
-  console.log(markdown);
 }

@@ -21,6 +21,7 @@ import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { seedDirectory } from './pets.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const KEY = 'bench-key-0123456789abcdef';
@@ -331,6 +332,115 @@ export async function measureInterleaved(targets, workload, { seconds, connectio
       peakRss: Math.max(...parts.map((m) => m.peakRss)),
     });
   });
+}
+
+/**
+ * The settings of onOffRounds, from the environment: BENCH_ROUNDS (`rounds` by default), BENCH_SECONDS (5) in
+ * BENCH_SLICES (5) turns, BENCH_CONNECTIONS_CREATE (16) and BENCH_CONNECTIONS (10).
+ */
+export function onOffSettings(rounds) {
+  const settings = {
+    rounds: envNumber('BENCH_ROUNDS', rounds, 1),
+    seconds: envNumber('BENCH_SECONDS', 5, 1),
+    slices: envNumber('BENCH_SLICES', 5, 1),
+    createConnections: envNumber('BENCH_CONNECTIONS_CREATE', 16, 1),
+    readConnections: envNumber('BENCH_CONNECTIONS', 10, 1),
+  };
+  // Refuses turns too short to measure, before anything starts.
+  turnSeconds(settings.seconds, settings.slices);
+  return settings;
+}
+
+let created = 0;
+/** The durable create every mode measures: a pet of a name of its own. */
+export const CREATE = {
+  method: 'POST',
+  path: '/v1/pets',
+  body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`,
+  expect: 201,
+};
+/** The first page of 20. */
+export const LIST = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
+
+/**
+ * What a capability costs, round by round: in each, two fresh servers on copies of the `seed` snapshot, "off"
+ * started with `offArgs` and "on" with the arguments `prepareOn(dataDir)` returns (it readies that directory);
+ * durable creates at `createConnections`, then GET /v1/pets?limit=20 at `readConnections`, each in interleaved
+ * turns. `afterRound(round)` runs once both have stopped. A row per round: { createOff, createOn, readOff, readOn }.
+ */
+export async function onOffRounds(
+  mode,
+  { rounds, seed, seconds, slices, createConnections, readConnections, offArgs = [], prepareOn, afterRound },
+) {
+  const rows = [];
+  for (let round = 1; round <= rounds; round++) {
+    process.stderr.write(`${mode}: round ${round}/${rounds}\n`);
+    const offDir = tempDir();
+    const onDir = tempDir();
+    seedDirectory(offDir, seed);
+    seedDirectory(onDir, seed);
+    const onArgs = prepareOn(onDir);
+    const off = await start('server', { dataDir: offDir, serverArgs: offArgs, as: 'off' });
+    const on = await start('server', { dataDir: onDir, serverArgs: onArgs, as: 'on' });
+    try {
+      const [createOff, createOn] = await measureInterleaved([off, on], CREATE, {
+        seconds,
+        connections: createConnections,
+        slices,
+      });
+      const [readOff, readOn] = await measureInterleaved([off, on], LIST, {
+        seconds,
+        connections: readConnections,
+        slices,
+      });
+      rows.push({ createOff, createOn, readOff, readOn });
+    } finally {
+      await stop(off);
+      await stop(on);
+    }
+    await afterRound?.(round);
+    for (const dir of [offDir, onDir]) removeDir(dir);
+  }
+  return rows;
+}
+
+/** The table of onOffRounds' rows: medians over rounds, the ratio the median of each round's on ÷ off. */
+export function onOffTable(rows, { createConnections, readConnections }) {
+  const med = (pick) => median(rows.map(pick));
+  const row = (what, off, on, p99) =>
+    `| ${what} | ${fmt.int(med(off))} | ${fmt.int(med(on))} | ${fmt.ratio(med((r) => on(r) / off(r)))} | ` +
+    (p99 === undefined ? '| |' : `${fmt.ms(med(p99[0]))} | ${fmt.ms(med(p99[1]))} |`);
+  return [
+    '| | off | on | on ÷ off | p99 off, ms | p99 on, ms |',
+    '|---|--:|--:|--:|--:|--:|',
+    row(
+      `POST /v1/pets, ${createConnections} connections, creates/s`,
+      (r) => r.createOff.rps,
+      (r) => r.createOn.rps,
+      [(r) => r.createOff.p99, (r) => r.createOn.p99],
+    ),
+    row(
+      `GET /v1/pets?limit=20, ${readConnections} connections, req/s`,
+      (r) => r.readOff.rps,
+      (r) => r.readOn.rps,
+      [(r) => r.readOff.p99, (r) => r.readOn.p99],
+    ),
+    row(
+      'server CPU per create, µs',
+      (r) => r.createOff.cpuPerAnswer,
+      (r) => r.createOn.cpuPerAnswer,
+    ),
+    row(
+      'server CPU per list, µs',
+      (r) => r.readOff.cpuPerAnswer,
+      (r) => r.readOn.cpuPerAnswer,
+    ),
+  ];
+}
+
+/** The failed requests of onOffRounds' rows, all turns together. */
+export function onOffErrors(rows) {
+  return rows.reduce((n, r) => n + r.createOff.errors + r.createOn.errors + r.readOff.errors + r.readOn.errors, 0);
 }
 
 function summary({ ok, wrong, errors, seconds, latencies, statuses, peakRss, cpu }) {

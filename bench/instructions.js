@@ -83,15 +83,9 @@ async function answering(port, agent, child) {
   throw new Error('the server under callgrind did not answer within 120 s');
 }
 
-/** Instructions per request of `variant` answering `load`, counted over CALLS requests after as many unmeasured. */
-async function count(seed, variant, load) {
-  const fixedPort = variant.quiet === true ? await freePort() : undefined;
-  const dir = tempDir();
-  const scratch = tempDir('petstore-bench-cg-');
-  seedDirectory(dir, seed);
-  const logFile = join(scratch, 'stdout.jsonl');
-  const out = join(scratch, 'callgrind.out');
-  const args = [
+/** valgrind's arguments: callgrind, counting nothing until told, on the server (or the floor) with `variant`'s flags. */
+function callgrindArgs(variant, dir, out, fixedPort) {
+  return [
     '--tool=callgrind',
     '--instr-atstart=no',
     '--smc-check=all-non-file',
@@ -110,6 +104,32 @@ async function count(seed, variant, load) {
         ]
       : [join(ROOT, 'bench/floor.js'), '--port', '0', ...variant.floor]),
   ];
+}
+
+/** CALLS requests to warm the process `pid` up, then CALLS more with callgrind's counting on. */
+async function countRequests(pid, agent, port, variant, load) {
+  let i = 0;
+  const run = async () => {
+    for (let k = 0; k < CALLS; k++) {
+      const status = await get(agent, port, load.path(i++));
+      if (status !== 200) throw new Error(`${variant.name} ${load.name}: answered ${status}`);
+    }
+  };
+  await run();
+  execFileSync('callgrind_control', ['-i', 'on', String(pid)], { stdio: 'ignore' });
+  await run();
+  execFileSync('callgrind_control', ['-i', 'off', String(pid)], { stdio: 'ignore' });
+}
+
+/** Instructions per request of `variant` answering `load`, counted over CALLS requests after as many unmeasured. */
+async function count(seed, variant, load) {
+  const fixedPort = variant.quiet === true ? await freePort() : undefined;
+  const dir = tempDir();
+  const scratch = tempDir('petstore-bench-cg-');
+  seedDirectory(dir, seed);
+  const logFile = join(scratch, 'stdout.jsonl');
+  const out = join(scratch, 'callgrind.out');
+  const args = callgrindArgs(variant, dir, out, fixedPort);
   // Stdout to a file, as in the main mode: the request log is written, and this process never reads it.
   const logFd = openSync(logFile, 'w');
   const child = spawn('valgrind', args, {
@@ -127,17 +147,7 @@ async function count(seed, variant, load) {
   try {
     const port =
       fixedPort === undefined ? await listeningPort(logFile, child) : await answering(fixedPort, agent, child);
-    let i = 0;
-    const run = async () => {
-      for (let k = 0; k < CALLS; k++) {
-        const status = await get(agent, port, load.path(i++));
-        if (status !== 200) throw new Error(`${variant.name} ${load.name}: answered ${status}`);
-      }
-    };
-    await run();
-    execFileSync('callgrind_control', ['-i', 'on', String(child.pid)], { stdio: 'ignore' });
-    await run();
-    execFileSync('callgrind_control', ['-i', 'off', String(child.pid)], { stdio: 'ignore' });
+    await countRequests(child.pid, agent, port, variant, load);
   } finally {
     agent.destroy();
     child.kill('SIGTERM');

@@ -31,6 +31,8 @@ import {
   tempDir,
   writeSection,
   ROOT,
+  CREATE as create,
+  LIST as list,
 } from './harness.js';
 import { postgresBin, startCluster } from './cluster.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
@@ -45,17 +47,9 @@ if (ONLY !== undefined && ONLY !== 'startup' && ONLY !== 'lag')
   throw new Error(`BENCH_PG_ONLY is startup or lag, not ${ONLY}`);
 const progress = (text) => process.stderr.write(`${text}\n`);
 
-let created = 0;
-const create = {
-  method: 'POST',
-  path: '/v1/pets',
-  body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`,
-  expect: 201,
-};
 // Each create with a key of its own: what a client that always sends Idempotency-Key costs.
 let keys = 0;
 const createKeyed = { ...create, headers: () => ({ 'idempotency-key': `"bench-key-${++keys}"` }) };
-const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 const getPet = { method: 'GET', path: '/v1/pets/500', expect: 200 };
 
 /**
@@ -111,6 +105,15 @@ async function measureAll(targets, workload, connections) {
   };
 }
 
+const SETUPS = ['file', 'pg1', 'pgdb', 'pg3'];
+const LOADS = {
+  post1: [create, 1],
+  post16: [create, 16],
+  post16key: [createKeyed, 16],
+  list: [list, 10],
+  get: [getPet, 10],
+};
+
 export async function postgresMode() {
   const bin = postgresBin();
   if (bin === undefined) throw new Error('PostgreSQL is not installed: apt-get install postgresql');
@@ -118,55 +121,16 @@ export async function postgresMode() {
   const seed = join(seedDir, 'snapshot.json');
   writeSnapshot(seed, SEED_PETS);
   const cluster = await startCluster(bin);
-  const setups = ['file', 'pg1', 'pgdb', 'pg3'];
-  const loads = {
-    post1: [create, 1],
-    post16: [create, 16],
-    post16key: [createKeyed, 16],
-    list: [list, 10],
-    get: [getPet, 10],
-  };
   const results = Object.fromEntries(
-    setups.map((s) => [s, Object.fromEntries(Object.keys(loads).map((k) => [k, []]))]),
+    SETUPS.map((s) => [s, Object.fromEntries(Object.keys(LOADS).map((k) => [k, []]))]),
   );
   let scale = [];
   let lag = [];
   try {
     for (let r = 0; r < (ONLY === undefined ? ROUNDS : 0); r++) {
       progress(`postgres round ${r + 1}/${ROUNDS}`);
-      for (const setup of r % 2 === 0 ? setups : [...setups].reverse()) {
-        const dirs = [];
-        const servers = [];
-        try {
-          let serverArgs = [];
-          if (setup !== 'file') {
-            const name = `bench_${r}_${setup}`;
-            cluster.createDatabase(name);
-            serverArgs = ['--database-url', cluster.url(name), ...(setup === 'pgdb' ? ['--database-reads', 'on'] : [])];
-            migrateSeed(seed, cluster.url(name));
-          }
-          for (let i = 0; i < (setup === 'pg3' ? 3 : 1); i++) {
-            const dir = tempDir();
-            dirs.push(dir);
-            if (setup === 'file') seedDirectory(dir, seed);
-            servers.push(await start('server', { dataDir: dir, serverArgs }));
-          }
-          for (const server of servers) await untilReady(server, 0);
-          for (const [key, [workload, connections]] of Object.entries(loads)) {
-            if (setup === 'pg3' && key === 'post1') continue; // one connection cannot be split
-            if (setup === 'pgdb' && key.startsWith('post')) continue; // creates are the same with either reads
-            if (WARMUP > 0) await measureAll(servers, workload, connections).catch(() => undefined);
-            const m = await measureAll(servers, workload, connections);
-            results[setup][key].push(m);
-            progress(
-              `  ${setup.padEnd(4)} ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`,
-            );
-          }
-        } finally {
-          for (const s of servers) await stop(s);
-          for (const d of dirs) removeDir(d);
-        }
-      }
+      for (const setup of r % 2 === 0 ? SETUPS : [...SETUPS].reverse())
+        await measureSetup(cluster, seed, setup, r, results[setup]);
     }
     if (ONLY !== 'startup') {
       progress('lag across two instances under concurrent creates');
@@ -180,22 +144,51 @@ export async function postgresMode() {
     cluster.destroy();
     removeDir(seedDir);
   }
-
-  const cell = (setup, key) => {
-    const rounds = results[setup][key];
-    if (rounds.length === 0) return ['', '', ''];
-    const rps = rounds.map((m) => m.rps);
-    return [
-      `${fmt.int(median(rps))} (${fmt.int(Math.min(...rps))}–${fmt.int(Math.max(...rps))})`,
-      fmt.ms(median(rounds.map((m) => m.p50))),
-      fmt.ms(median(rounds.map((m) => m.p99))),
-    ];
-  };
-  const errors = (key) => setups.reduce((sum, s) => sum + results[s][key].reduce((n, m) => n + m.errors, 0), 0);
-  const row = (label, key) => `| ${label} | ${setups.flatMap((s) => cell(s, key)).join(' | ')} | ${errors(key)} |`;
-  const ratio = (key, setup) =>
-    `${(median(results[setup][key].map((m) => m.rps)) / median(results.file[key].map((m) => m.rps))).toFixed(2)}×`;
   const m = machine();
+  writeInstanceSections(m, scale, lag);
+  if (ONLY !== undefined) return;
+  const markdown = postgresMarkdown(m, results);
+  writeSection(join(ROOT, 'bench/results.md'), 'postgres', markdown);
+  console.log(markdown);
+}
+
+/** One round of `setup`: its servers started (on a database of its own, filled by migrate), every load measured. */
+async function measureSetup(cluster, seed, setup, r, results) {
+  const dirs = [];
+  const servers = [];
+  try {
+    let serverArgs = [];
+    if (setup !== 'file') {
+      const name = `bench_${r}_${setup}`;
+      cluster.createDatabase(name);
+      serverArgs = ['--database-url', cluster.url(name), ...(setup === 'pgdb' ? ['--database-reads', 'on'] : [])];
+      migrateSeed(seed, cluster.url(name));
+    }
+    for (let i = 0; i < (setup === 'pg3' ? 3 : 1); i++) {
+      const dir = tempDir();
+      dirs.push(dir);
+      if (setup === 'file') seedDirectory(dir, seed);
+      servers.push(await start('server', { dataDir: dir, serverArgs }));
+    }
+    for (const server of servers) await untilReady(server, 0);
+    for (const [key, [workload, connections]] of Object.entries(LOADS)) {
+      if (setup === 'pg3' && key === 'post1') continue; // one connection cannot be split
+      if (setup === 'pgdb' && key.startsWith('post')) continue; // creates are the same with either reads
+      if (WARMUP > 0) await measureAll(servers, workload, connections).catch(() => undefined);
+      const m = await measureAll(servers, workload, connections);
+      results[key].push(m);
+      progress(
+        `  ${setup.padEnd(4)} ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`,
+      );
+    }
+  } finally {
+    for (const s of servers) await stop(s);
+    for (const d of dirs) removeDir(d);
+  }
+}
+
+/** The sections of start-up and memory at scale, and of the lag across instances, each when it was measured. */
+function writeInstanceSections(m, scale, lag) {
   const stamp = `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data and cluster on ${m.dataFs} · load average ${m.load} at the end`;
   for (const [name, title, lines] of [
     ['postgres-startup', 'start-up and memory', scale],
@@ -212,8 +205,25 @@ export async function postgresMode() {
     writeSection(join(ROOT, 'bench/results.md'), name, markdown);
     console.log(markdown);
   }
-  if (ONLY !== undefined) return;
-  const markdown = [
+}
+
+/** The main section: every load on every setup, medians with (min–max), p50 and p99. */
+function postgresMarkdown(m, results) {
+  const cell = (setup, key) => {
+    const rounds = results[setup][key];
+    if (rounds.length === 0) return ['', '', ''];
+    const rps = rounds.map((m) => m.rps);
+    return [
+      `${fmt.int(median(rps))} (${fmt.int(Math.min(...rps))}–${fmt.int(Math.max(...rps))})`,
+      fmt.ms(median(rounds.map((m) => m.p50))),
+      fmt.ms(median(rounds.map((m) => m.p99))),
+    ];
+  };
+  const errors = (key) => SETUPS.reduce((sum, s) => sum + results[s][key].reduce((n, m) => n + m.errors, 0), 0);
+  const row = (label, key) => `| ${label} | ${SETUPS.flatMap((s) => cell(s, key)).join(' | ')} | ${errors(key)} |`;
+  const ratio = (key, setup) =>
+    `${(median(results[setup][key].map((m) => m.rps)) / median(results.file[key].map((m) => m.rps))).toFixed(2)}×`;
+  return [
     '## PostgreSQL store beside the file store',
     '',
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data and cluster on ${m.dataFs} · load average ${m.load} at the end`,
@@ -236,8 +246,6 @@ export async function postgresMode() {
     '',
     'Start-up and memory at a million pets, and the lag across instances: the sections after this one.',
   ].join('\n');
-  writeSection(join(ROOT, 'bench/results.md'), 'postgres', markdown);
-  console.log(markdown);
 }
 
 /**

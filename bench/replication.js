@@ -22,39 +22,25 @@ import {
   envNumber,
   fmt,
   machine,
-  measureInterleaved,
-  median,
+  onOffErrors,
+  onOffSettings,
+  onOffRounds,
+  onOffTable,
   removeDir,
   sleep,
   start,
-  stop,
   tempDir,
-  turnSeconds,
   writeSection,
 } from './harness.js';
-import { seedDirectory, writeSnapshot } from './pets.js';
+import { writeSnapshot } from './pets.js';
 
-const ROUNDS = envNumber('BENCH_ROUNDS', 5, 1);
-const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
-const SLICES = envNumber('BENCH_SLICES', 5, 1);
-const CREATE_CONNECTIONS = envNumber('BENCH_CONNECTIONS_CREATE', 16, 1);
-const READ_CONNECTIONS = envNumber('BENCH_CONNECTIONS', 10, 1);
+const SETTINGS = onOffSettings(5);
 const RESULTS = join(ROOT, 'bench/results.md');
 const LOSS_RUNS = envNumber('BENCH_LOSS_RUNS', 3, 1);
 const load = createRequire(import.meta.url);
 const { readLiveDirectory } = load(join(ROOT, 'dist/store/file/backup.js'));
 const { nodeFileSystem } = load(join(ROOT, 'dist/lib/file-system.js'));
 const progress = (text) => process.stderr.write(`${text}\n`);
-turnSeconds(SECONDS, SLICES);
-
-let created = 0;
-const create = {
-  method: 'POST',
-  path: '/v1/pets',
-  body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`,
-  expect: 201,
-};
-const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 
 /** POST one pet over `agent`; the id, or undefined once the server is gone. */
 function post(origin, agent, name) {
@@ -130,66 +116,35 @@ async function lossRun(run) {
 export async function replicationMode() {
   const seed = join(tempDir(), 'pets.json');
   writeSnapshot(seed, 1000);
-  const rows = [];
+  let replica = '';
   let verified = '';
-  for (let round = 1; round <= ROUNDS; round++) {
-    progress(`replication: round ${round}/${ROUNDS}`);
-    const offDir = tempDir();
-    const onDir = tempDir();
-    const replica = join(tempDir(), 'replica');
-    seedDirectory(offDir, seed);
-    seedDirectory(onDir, seed);
-    const off = await start('server', { dataDir: offDir, as: 'off' });
-    const on = await start('server', { dataDir: onDir, serverArgs: ['--replicate-to', replica], as: 'on' });
-    try {
-      const [createOff, createOn] = await measureInterleaved([off, on], create, {
-        seconds: SECONDS,
-        connections: CREATE_CONNECTIONS,
-        slices: SLICES,
-      });
-      const [readOff, readOn] = await measureInterleaved([off, on], list, {
-        seconds: SECONDS,
-        connections: READ_CONNECTIONS,
-        slices: SLICES,
-      });
-      rows.push({ createOff, createOn, readOff, readOn });
-    } finally {
-      await stop(off);
-      await stop(on);
-    }
-    if (round === ROUNDS) {
-      const check = spawnSync(process.execPath, [join(ROOT, 'dist/server.js'), 'verify', '--from', replica], {
-        encoding: 'utf8',
-      });
-      verified = `${check.stdout.trim().split('\n').join('; ')} (exit ${check.status})`;
-    }
-    for (const dir of [offDir, onDir, join(replica, '..')]) removeDir(dir);
-  }
+  const rows = await onOffRounds('replication', {
+    ...SETTINGS,
+    seed,
+    prepareOn: () => {
+      replica = join(tempDir(), 'replica');
+      return ['--replicate-to', replica];
+    },
+    afterRound: (round) => {
+      if (round === SETTINGS.rounds) verified = verify(replica);
+      removeDir(join(replica, '..'));
+    },
+  });
   const losses = [];
   for (let run = 1; run <= LOSS_RUNS; run++) {
     progress(`replication: machine loss ${run}/${LOSS_RUNS}`);
     losses.push(await lossRun(run));
   }
-  const med = (pick) => median(rows.map(pick));
   const m = machine();
-  const errors = rows.reduce(
-    (n, r) => n + r.createOff.errors + r.createOn.errors + r.readOff.errors + r.readOn.errors,
-    0,
-  );
   const markdown = [
     '## Replication: creates and reads with --replicate-to on and off',
     '',
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
-    `${ROUNDS} rounds; in each, two fresh servers on copies of one data directory of 1,000 pets, one replicating to a directory on the same file system every 1 s (the default); ${SECONDS} s each in ${SLICES} interleaved turns. Medians over rounds; the ratio is the median of each round's on ÷ off.`,
+    `${SETTINGS.rounds} rounds; in each, two fresh servers on copies of one data directory of 1,000 pets, one replicating to a directory on the same file system every 1 s (the default); ${SETTINGS.seconds} s each in ${SETTINGS.slices} interleaved turns. Medians over rounds; the ratio is the median of each round's on ÷ off.`,
     '',
-    '| | off | on | on ÷ off | p99 off, ms | p99 on, ms |',
-    '|---|--:|--:|--:|--:|--:|',
-    `| POST /v1/pets, ${CREATE_CONNECTIONS} connections, creates/s | ${fmt.int(med((r) => r.createOff.rps))} | ${fmt.int(med((r) => r.createOn.rps))} | ${fmt.ratio(med((r) => r.createOn.rps / r.createOff.rps))} | ${fmt.ms(med((r) => r.createOff.p99))} | ${fmt.ms(med((r) => r.createOn.p99))} |`,
-    `| GET /v1/pets?limit=20, ${READ_CONNECTIONS} connections, req/s | ${fmt.int(med((r) => r.readOff.rps))} | ${fmt.int(med((r) => r.readOn.rps))} | ${fmt.ratio(med((r) => r.readOn.rps / r.readOff.rps))} | ${fmt.ms(med((r) => r.readOff.p99))} | ${fmt.ms(med((r) => r.readOn.p99))} |`,
-    `| server CPU per create, µs | ${fmt.int(med((r) => r.createOff.cpuPerAnswer))} | ${fmt.int(med((r) => r.createOn.cpuPerAnswer))} | ${fmt.ratio(med((r) => r.createOn.cpuPerAnswer / r.createOff.cpuPerAnswer))} | | |`,
-    `| server CPU per list, µs | ${fmt.int(med((r) => r.readOff.cpuPerAnswer))} | ${fmt.int(med((r) => r.readOn.cpuPerAnswer))} | ${fmt.ratio(med((r) => r.readOn.cpuPerAnswer / r.readOff.cpuPerAnswer))} | | |`,
+    ...onOffTable(rows, SETTINGS),
     '',
-    `Creates/s on ÷ off per round: ${rows.map((r) => (r.createOn.rps / r.createOff.rps).toFixed(3)).join(', ')}. Errors: ${errors}. The last round's replicas: ${verified}.`,
+    `Creates/s on ÷ off per round: ${rows.map((r) => (r.createOn.rps / r.createOff.rps).toFixed(3)).join(', ')}. Errors: ${onOffErrors(rows)}. The last round's replicas: ${verified}.`,
     '',
     `The loss bound: ${LOSS_RUNS} machine losses (SIGKILL after 2 to 3 s of 16 clients creating, each on a keep-alive connection, the data directory removed, \`restore\` from the replicas; interval 1 s):`,
     '',
@@ -201,4 +156,12 @@ export async function replicationMode() {
   ].join('\n');
   writeSection(RESULTS, 'replication', markdown);
   console.log(markdown);
+}
+
+/** What `verify --from` says of the replicas, on one line, with its exit status. */
+function verify(replica) {
+  const check = spawnSync(process.execPath, [join(ROOT, 'dist/server.js'), 'verify', '--from', replica], {
+    encoding: 'utf8',
+  });
+  return `${check.stdout.trim().split('\n').join('; ')} (exit ${check.status})`;
 }

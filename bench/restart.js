@@ -45,6 +45,36 @@ export async function restartMode() {
   progress(`seeding ${PETS.toLocaleString('en-US')} pets`);
   writeSnapshot(join(dir, 'seed.json'), PETS);
   seedDirectory(data, join(dir, 'seed.json'));
+  const launcher = await socketLauncher(data, dir);
+  await launcher.start();
+  const clients = startClients(launcher.port);
+  const restarts = [];
+  for (let r = 0; r < RESTARTS; r++) {
+    await sleep(SETTLE_MS);
+    progress(`restart ${r + 1} of ${RESTARTS}`);
+    const t0 = performance.now();
+    const code = await launcher.stop();
+    const stopped = performance.now() - t0;
+    await launcher.start();
+    restarts.push({ code, stopMs: stopped, totalMs: performance.now() - t0 });
+  }
+  await sleep(SETTLE_MS);
+  const stats = await clients.finish();
+  await launcher.stop();
+  launcher.end();
+  const startLog = readFileSync(launcher.lastLog(), 'utf8').trim();
+  removeDir(dir);
+  const markdown = restartMarkdown(stats, restarts, startLog);
+  writeSection(RESULTS, KEEPALIVE ? 'restart-keepalive' : 'restart', markdown);
+  process.stdout.write(`${markdown}\n`);
+  if (stats.failed > 0) process.exitCode = 1;
+}
+
+/**
+ * bench/socket-launcher.py holding a socket, as systemd does, for servers on `data` (their logs in `dir`):
+ * `start()` resolves once the new server answers /healthz, `stop()` with the exit code of the one stopped.
+ */
+async function socketLauncher(data, dir) {
   const server = [process.execPath, join(ROOT, 'dist/server.js'), '--data-dir', data, '--log-level', 'error'];
   const launcher = spawn('python3', [join(ROOT, 'bench/socket-launcher.py'), ...server], {
     env: { PATH: process.env.PATH, PETSTORE_API_KEYS: KEY },
@@ -54,14 +84,25 @@ export async function restartMode() {
   const answer = async () => (await lines.next()).value;
   const port = Number(await answer());
   let n = 0;
-  // At --log-level error no "listening" line is written: up is when /healthz answers on the socket.
-  const start = async () => {
-    launcher.stdin.write(`start ${join(dir, `server-${++n}.log`)}\n`);
-    await answer();
-    while ((await send(port, 'GET', '/healthz')) !== 200) await sleep(10);
+  return {
+    port,
+    // At --log-level error no "listening" line is written: up is when /healthz answers on the socket.
+    async start() {
+      launcher.stdin.write(`start ${join(dir, `server-${++n}.log`)}\n`);
+      await answer();
+      while ((await send(port, 'GET', '/healthz')) !== 200) await sleep(10);
+    },
+    async stop() {
+      launcher.stdin.write('stop\n');
+      return Number(await answer());
+    },
+    end: () => launcher.stdin.end(),
+    lastLog: () => join(dir, `server-${n}.log`),
   };
-  await start();
+}
 
+/** CLIENTS clients creating and listing in turn until `finish()`, which resolves with what they counted. */
+function startClients(port) {
   let running = true;
   const stats = { ok: 0, failed: 0, failures: new Map(), longest: 0, longestAt: '' };
   const client = async (c) => {
@@ -83,29 +124,19 @@ export async function restartMode() {
     if (agent) agent.destroy();
   };
   const clients = Array.from({ length: CLIENTS }, (_, c) => client(c));
-  const restarts = [];
-  for (let r = 0; r < RESTARTS; r++) {
-    await sleep(SETTLE_MS);
-    progress(`restart ${r + 1} of ${RESTARTS}`);
-    const t0 = performance.now();
-    launcher.stdin.write('stop\n');
-    const code = Number(await answer());
-    const stopped = performance.now() - t0;
-    await start();
-    restarts.push({ code, stopMs: stopped, totalMs: performance.now() - t0 });
-  }
-  await sleep(SETTLE_MS);
-  running = false;
-  await Promise.all(clients);
-  launcher.stdin.write('stop\n');
-  await answer();
-  launcher.stdin.end();
-  const startLog = readFileSync(join(dir, `server-${n}.log`), 'utf8').trim();
-  removeDir(dir);
+  return {
+    async finish() {
+      running = false;
+      await Promise.all(clients);
+      return stats;
+    },
+  };
+}
 
+function restartMarkdown(stats, restarts, startLog) {
   const m = machine();
   const failures = [...stats.failures].map(([why, count]) => `${count} × ${why}`).join(', ') || 'none';
-  const markdown = [
+  return [
     KEEPALIVE
       ? '## Restarts under load with socket activation, clients keeping connections open ' +
         '(`BENCH_RESTART_KEEPALIVE=1 node bench/run.js --restart`)'
@@ -129,7 +160,4 @@ export async function restartMode() {
     "loaded, held in the socket's backlog.",
     ...(startLog === '' ? [] : ['', `The last server's stderr: \`${startLog.split('\n')[0]}\``]),
   ].join('\n');
-  writeSection(RESULTS, KEEPALIVE ? 'restart-keepalive' : 'restart', markdown);
-  process.stdout.write(`${markdown}\n`);
-  if (stats.failed > 0) process.exitCode = 1;
 }

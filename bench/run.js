@@ -51,21 +51,47 @@ import {
   stop,
   tempDir,
   writeSection,
+  CREATE as create,
+  LIST as list,
 } from './harness.js';
 import { seedDirectory, writeSnapshot } from './pets.js';
 
-const SCALE = process.argv.includes('--scale') || process.env.BENCH_SCALE === '1';
-const POSTGRES = process.argv.includes('--postgres');
-const KEYS = process.argv.includes('--keys');
-const FEED = process.argv.includes('--feed');
-const INSTRUCTIONS = process.argv.includes('--instructions');
-const FLOOD = process.argv.includes('--flood');
-const SLOTS = process.argv.includes('--slots');
-const UNREAD = process.argv.includes('--unread');
-const REPLICATION = process.argv.includes('--replication');
-const WEBHOOKS = process.argv.includes('--webhooks');
-const WRK = process.argv.includes('--wrk');
-const RESTART = process.argv.includes('--restart');
+/** The modes besides the main one: each flag, its module and function, and what it measures (for --help). */
+const MODES = {
+  '--scale': [undefined, 'scaleMode', 'the store at 1,000 / 100,000 / 1,000,000 pets (or BENCH_SCALE=1)'],
+  '--postgres': ['./postgres.js', 'postgresMode', 'the PostgreSQL store beside the file store'],
+  '--keys': ['./keys.js', 'keysMode', 'what remembered Idempotency-Keys cost in memory'],
+  '--feed': ['./feed.js', 'feedMode', 'the latency of waiting requests and streams, and what gzip costs'],
+  '--instructions': ['./instructions.js', 'instructionsMode', 'instructions per request under callgrind'],
+  '--flood': ['./flood.js', 'floodMode', 'Idempotency-Keys made to collide against random ones'],
+  '--slots': ['./slots.js', 'slotsMode', 'whether clients that send no request can take the connection slots'],
+  '--unread': ['./unread.js', 'unreadMode', 'whether clients that never read their answers can'],
+  '--restart': ['./restart.js', 'restartMode', 'restarts under load on a socket held as systemd holds it'],
+  '--replication': ['./replication.js', 'replicationMode', 'creates and reads with replication on and off'],
+  '--webhooks': ['./webhooks.js', 'webhooksMode', 'creates and reads with ten webhook subscriptions and without'],
+  '--wrk': ['./wrk.js', 'wrkMode', 'the server against the floor and Fastify 5 under wrk'],
+};
+const USAGE = [
+  'usage: node bench/run.js [mode]   (after npm run build; results printed and written to bench/results.md)',
+  '',
+  '  (none)          the server against the lean floor: lists, one pet, creates, cold start, memory',
+  ...Object.entries(MODES).map(([flag, [, , what]]) => `  ${flag.padEnd(15)} ${what}`),
+  '',
+  'Environment: BENCH_ROUNDS, BENCH_SECONDS, BENCH_SLICES, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_SPAWNS,',
+  "BENCH_SCALE_SIZES, BENCH_TMPDIR; each mode's own in the header of its module.",
+].join('\n');
+const flags = process.argv.slice(2);
+if (flags.includes('--help') || flags.includes('-h')) {
+  console.log(USAGE);
+  process.exit(0);
+}
+// A typo must not start the default run, which takes minutes.
+const unknown = flags.filter((flag) => !(flag in MODES));
+if (unknown.length > 0 || flags.length > 1) {
+  console.error(`${unknown.length > 0 ? `unknown option ${unknown[0]}` : 'one mode at a time'}\n\n${USAGE}`);
+  process.exit(2);
+}
+const SCALE = flags[0] === '--scale' || process.env.BENCH_SCALE === '1';
 const ROUNDS = envNumber('BENCH_ROUNDS', SCALE ? 3 : 5, 1); // the machine is noisy: more rounds, steadier medians
 const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
 const WARMUP = envNumber('BENCH_WARMUP', 1, 0);
@@ -81,20 +107,12 @@ const SEED_PETS = 1000;
 const QUOTA_ARGS = ['--rate-limit', '1000000000/3600'];
 const RATE_LIMIT_FIELD = /^"per-key";r=[0-9]+;t=[0-9]+$/;
 
-const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 const sold = (limit) => ({ method: 'GET', path: `/v1/pets?status=sold&limit=${limit}`, expect: 200 });
 const one = (count) => ({
   method: 'GET',
   path: () => `/v1/pets/${1 + Math.floor(Math.random() * count)}`,
   expect: 200,
 });
-let created = 0;
-const create = {
-  method: 'POST',
-  path: '/v1/pets',
-  body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`,
-  expect: 201,
-};
 
 const progress = (text) => process.stderr.write(`${text}\n`);
 const opts = (connections = CONNECTIONS, seconds = SECONDS) => ({ seconds, connections });
@@ -497,84 +515,17 @@ const cpuSection = ({ cpuRow }) => [
  * come after every GET round, since they grow the journals and set off compactions.
  */
 async function scaleMode() {
-  const bySize = [];
+  const bySize = SIZES.map(sizeTemplate);
   const servers = [];
   try {
-    for (const size of SIZES) {
-      const template = tempDir();
-      const snapshot = join(template, 'pets.json');
-      writeSnapshot(snapshot, size);
-      bySize.push({
-        size,
-        template,
-        snapshot,
-        snapshotKb: statSync(snapshot).size / 1024,
-        startup: [],
-        idle: [],
-        hwm: [],
-        loads: {},
-      });
-    }
-    for (let i = 0; i < SPAWNS; i++) {
-      progress(`scale: start-up and idle RSS, spawn ${i + 1}/${SPAWNS}`);
-      for (const row of i % 2 === 0 ? bySize : [...bySize].reverse()) {
-        const dir = seededDir(row.snapshot);
-        try {
-          const t = await start('server', { dataDir: dir });
-          row.startup.push(t.startMs);
-          await sleep(1000);
-          const mem = memory(t.pid);
-          row.idle.push(mem.rss);
-          row.hwm.push(mem.hwm);
-          await stop(t);
-        } finally {
-          removeDir(dir);
-        }
-      }
-    }
-    for (const row of bySize)
-      progress(
-        `  ${fmt.int(row.size)} pets: start-up ${fmt.ms(median(row.startup))} ms, idle ${fmt.mb(median(row.idle))} MB`,
-      );
-
+    await measureStartUps(bySize);
     const sized = bySize.slice(1);
     for (const row of sized) {
       row.dir = seededDir(row.snapshot);
       row.server = await start('server', { dataDir: row.dir });
       servers.push(row);
     }
-    const record = (row, key, m) => {
-      (row.loads[key] ??= []).push(m);
-      progress(
-        `  ${fmt.int(row.size).padStart(9)} ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`,
-      );
-    };
-    const run = async (row, key, workload, connections) =>
-      record(row, key, await measure(row.server, workload, opts(connections)));
-    const gets = (row) => ({ sold: [sold(20)], one: [one(row.size)] });
-    if (WARMUP > 0)
-      for (const row of sized)
-        for (const [w, c] of Object.values(gets(row))) await measure(row.server, w, opts(c, WARMUP));
-    for (let r = 0; r < ROUNDS; r++) {
-      progress(`scale: GET round ${r + 1}/${ROUNDS}`);
-      const order = r % 2 === 0 ? sized : [...sized].reverse();
-      // The sizes take turns of SECONDS / SLICES, so that the machine's slower spells fall on all of them.
-      for (const key of ['sold', 'one']) {
-        const results = await measureInterleaved(
-          order.map((row) => row.server),
-          order.map((row) => gets(row)[key][0]),
-          { ...opts(), slices: SLICES },
-        );
-        order.forEach((row, i) => record(row, key, results[i]));
-      }
-    }
-    for (let r = 0; r < ROUNDS; r++) {
-      progress(`scale: POST round ${r + 1}/${ROUNDS}`);
-      for (const row of r % 2 === 0 ? sized : [...sized].reverse()) {
-        await run(row, 'post1', create, 1);
-        await run(row, 'post16', create, 16);
-      }
-    }
+    await measureSizedLoads(sized);
     for (const row of sized) {
       // The POSTs above grew the journal past its bound: a compaction ran in the background.
       row.loadHwm = memory(row.server.pid)?.hwm ?? NaN;
@@ -587,10 +538,111 @@ async function scaleMode() {
       removeDir(row.template);
     }
   }
+  const markdown = scaleMarkdown(bySize);
+  writeSection(RESULTS, 'scale', markdown);
+  console.log(markdown);
+}
 
+/** A snapshot of `size` pets in a directory of its own, and the row its figures go into. */
+function sizeTemplate(size) {
+  const template = tempDir();
+  const snapshot = join(template, 'pets.json');
+  writeSnapshot(snapshot, size);
+  return {
+    size,
+    template,
+    snapshot,
+    snapshotKb: statSync(snapshot).size / 1024,
+    startup: [],
+    idle: [],
+    hwm: [],
+    loads: {},
+  };
+}
+
+/** Start-up time and idle RSS of each size, SPAWNS times, the sizes taking turns (order alternating). */
+async function measureStartUps(bySize) {
+  for (let i = 0; i < SPAWNS; i++) {
+    progress(`scale: start-up and idle RSS, spawn ${i + 1}/${SPAWNS}`);
+    for (const row of i % 2 === 0 ? bySize : [...bySize].reverse()) {
+      const dir = seededDir(row.snapshot);
+      try {
+        const t = await start('server', { dataDir: dir });
+        row.startup.push(t.startMs);
+        await sleep(1000);
+        const mem = memory(t.pid);
+        row.idle.push(mem.rss);
+        row.hwm.push(mem.hwm);
+        await stop(t);
+      } finally {
+        removeDir(dir);
+      }
+    }
+  }
+  for (const row of bySize)
+    progress(
+      `  ${fmt.int(row.size)} pets: start-up ${fmt.ms(median(row.startup))} ms, idle ${fmt.mb(median(row.idle))} MB`,
+    );
+}
+
+/** The GET rounds, the sizes' servers taking interleaved turns, then the POST rounds, each size in turn. */
+async function measureSizedLoads(sized) {
+  const record = (row, key, m) => {
+    (row.loads[key] ??= []).push(m);
+    progress(
+      `  ${fmt.int(row.size).padStart(9)} ${key.padEnd(6)} ${fmt.int(m.rps).padStart(7)}/s  p50 ${fmt.ms(m.p50)} ms  p99 ${fmt.ms(m.p99)} ms  errors ${m.errors}`,
+    );
+  };
+  const run = async (row, key, workload, connections) =>
+    record(row, key, await measure(row.server, workload, opts(connections)));
+  const gets = (row) => ({ sold: [sold(20)], one: [one(row.size)] });
+  if (WARMUP > 0)
+    for (const row of sized)
+      for (const [w, c] of Object.values(gets(row))) await measure(row.server, w, opts(c, WARMUP));
+  for (let r = 0; r < ROUNDS; r++) {
+    progress(`scale: GET round ${r + 1}/${ROUNDS}`);
+    const order = r % 2 === 0 ? sized : [...sized].reverse();
+    // The sizes take turns of SECONDS / SLICES, so that the machine's slower spells fall on all of them.
+    for (const key of ['sold', 'one']) {
+      const results = await measureInterleaved(
+        order.map((row) => row.server),
+        order.map((row) => gets(row)[key][0]),
+        { ...opts(), slices: SLICES },
+      );
+      order.forEach((row, i) => record(row, key, results[i]));
+    }
+  }
+  for (let r = 0; r < ROUNDS; r++) {
+    progress(`scale: POST round ${r + 1}/${ROUNDS}`);
+    for (const row of r % 2 === 0 ? sized : [...sized].reverse()) {
+      await run(row, 'post1', create, 1);
+      await run(row, 'post16', create, 16);
+    }
+  }
+}
+
+/** The scale section: how it was measured, then the table. */
+function scaleMarkdown(bySize) {
   const m = machine();
   const empty = bySize[0];
-  const sized = bySize.slice(1);
+  return [
+    '## Scale (store size)',
+    '',
+    `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
+    `Snapshots written before the first start (half "sold"). Start-up and idle RSS: median of ${SPAWNS} spawns per size, ` +
+      'the sizes taking turns (order alternating), the empty store among them; RSS is VmRSS from /proc/<pid>/status 1 s after the first answer. ' +
+      `Loads: one server per size, all running together; ${ROUNDS} GET rounds × ${SECONDS} s after ${WARMUP} s warm-up, the sizes taking ` +
+      `${SLICES} turns of ${TURN} s each per round (who goes first rotating, the machine's slower spells then fall on all of them), ` +
+      `${CONNECTIONS} connections; then the POST rounds, each size in turn (order alternating). Medians over rounds.`,
+    '',
+    `Empty store: start-up ${fmt.ms(median(empty.startup))} ms, RSS idle ${fmt.mb(median(empty.idle))} MB (the baseline below).`,
+    '',
+    ...scaleTable(empty, bySize.slice(1)),
+  ].join('\n');
+}
+
+/** One column per size, the last ÷ the first; the empty store is the baseline of the RSS added per pet. */
+function scaleTable(empty, sized) {
   const first = sized[0];
   const last = sized.at(-1);
   const line = (label, value, format) => {
@@ -606,18 +658,7 @@ async function scaleMode() {
     Object.values(row.loads)
       .flat()
       .reduce((sum, x) => sum + x.errors, 0);
-  const markdown = [
-    '## Scale (store size)',
-    '',
-    `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
-    `Snapshots written before the first start (half "sold"). Start-up and idle RSS: median of ${SPAWNS} spawns per size, ` +
-      'the sizes taking turns (order alternating), the empty store among them; RSS is VmRSS from /proc/<pid>/status 1 s after the first answer. ' +
-      `Loads: one server per size, all running together; ${ROUNDS} GET rounds × ${SECONDS} s after ${WARMUP} s warm-up, the sizes taking ` +
-      `${SLICES} turns of ${TURN} s each per round (who goes first rotating, the machine's slower spells then fall on all of them), ` +
-      `${CONNECTIONS} connections; then the POST rounds, each size in turn (order alternating). Medians over rounds.`,
-    '',
-    `Empty store: start-up ${fmt.ms(median(empty.startup))} ms, RSS idle ${fmt.mb(median(empty.idle))} MB (the baseline below).`,
-    '',
+  return [
     `| Measure | ${sized.map((r) => `${fmt.int(r.size)} pets`).join(' | ')} | ${fmt.int(last.size)} ÷ ${fmt.int(first.size)} |`,
     `|---|${sized.map(() => '--:').join('|')}|--:|`,
     line('Snapshot file, MB', (r) => r.snapshotKb, fmt.mb),
@@ -649,9 +690,7 @@ async function scaleMode() {
     line('GET /v1/pets/{id}, p99 ÷ at 1,000 pets', (r) => load('one', 'p99')(r) / load('one', 'p99')(first), fmt.ratio),
     line('Stop after the POSTs (SIGTERM → exit, rewrites the snapshot), ms', (r) => r.stopMs, fmt.ms),
     `| Errors (non-2xx/201, socket) | ${sized.map(errors).join(' | ')} | |`,
-  ].join('\n');
-  writeSection(RESULTS, 'scale', markdown);
-  console.log(markdown);
+  ];
 }
 
 if (!existsSync(join(ROOT, 'dist/server.js'))) {
@@ -659,17 +698,8 @@ if (!existsSync(join(ROOT, 'dist/server.js'))) {
   process.exit(1);
 }
 try {
-  if (POSTGRES) await (await import('./postgres.js')).postgresMode();
-  else if (KEYS) await (await import('./keys.js')).keysMode();
-  else if (FEED) await (await import('./feed.js')).feedMode();
-  else if (INSTRUCTIONS) await (await import('./instructions.js')).instructionsMode();
-  else if (FLOOD) await (await import('./flood.js')).floodMode();
-  else if (SLOTS) await (await import('./slots.js')).slotsMode();
-  else if (UNREAD) await (await import('./unread.js')).unreadMode();
-  else if (REPLICATION) await (await import('./replication.js')).replicationMode();
-  else if (WEBHOOKS) await (await import('./webhooks.js')).webhooksMode();
-  else if (WRK) await (await import('./wrk.js')).wrkMode();
-  else if (RESTART) await (await import('./restart.js')).restartMode();
+  const [module, mode] = MODES[flags[0]] ?? [];
+  if (module !== undefined) await (await import(module))[mode]();
   else await (SCALE ? scaleMode() : mainMode());
 } catch (error) {
   console.error(error);

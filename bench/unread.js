@@ -9,10 +9,11 @@
  * during it. BENCH_UNREAD_SECONDS (20) per case after 3 s of flood. `BENCH_UNREAD_DIST` runs another
  * build (the one before a change). Loopback only, bounded in time.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
+import { certificate } from '../scripts/test-certificate.js';
 import { envNumber, freePort, KEY, machine, memory, removeDir, ROOT, sleep, tempDir, writeSection } from './harness.js';
 
 const SECONDS = envNumber('BENCH_UNREAD_SECONDS', 20, 1);
@@ -86,30 +87,7 @@ async function startServer(limit, tls, dataDir) {
     'error',
   ];
   if (tls) {
-    const [cert, key] = [join(dataDir, '..', 'bench.crt'), join(dataDir, '..', 'bench.key')];
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-        '-keyout',
-        key,
-        '-out',
-        cert,
-      ],
-      { stdio: 'ignore' },
-    );
+    const { cert, key } = certificate(join(dataDir, '..'), 'bench');
     args.push('--tls-cert', cert, '--tls-key', key);
   }
   const env = { ...process.env, PETSTORE_API_KEYS: KEY };

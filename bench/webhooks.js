@@ -19,38 +19,25 @@ import {
   envNumber,
   fmt,
   machine,
-  measureInterleaved,
-  median,
+  onOffErrors,
+  onOffSettings,
+  onOffRounds,
+  onOffTable,
   ROOT,
   removeDir,
   sleep,
   start,
   stop,
   tempDir,
-  turnSeconds,
   writeSection,
 } from './harness.js';
-import { seedDirectory, writeSnapshot } from './pets.js';
+import { writeSnapshot } from './pets.js';
 
-const ROUNDS = envNumber('BENCH_ROUNDS', 3, 1);
-const SECONDS = envNumber('BENCH_SECONDS', 5, 1);
-const SLICES = envNumber('BENCH_SLICES', 5, 1);
-const CREATE_CONNECTIONS = envNumber('BENCH_CONNECTIONS_CREATE', 16, 1);
-const READ_CONNECTIONS = envNumber('BENCH_CONNECTIONS', 10, 1);
+const SETTINGS = onOffSettings(3);
 const LATENCY_PETS = envNumber('BENCH_LATENCY_PETS', 500, 10);
 const RESULTS = join(ROOT, 'bench/results.md');
 const ALLOW = ['--webhooks-allow-http', '--webhooks-allow-private'];
 const progress = (text) => process.stderr.write(`${text}\n`);
-turnSeconds(SECONDS, SLICES);
-
-let created = 0;
-const create = {
-  method: 'POST',
-  path: '/v1/pets',
-  body: () => `{"name":"bench-${++created}","categoryId":7,"status":"available"}`,
-  expect: 201,
-};
-const list = { method: 'GET', path: '/v1/pets?limit=20', expect: 200 };
 
 function subscribe(dataDir, url) {
   const run = spawnSync(
@@ -119,60 +106,32 @@ export async function webhooksMode() {
   const seed = join(tempDir(), 'pets.json');
   writeSnapshot(seed, 1000);
   const receivers = await startReceivers();
-  const rows = [];
+  let rows;
   try {
-    for (let round = 1; round <= ROUNDS; round++) {
-      progress(`webhooks: round ${round}/${ROUNDS}`);
-      const offDir = tempDir();
-      const onDir = tempDir();
-      seedDirectory(offDir, seed);
-      seedDirectory(onDir, seed);
-      for (const url of receivers.urls) subscribe(onDir, url);
-      const off = await start('server', { dataDir: offDir, serverArgs: ALLOW, as: 'off' });
-      const on = await start('server', { dataDir: onDir, serverArgs: ALLOW, as: 'on' });
-      try {
-        const [createOff, createOn] = await measureInterleaved([off, on], create, {
-          seconds: SECONDS,
-          connections: CREATE_CONNECTIONS,
-          slices: SLICES,
-        });
-        const [readOff, readOn] = await measureInterleaved([off, on], list, {
-          seconds: SECONDS,
-          connections: READ_CONNECTIONS,
-          slices: SLICES,
-        });
-        rows.push({ createOff, createOn, readOff, readOn });
-      } finally {
-        await stop(off);
-        await stop(on);
-      }
-      for (const dir of [offDir, onDir]) removeDir(dir);
-    }
+    rows = await onOffRounds('webhooks', {
+      ...SETTINGS,
+      seed,
+      offArgs: ALLOW,
+      prepareOn: (dir) => {
+        for (const url of receivers.urls) subscribe(dir, url);
+        return ALLOW;
+      },
+    });
   } finally {
     receivers.close();
   }
   progress('webhooks: latency');
   const late = await latency();
-  const med = (pick) => median(rows.map(pick));
   const m = machine();
-  const errors = rows.reduce(
-    (n, r) => n + r.createOff.errors + r.createOn.errors + r.readOff.errors + r.readOn.errors,
-    0,
-  );
   const markdown = [
     '## Webhooks: creates and reads with ten subscriptions and without',
     '',
     `${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end`,
-    `${ROUNDS} rounds; in each, two fresh servers on copies of one data directory of 1,000 pets, one with ten subscriptions (seven receivers answering at once, one never answering, one answering 500, one after 2 s; receivers in a process of their own); ${SECONDS} s each in ${SLICES} interleaved turns. Medians over rounds; the ratio is the median of each round's on ÷ off.`,
+    `${SETTINGS.rounds} rounds; in each, two fresh servers on copies of one data directory of 1,000 pets, one with ten subscriptions (seven receivers answering at once, one never answering, one answering 500, one after 2 s; receivers in a process of their own); ${SETTINGS.seconds} s each in ${SETTINGS.slices} interleaved turns. Medians over rounds; the ratio is the median of each round's on ÷ off.`,
     '',
-    '| | off | on | on ÷ off | p99 off, ms | p99 on, ms |',
-    '|---|--:|--:|--:|--:|--:|',
-    `| POST /v1/pets, ${CREATE_CONNECTIONS} connections, creates/s | ${fmt.int(med((r) => r.createOff.rps))} | ${fmt.int(med((r) => r.createOn.rps))} | ${fmt.ratio(med((r) => r.createOn.rps / r.createOff.rps))} | ${fmt.ms(med((r) => r.createOff.p99))} | ${fmt.ms(med((r) => r.createOn.p99))} |`,
-    `| GET /v1/pets?limit=20, ${READ_CONNECTIONS} connections, req/s | ${fmt.int(med((r) => r.readOff.rps))} | ${fmt.int(med((r) => r.readOn.rps))} | ${fmt.ratio(med((r) => r.readOn.rps / r.readOff.rps))} | ${fmt.ms(med((r) => r.readOff.p99))} | ${fmt.ms(med((r) => r.readOn.p99))} |`,
-    `| server CPU per create, µs | ${fmt.int(med((r) => r.createOff.cpuPerAnswer))} | ${fmt.int(med((r) => r.createOn.cpuPerAnswer))} | ${fmt.ratio(med((r) => r.createOn.cpuPerAnswer / r.createOff.cpuPerAnswer))} | | |`,
-    `| server CPU per list, µs | ${fmt.int(med((r) => r.readOff.cpuPerAnswer))} | ${fmt.int(med((r) => r.readOn.cpuPerAnswer))} | ${fmt.ratio(med((r) => r.readOn.cpuPerAnswer / r.readOff.cpuPerAnswer))} | | |`,
+    ...onOffTable(rows, SETTINGS),
     '',
-    `Creates/s on ÷ off per round: ${rows.map((r) => (r.createOn.rps / r.createOff.rps).toFixed(3)).join(', ')}; reads: ${rows.map((r) => (r.readOn.rps / r.readOff.rps).toFixed(3)).join(', ')}. Errors: ${errors}.`,
+    `Creates/s on ÷ off per round: ${rows.map((r) => (r.createOn.rps / r.createOff.rps).toFixed(3)).join(', ')}; reads: ${rows.map((r) => (r.readOn.rps / r.readOff.rps).toFixed(3)).join(', ')}. Errors: ${onOffErrors(rows)}.`,
     '',
     `From the 201 to the receiver's request (one subscription, a receiver answering at once, ${LATENCY_PETS} creates 10 ms apart): p50 ${fmt.ms(late.p50)} ms, p99 ${fmt.ms(late.p99)} ms, max ${fmt.ms(late.max)} ms; not delivered within 10 s: ${late.missing}.`,
   ].join('\n');

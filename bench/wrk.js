@@ -133,69 +133,101 @@ async function sameAnswers(fastify, headers) {
 
 export async function wrkMode() {
   const scratch = tempDir('petstore-bench-wrk-');
+  const scripts = writeScripts(scratch);
+  const seed = join(scratch, 'pets.json');
+  writeSnapshot(seed, 1000);
+  const dirs = [];
+  const targets = [];
+  let compared;
+  let results;
+  try {
+    compared = await startTargets(seed, dirs, targets);
+    results = await measureRounds(compared, targets, scripts);
+  } finally {
+    for (const t of targets) await stop(t);
+    for (const d of dirs) removeDir(d);
+    removeDir(scratch);
+  }
+  const markdown = wrkMarkdown(wrkRows(results), compared);
+  console.log(markdown);
+  writeSection(RESULTS, 'wrk', markdown);
+}
+
+/** wrk's Lua scripts in `scratch`, by load. */
+function writeScripts(scratch) {
   const scripts = {};
   for (const [name, text] of Object.entries(SCRIPTS)) {
     if (text === '') continue;
     scripts[name] = join(scratch, `${name}.lua`);
     writeFileSync(scripts[name], text);
   }
-  const seed = join(scratch, 'pets.json');
-  writeSnapshot(seed, 1000);
+  return scripts;
+}
+
+/**
+ * The server on a copy of `seed`, the floor, the floor with headers, the server without its request log, and
+ * Fastify when it can be had; each pushed to `targets` (and its data directory to `dirs`) as it starts.
+ */
+async function startTargets(seed, dirs, targets) {
   const dir = tempDir();
   seedDirectory(dir, seed);
-  const targets = [];
-  const dirs = [dir];
+  dirs.push(dir);
+  const server = await start('server', { dataDir: dir });
+  targets.push(server);
+  const floor = await start('floor');
+  targets.push(floor);
+  const headers = await start('headers');
+  targets.push(headers);
+  // The server without its request log, to say what the log (on by default) costs.
+  const quietDir = tempDir();
+  seedDirectory(quietDir, seed);
+  dirs.push(quietDir);
+  targets.push(await start('server', { dataDir: quietDir, serverArgs: ['--log-level', 'error'], as: 'quiet' }));
+  const found = await findFastify();
+  // A Fastify that cannot be loaded or does not answer (start's error holds its stderr) is left out.
+  const fastify =
+    found &&
+    (await start('fastify', { serverArgs: ['--fastify-dir', found.dir] }).catch((error) =>
+      progress(`Fastify not measured: ${error.message.replace(/\s+/g, ' ').slice(0, 300)}`),
+    ));
+  if (!fastify) return { server, floor, fastifyNote: "Fastify not measured (see the run's output)", problems: [] };
+  targets.push(fastify);
+  return {
+    server,
+    floor,
+    fastifyNote: `Fastify ${found.version} (bench/fastify.js, its logger off, loaded from ${found.dir})`,
+    problems: await sameAnswers(fastify, headers),
+  };
+}
+
+/** A warm-up, then ROUNDS rounds: every target in turn on each GET load, then the server and the floor on POST. */
+async function measureRounds({ server, floor }, targets, scripts) {
   const results = {};
-  let fastifyNote = "Fastify not measured (see the run's output)";
-  let problems = [];
   const record = (key, kind, m) => {
     ((results[key] ??= {})[kind] ??= []).push(m);
     progress(
       `  ${key.padEnd(10)} ${kind.padEnd(8)} ${fmt.int(m.rps).padStart(7)}/s  cpu ${fmt.ms(m.cpuPerAnswer)} µs/answer  errors ${m.errors}`,
     );
   };
-  try {
-    const server = await start('server', { dataDir: dir });
-    const floor = await start('floor');
-    const headers = await start('headers');
-    // The server without its request log, to say what the log (on by default) costs.
-    const quietDir = tempDir();
-    seedDirectory(quietDir, seed);
-    dirs.push(quietDir);
-    const quiet = await start('server', { dataDir: quietDir, serverArgs: ['--log-level', 'error'], as: 'quiet' });
-    targets.push(server, floor, headers, quiet);
-    const found = await findFastify();
-    // A Fastify that cannot be loaded or does not answer (start's error holds its stderr) is left out.
-    const fastify =
-      found &&
-      (await start('fastify', { serverArgs: ['--fastify-dir', found.dir] }).catch((error) =>
-        progress(`Fastify not measured: ${error.message.replace(/\s+/g, ' ').slice(0, 300)}`),
-      ));
-    if (fastify) {
-      targets.push(fastify);
-      problems = await sameAnswers(fastify, headers);
-      fastifyNote = `Fastify ${found.version} (bench/fastify.js, its logger off, loaded from ${found.dir})`;
-    }
-    for (const t of targets) for (const load of ['list', 'one']) await turn(t, load, CONNECTIONS[0], scripts); // warm-up
-    for (let r = 0; r < ROUNDS; r++) {
-      progress(`wrk round ${r + 1}/${ROUNDS}`);
-      for (const load of ['list', 'one']) {
-        for (const c of CONNECTIONS) {
-          for (let k = 0; k < targets.length; k++) {
-            const t = targets[(r + k) % targets.length];
-            record(`${load}@${c}`, t.kind, await turn(t, load, c, scripts));
-          }
+  for (const t of targets) for (const load of ['list', 'one']) await turn(t, load, CONNECTIONS[0], scripts); // warm-up
+  for (let r = 0; r < ROUNDS; r++) {
+    progress(`wrk round ${r + 1}/${ROUNDS}`);
+    for (const load of ['list', 'one']) {
+      for (const c of CONNECTIONS) {
+        for (let k = 0; k < targets.length; k++) {
+          const t = targets[(r + k) % targets.length];
+          record(`${load}@${c}`, t.kind, await turn(t, load, c, scripts));
         }
       }
-      for (const t of r % 2 === 0 ? [server, floor] : [floor, server])
-        record(`post@${POST_CONNECTIONS}`, t.kind, await turn(t, 'post', POST_CONNECTIONS, scripts));
     }
-  } finally {
-    for (const t of targets) await stop(t);
-    for (const d of dirs) removeDir(d);
-    removeDir(scratch);
+    for (const t of r % 2 === 0 ? [server, floor] : [floor, server])
+      record(`post@${POST_CONNECTIONS}`, t.kind, await turn(t, 'post', POST_CONNECTIONS, scripts));
   }
-  const m = machine();
+  return results;
+}
+
+/** The table's rows: each GET load at each connection count, then the POST. */
+function wrkRows(results) {
   // A kind not measured (Fastify when it could not be had) shows as '–'.
   const ratio = (key, a, b, field) =>
     median((results[key][a] ?? []).map((x, i) => x[field] / results[key][b]?.[i][field]));
@@ -224,7 +256,12 @@ export async function wrkMode() {
       `${fmt.ratio(ratio(post, 'server', 'floor', 'rps'))} | | ${fmt.ms(stat(post, 'server', 'cpuPerAnswer'))} | ${fmt.ms(stat(post, 'floor', 'cpuPerAnswer'))} | | | ` +
       `${fmt.ratio(ratio(post, 'server', 'floor', 'cpuPerAnswer'))} | | | | ${errors(post)} |`,
   );
-  const markdown = `## wrk against the lean floor
+  return rows;
+}
+
+function wrkMarkdown(rows, { fastifyNote, problems }) {
+  const m = machine();
+  return `## wrk against the lean floor
 
 ${m.date} · node ${m.node} · ${m.cpu} · Linux ${m.kernel} · data on ${m.dataFs} · load average ${m.load} at the end
 wrk -t1 in a process of its own; the server with its defaults (request log on, written to a file), 1,000 pets; the lean floor and the floor with the contract's headers (bench/floor.js); the server once more with \`--log-level error\` (no request log), for what the log costs; ${fastifyNote}, answering the GETs as the floor with headers does. ${ROUNDS} rounds; in each, they take turns of ${SECONDS} s per load, who goes first rotating. CPU per answer: utime + stime of the process from /proc/<pid>/stat over its turn, divided by the answers. Figures are medians over rounds; ratios the median of each round's own ratio.
@@ -232,6 +269,4 @@ wrk -t1 in a process of its own; the server with its defaults (request log on, w
 | Load | Server req/s | Floor req/s | Floor + headers req/s | Fastify req/s | Server ÷ floor, req/s | Server ÷ Fastify, req/s | Server CPU µs/answer | Floor CPU µs/answer | Floor + headers CPU µs/answer | Fastify CPU µs/answer | Server ÷ floor, CPU/answer | Server ÷ Fastify, CPU/answer | Server ÷ server without request log, req/s | the same, CPU/answer | Errors |
 |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|
 ${rows.join('\n')}${problems.length === 0 ? '' : `\n\n**Fastify does not answer as the floor with headers:** ${problems.join('; ')}`}`;
-  console.log(markdown);
-  writeSection(RESULTS, 'wrk', markdown);
 }

@@ -4,9 +4,10 @@
  * stops and the next loads wait in the socket's backlog.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { TEST_KEY, request, spawnServerFor, tempDirFor } from './support.js';
+import { SERVER_JS, TEST_KEY, request, spawnServerFor, tempDirFor } from './support.js';
 import { needsPython, serverLog, socketLauncher } from './socket-launcher.js';
 
 const ENV = { PETSTORE_API_KEYS: TEST_KEY };
@@ -32,6 +33,35 @@ test('LISTEN_FDS meant for another process changes nothing: the server binds its
   assert.doesNotMatch(server.stdout(), /"socket"/);
   assert.equal((await request(server.url, 'GET', '/v1/pets')).status, 200);
 });
+
+// What systemd does for a socket unit with ListenDatagram=: a bound UDP socket as fd 3, LISTEN_PID the server's own
+// pid (exec keeps the pid of the process that set it).
+const UDP_AS_FD_3 = `import os, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('127.0.0.1', 0))
+os.dup2(s.fileno(), 3)
+os.set_inheritable(3, True)
+os.execve(sys.argv[1], sys.argv[1:], dict(os.environ, LISTEN_FDS='1', LISTEN_PID=str(os.getpid())))`;
+
+test(
+  'a UDP socket as fd 3 refuses the start in one line naming the descriptor and the socket wanted',
+  needsPython,
+  async (t) => {
+    const dir = await tempDirFor(t, 'petstore-activation-');
+    const child = spawnSync('python3', ['-c', UDP_AS_FD_3, process.execPath, SERVER_JS, '--data-dir', `${dir}/data`], {
+      env: { PATH: process.env.PATH, ...ENV },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(
+      child.stderr,
+      'cannot start: fd 3 cannot be listened on (listen EINVAL): it must be a stream socket, TCP or Unix ' +
+        '(a socket unit passes one with ListenStream=), not a datagram socket (ListenDatagram=)\n',
+    );
+    assert.equal(child.status, 1);
+    assert.equal(child.stdout, '', 'nothing says it listens');
+  },
+);
 
 const restart = 'a restart on the inherited socket refuses no request of 16 clients creating and listing';
 test(restart, { ...needsPython, timeout: 120_000 }, async (t) => {

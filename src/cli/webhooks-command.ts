@@ -77,93 +77,109 @@ async function run(
   options: WebhookCommandOptions,
   out: (line: string) => void,
 ): Promise<void> {
-  const path = storage.where;
   const [action, ...rest] = args;
-  const change = <T>(
-    edit: (subscriptions: Subscription[]) => { subscriptions?: Subscription[]; result: T },
-  ): Promise<T> => storage.update(edit);
   if (action !== 'add' && (options.label !== undefined || options.statuses !== undefined))
     throw new UsageError('--label and --status apply only to "webhooks add"');
   if (action !== 'replay' && options.from !== undefined)
     throw new UsageError('--from applies only to "restore", "verify" and "webhooks replay"');
   switch (action) {
-    case 'add': {
-      const [url, ...extra] = rest;
-      if (url === undefined || extra.length > 0)
-        throw new UsageError('usage: webhooks add <https-url> [--label <text>] [--status <status>]…');
-      const label = options.label ?? '';
-      // Shown one per line by webhooks list: a control character could forge lines there.
-      if (/[\x00-\x1f\x7f]/.test(label))
-        throw new UsageError('--label must not hold control characters (newlines, tabs, …)');
-      const endpoint = checkUrl(url, options.allowHttp);
-      const subscription = newSubscription(endpoint, label, statuses(options.statuses));
-      await change((all) => ({ subscriptions: [...all, subscription], result: undefined }));
-      out(
-        `added webhook ${subscription.id} for ${endpoint}${describeStatuses(subscription)}; ` +
-          'its signing secret is shown only this once:',
-      );
-      out(subscription.secrets[0]?.secret ?? '');
-      return;
-    }
-    case 'list': {
-      if (rest.length > 0) throw new UsageError('"webhooks list" takes no arguments');
-      const all = await storage.read();
-      if (all.length === 0) out(`no webhooks in ${path}`);
-      for (const s of all)
-        out(
-          `${s.id}  ${s.created}  ${s.url}  ${s.statuses?.join(',') ?? 'all'}  ` +
-            `${s.secrets.length} secret(s)  ${s.label}`,
-        );
-      return;
-    }
-    case 'remove': {
-      const id = oneId(rest, 'remove');
-      const found =
-        (await storage.read()).length > 0 &&
-        (await change((all) => {
-          const remaining = all.filter((s) => s.id !== id);
-          return remaining.length === all.length ? { result: false } : { subscriptions: remaining, result: true };
-        }));
-      if (!found) throw new CommandError(`no webhook with id ${id} in ${path}`);
-      out(`removed webhook ${id}`);
-      return;
-    }
-    case 'rotate-secret': {
-      const id = oneId(rest, 'rotate-secret');
-      const secret = newSecret();
-      const until = new Date(Date.now() + ROTATION_OVERLAP_MS).toISOString();
-      const found = await change((all) =>
-        edit(all, id, (s) => {
-          // Only the newest of the old secrets keeps signing through the overlap: two rotations in a row leave two.
-          const previous = s.secrets.find((x) => x.expires === undefined);
-          s.secrets = [{ secret }, ...(previous === undefined ? [] : [{ secret: previous.secret, expires: until }])];
-        }),
-      );
-      if (!found) throw new CommandError(`no webhook with id ${id} in ${path}`);
-      out(
-        `rotated the secret of webhook ${id}; the previous one also signs until ${until}; ` +
-          'the new one is shown only this once:',
-      );
-      out(secret);
-      return;
-    }
-    case 'replay': {
-      const id = oneId(rest, 'replay');
-      const from = options.from === undefined ? NaN : Number(options.from);
-      if (!/^[1-9][0-9]{0,15}$/.test(options.from ?? '') || !Number.isSafeInteger(from))
-        throw new UsageError('usage: webhooks replay <id> --from <pet id> (a positive integer)');
-      const found = await change((all) =>
-        edit(all, id, (s) => {
-          s.replay = { token: randomUUID(), from };
-        }),
-      );
-      if (!found) throw new CommandError(`no webhook with id ${id} in ${path}`);
-      out(`webhook ${id} delivers again from pet ${from}, in order, once the server takes this up (within a second)`);
-      return;
-    }
+    case 'add':
+      return add(storage, rest, options, out);
+    case 'list':
+      return list(storage, rest, out);
+    case 'remove':
+      return remove(storage, oneId(rest, 'remove'), out);
+    case 'rotate-secret':
+      return rotateSecret(storage, oneId(rest, 'rotate-secret'), out);
+    case 'replay':
+      return replay(storage, oneId(rest, 'replay'), options, out);
     default:
       throw new UsageError(USAGE);
   }
+}
+
+/** `webhooks add <url>`: a new subscription, its secret printed once. */
+async function add(
+  storage: SubscriptionStorage,
+  rest: readonly string[],
+  options: WebhookCommandOptions,
+  out: (line: string) => void,
+): Promise<void> {
+  const [url, ...extra] = rest;
+  if (url === undefined || extra.length > 0)
+    throw new UsageError('usage: webhooks add <https-url> [--label <text>] [--status <status>]…');
+  const label = options.label ?? '';
+  // Shown one per line by webhooks list: a control character could forge lines there.
+  if (/[\x00-\x1f\x7f]/.test(label))
+    throw new UsageError('--label must not hold control characters (newlines, tabs, …)');
+  const endpoint = checkUrl(url, options.allowHttp);
+  const subscription = newSubscription(endpoint, label, statuses(options.statuses));
+  await storage.update((all) => ({ subscriptions: [...all, subscription], result: undefined }));
+  out(
+    `added webhook ${subscription.id} for ${endpoint}${describeStatuses(subscription)}; ` +
+      'its signing secret is shown only this once:',
+  );
+  out(subscription.secrets[0]?.secret ?? '');
+}
+
+/** `webhooks list`: one line per subscription, without its secrets. */
+async function list(storage: SubscriptionStorage, rest: readonly string[], out: (line: string) => void): Promise<void> {
+  if (rest.length > 0) throw new UsageError('"webhooks list" takes no arguments');
+  const all = await storage.read();
+  if (all.length === 0) out(`no webhooks in ${storage.where}`);
+  for (const s of all)
+    out(
+      `${s.id}  ${s.created}  ${s.url}  ${s.statuses?.join(',') ?? 'all'}  ${s.secrets.length} secret(s)  ${s.label}`,
+    );
+}
+
+async function remove(storage: SubscriptionStorage, id: string, out: (line: string) => void): Promise<void> {
+  const found =
+    (await storage.read()).length > 0 &&
+    (await storage.update((all) => {
+      const remaining = all.filter((s) => s.id !== id);
+      return remaining.length === all.length ? { result: false } : { subscriptions: remaining, result: true };
+    }));
+  if (!found) throw new CommandError(`no webhook with id ${id} in ${storage.where}`);
+  out(`removed webhook ${id}`);
+}
+
+/** `webhooks rotate-secret <id>`: a new secret, printed once; the previous one signs beside it for the overlap. */
+async function rotateSecret(storage: SubscriptionStorage, id: string, out: (line: string) => void): Promise<void> {
+  const secret = newSecret();
+  const until = new Date(Date.now() + ROTATION_OVERLAP_MS).toISOString();
+  const found = await storage.update((all) =>
+    edit(all, id, (s) => {
+      // Only the newest of the old secrets keeps signing through the overlap: two rotations in a row leave two.
+      const previous = s.secrets.find((x) => x.expires === undefined);
+      s.secrets = [{ secret }, ...(previous === undefined ? [] : [{ secret: previous.secret, expires: until }])];
+    }),
+  );
+  if (!found) throw new CommandError(`no webhook with id ${id} in ${storage.where}`);
+  out(
+    `rotated the secret of webhook ${id}; the previous one also signs until ${until}; ` +
+      'the new one is shown only this once:',
+  );
+  out(secret);
+}
+
+/** `webhooks replay <id> --from <pet id>`: delivery starts again at that pet. */
+async function replay(
+  storage: SubscriptionStorage,
+  id: string,
+  options: WebhookCommandOptions,
+  out: (line: string) => void,
+): Promise<void> {
+  const from = options.from === undefined ? NaN : Number(options.from);
+  if (!/^[1-9][0-9]{0,15}$/.test(options.from ?? '') || !Number.isSafeInteger(from))
+    throw new UsageError('usage: webhooks replay <id> --from <pet id> (a positive integer)');
+  const found = await storage.update((all) =>
+    edit(all, id, (s) => {
+      s.replay = { token: randomUUID(), from };
+    }),
+  );
+  if (!found) throw new CommandError(`no webhook with id ${id} in ${storage.where}`);
+  out(`webhook ${id} delivers again from pet ${from}, in order, once the server takes this up (within a second)`);
 }
 
 function oneId(rest: readonly string[], action: string): string {

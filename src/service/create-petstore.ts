@@ -9,7 +9,7 @@ import { createMount, type Mount } from '../http/mount.js';
 import { generateFirstKey, keyFilePath } from '../auth/key-file.js';
 import { logKeyChanges, logKeyDuplicates } from '../auth/key-log.js';
 import { Keyring } from '../auth/keyring.js';
-import { jsonLogger, serviceLogger, type Logger } from '../lib/logger.js';
+import { jsonLogger, serviceLogger, type Logger, type ServiceLogger } from '../lib/logger.js';
 import { FileStore } from '../store/file/file-store.js';
 import type { PetStore } from '../store/store.js';
 import type { Replicator } from '../store/file/replication/replicator.js';
@@ -123,6 +123,36 @@ export async function openPetstore(
 ): Promise<OpenedPetstore> {
   const logger = serviceLogger(options.logger ?? jsonLogger());
   const mount = createMount(options.basePath, options.publicUrls, options.docs ?? DEFAULTS.docs);
+  checkOptions(options);
+  if (options.databaseUrl !== undefined && options.store === undefined) {
+    return openOnDatabase(options, options.databaseUrl, logger, mount, metrics);
+  }
+  const opened = options.store ?? (await openFileStore(options, logger));
+  // What was started beside the store, stopped before it.
+  const started: { replicator?: Replicator | undefined; webhooks?: Webhooks | undefined } = {};
+  const closeStore = async (): Promise<void> => {
+    await started.webhooks?.stop();
+    await started.replicator?.stop();
+    await opened.close();
+  };
+  let keyring: Keyring;
+  try {
+    await offerFirstKey(options);
+    keyring = openKeyring(options, logger);
+    started.replicator = await replicateIfAsked(opened, options, logger, metrics);
+    started.webhooks = await deliverWebhooks(opened, options, logger, metrics);
+  } catch (error) {
+    await closeStore();
+    throw error;
+  }
+  return {
+    ...service(opened, keyring, options, logger, closeStore, mount, metrics),
+    serving: () => started.replicator?.begin(),
+  };
+}
+
+/** Options that contradict each other, or a store that is not one, refuse before anything is opened. */
+function checkOptions(options: PetstoreOptions): void {
   if (options.store !== undefined) checkStore(options.store);
   if (options.rateLimit !== undefined) checkQuota(options.rateLimit);
   if (
@@ -133,81 +163,97 @@ export async function openPetstore(
       'replicateTo replicates the file store in dataDir; a database or a store of your own keeps its copies itself',
     );
   }
-  if (options.databaseUrl !== undefined && options.store === undefined) {
-    const { openDatabase } = await import('./database.js');
-    const database = await openDatabase(
-      {
-        ...options,
-        databaseUrl: options.databaseUrl,
-        databasePool: options.databasePool ?? DEFAULTS.databasePool,
-        idempotencyWindow: options.idempotencyWindow ?? DEFAULTS.idempotencyWindow,
-      },
-      logger,
-    );
-    metrics?.watchWebhooks(database.webhooks);
-    return {
-      ...service(database.store, database.keyring, options, logger, database.close, mount, metrics),
-      serving: () => {},
-    };
-  }
-  let store = options.store;
-  let replicator: Replicator | undefined;
-  let webhooks: Webhooks | undefined;
-  if (store === undefined) {
-    if (options.dataDir === undefined) throw new TypeError('createPetstore needs a dataDir or a store');
-    store = await FileStore.open(options.dataDir, {
-      idempotencyWindowMs: (options.idempotencyWindow ?? DEFAULTS.idempotencyWindow) * 1000,
-      idempotencyKeyLimit: options.idempotencyKeyLimit ?? DEFAULTS.idempotencyKeyLimit,
-      onBackgroundError: (error) =>
-        logger.error('background compaction failed; the journal still holds every pet', error),
-      onRepair: (message) => logger.info(message),
-    });
-  }
-  const opened = store;
-  const closeStore = async (): Promise<void> => {
-    await webhooks?.stop();
-    await replicator?.stop();
-    await opened.close();
-  };
-  let keyring: Keyring;
-  try {
-    // After the store is open: its directory lock keeps two first starts from generating two keys.
-    if (options.dataDir !== undefined && options.onKeyGenerated !== undefined && (options.keys ?? []).length === 0) {
-      const generated = await generateFirstKey(options.dataDir);
-      if (generated !== undefined) options.onKeyGenerated(generated);
-    }
-    keyring = new Keyring({
-      keys: options.keys ?? [],
-      keyFile: options.dataDir === undefined ? undefined : keyFilePath(options.dataDir),
-      onReloadError: (error) => logger.error('cannot reload the key file; the previous keys stay in force', error),
-      onChange: logKeyChanges(logger),
-      onDuplicate: logKeyDuplicates(logger),
-    });
-    if (options.replicateTo !== undefined && opened instanceof FileStore) {
-      // Loaded only when configured: an embedder without replication carries none of its modules.
-      const { startReplication } = await import('./replication.js');
-      replicator = await startReplication(
-        opened,
-        options.dataDir as string,
-        { ...options, replicateTo: options.replicateTo },
-        logger,
-      );
-      metrics?.watchReplication(replicator);
-    }
-    const { dataDir } = options;
-    if (dataDir !== undefined) {
-      webhooks = await watchWebhooks(opened, dataDir, options, logger);
-      // Registered now, empty until delivery starts: families are made once, with the service's metrics.
-      metrics?.watchWebhooks(webhooks);
-    }
-  } catch (error) {
-    await closeStore();
-    throw error;
-  }
+}
+
+/** The service over PostgreSQL: store, keys and webhooks in the database (loaded only then). */
+async function openOnDatabase(
+  options: PetstoreOptions,
+  databaseUrl: string,
+  logger: ServiceLogger,
+  mount: Mount,
+  metrics: ServiceMetrics | undefined,
+): Promise<OpenedPetstore> {
+  const { openDatabase } = await import('./database.js');
+  const database = await openDatabase(
+    {
+      ...options,
+      databaseUrl,
+      databasePool: options.databasePool ?? DEFAULTS.databasePool,
+      idempotencyWindow: options.idempotencyWindow ?? DEFAULTS.idempotencyWindow,
+    },
+    logger,
+  );
+  metrics?.watchWebhooks(database.webhooks);
   return {
-    ...service(opened, keyring, options, logger, closeStore, mount, metrics),
-    serving: () => replicator?.begin(),
+    ...service(database.store, database.keyring, options, logger, database.close, mount, metrics),
+    serving: () => {},
   };
+}
+
+/** The durable file store in `dataDir`. */
+function openFileStore(options: PetstoreOptions, logger: ServiceLogger): Promise<FileStore> {
+  if (options.dataDir === undefined) throw new TypeError('createPetstore needs a dataDir or a store');
+  return FileStore.open(options.dataDir, {
+    idempotencyWindowMs: (options.idempotencyWindow ?? DEFAULTS.idempotencyWindow) * 1000,
+    idempotencyKeyLimit: options.idempotencyKeyLimit ?? DEFAULTS.idempotencyKeyLimit,
+    onBackgroundError: (error) =>
+      logger.error('background compaction failed; the journal still holds every pet', error),
+    onRepair: (message) => logger.info(message),
+  });
+}
+
+/**
+ * With no key configured anywhere, one is generated and handed to `onKeyGenerated`. After the store is open:
+ * its directory lock keeps two first starts from generating two keys.
+ */
+async function offerFirstKey(options: PetstoreOptions): Promise<void> {
+  if (options.dataDir === undefined || options.onKeyGenerated === undefined || (options.keys ?? []).length > 0) return;
+  const generated = await generateFirstKey(options.dataDir);
+  if (generated !== undefined) options.onKeyGenerated(generated);
+}
+
+/** The keys given and those of the key file, whose changes are logged. */
+function openKeyring(options: PetstoreOptions, logger: ServiceLogger): Keyring {
+  return new Keyring({
+    keys: options.keys ?? [],
+    keyFile: options.dataDir === undefined ? undefined : keyFilePath(options.dataDir),
+    onReloadError: (error) => logger.error('cannot reload the key file; the previous keys stay in force', error),
+    onChange: logKeyChanges(logger),
+    onDuplicate: logKeyDuplicates(logger),
+  });
+}
+
+/** Replication of the file store, with `replicateTo`; loaded only then: an embedder without it carries none of it. */
+async function replicateIfAsked(
+  store: PetStore,
+  options: PetstoreOptions,
+  logger: ServiceLogger,
+  metrics: ServiceMetrics | undefined,
+): Promise<Replicator | undefined> {
+  if (options.replicateTo === undefined || !(store instanceof FileStore)) return undefined;
+  const { startReplication } = await import('./replication.js');
+  const replicator = await startReplication(
+    store,
+    options.dataDir as string,
+    { ...options, replicateTo: options.replicateTo },
+    logger,
+  );
+  metrics?.watchReplication(replicator);
+  return replicator;
+}
+
+/** The webhooks of `dataDir`'s subscriptions, measured. */
+async function deliverWebhooks(
+  store: PetStore,
+  options: PetstoreOptions,
+  logger: ServiceLogger,
+  metrics: ServiceMetrics | undefined,
+): Promise<Webhooks | undefined> {
+  if (options.dataDir === undefined) return undefined;
+  const webhooks = await watchWebhooks(store, options.dataDir, options, logger);
+  // Registered now, empty until delivery starts: families are made once, with the service's metrics.
+  metrics?.watchWebhooks(webhooks);
+  return webhooks;
 }
 
 function service(

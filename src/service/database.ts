@@ -12,6 +12,7 @@ import type { Logger } from '../lib/logger.js';
 import { withoutStack as failure } from '../lib/system-error.js';
 import { describeUrl } from '../store/postgres/driver.js';
 import { CopyReadError } from '../store/postgres/pet-copy.js';
+import type { PostgresStoreOptions } from '../store/postgres/options.js';
 import type { Recovered } from '../store/postgres/rewind.js';
 import { PostgresStore } from '../store/postgres/store.js';
 import type { PetStore } from '../store/store.js';
@@ -39,50 +40,7 @@ export interface OpenDatabase {
 
 export async function openDatabase(options: DatabaseOptions, logger: Logger): Promise<OpenDatabase> {
   const where = describeUrl(options.databaseUrl);
-  const store = await PostgresStore.open(options.databaseUrl, {
-    pool: options.databasePool,
-    idempotencyWindow: options.idempotencyWindow,
-    databaseReads: options.databaseReads ?? false,
-    onFilled: (pets, seconds) =>
-      logger.info('the pets are read into memory; reads are answered from there', {
-        pets,
-        seconds: Number(seconds.toFixed(3)),
-      }),
-    onAvailability: (available, error) => {
-      if (available) logger.info('the database is reachable again', { database: where });
-      else
-        logger.error('the database cannot be used; pets are answered 503 until it is back', failure(error), {
-          database: where,
-        });
-    },
-    lostPetsDirectory: resolve(options.dataDir ?? '.'),
-    onWentBack: ({ reason, highWater }) =>
-      logger.error(
-        `the database went back (${reason}): it lost commits, as ` +
-          'after a failover to a standby that had not received them; creates are refused with 503 until its id ' +
-          'counter ' +
-          `is past id ${highWater}, this instance's copy is read again and the lost pets are written to a file`,
-        undefined,
-        { database: where, highWater },
-      ),
-    onRecovered: (event) => logRecovered(logger, where, event),
-    onBackgroundError: (error) => {
-      if (error instanceof CopyReadError)
-        logger.error(
-          'the pets cannot be read into memory from the database (before the first complete read /readyz says 503; ' +
-            'after it, new pets are missing from lists); trying again every 250 ms',
-          failure(error),
-          { database: where },
-        );
-      else
-        logger.error(
-          'cannot learn of the pets other instances commit (LISTEN, or the read of the highest id that stands in for ' +
-            'it); trying again every 250 ms',
-          failure(error),
-          { database: where },
-        );
-    },
-  });
+  const store = await PostgresStore.open(options.databaseUrl, storeOptions(options, logger, where));
   try {
     // As with the key file: only when no key is configured and this database never had one.
     if (options.onKeyGenerated !== undefined && (options.keys ?? []).length === 0) {
@@ -119,6 +77,57 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger): Pr
     await store.close();
     throw error;
   }
+}
+
+/** The store's options, each event it reports logged with the database's address (`where`). */
+function storeOptions(options: DatabaseOptions, logger: Logger, where: string): PostgresStoreOptions {
+  return {
+    pool: options.databasePool,
+    idempotencyWindow: options.idempotencyWindow,
+    databaseReads: options.databaseReads ?? false,
+    onFilled: (pets, seconds) =>
+      logger.info('the pets are read into memory; reads are answered from there', {
+        pets,
+        seconds: Number(seconds.toFixed(3)),
+      }),
+    onAvailability: (available, error) => {
+      if (available) logger.info('the database is reachable again', { database: where });
+      else
+        logger.error('the database cannot be used; pets are answered 503 until it is back', failure(error), {
+          database: where,
+        });
+    },
+    lostPetsDirectory: resolve(options.dataDir ?? '.'),
+    onWentBack: ({ reason, highWater }) =>
+      logger.error(
+        `the database went back (${reason}): it lost commits, as ` +
+          'after a failover to a standby that had not received them; creates are refused with 503 until its id ' +
+          'counter ' +
+          `is past id ${highWater}, this instance's copy is read again and the lost pets are written to a file`,
+        undefined,
+        { database: where, highWater },
+      ),
+    onRecovered: (event) => logRecovered(logger, where, event),
+    onBackgroundError: (error) => logBackgroundError(logger, where, error),
+  };
+}
+
+/** A failure of the store's work in the background, which it tries again. */
+function logBackgroundError(logger: Logger, where: string, error: unknown): void {
+  if (error instanceof CopyReadError)
+    logger.error(
+      'the pets cannot be read into memory from the database (before the first complete read /readyz says 503; ' +
+        'after it, new pets are missing from lists); trying again every 250 ms',
+      failure(error),
+      { database: where },
+    );
+  else
+    logger.error(
+      'cannot learn of the pets other instances commit (LISTEN, or the read of the highest id that stands in for ' +
+        'it); trying again every 250 ms',
+      failure(error),
+      { database: where },
+    );
 }
 
 /** The end of a recovery from a database that went back (rewind.ts): where the lost pets are. */

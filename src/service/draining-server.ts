@@ -8,40 +8,49 @@ import { Server as HttpsServer } from 'node:https';
  * closeIdleConnections() and close() do what Node's do.
  */
 
+/** The body both servers share: a close made by the stop keeps the idle connections open. */
+class IdleKeeper {
+  #keeping = false;
+
+  /** Whether a close running now is the stop's, whose idle connections stay open. */
+  get keeping(): boolean {
+    return this.#keeping;
+  }
+
+  /** Runs `close` (the server's own) so that the idle connections it would destroy are kept. */
+  stopAccepting(close: (callback: () => void) => void, done: () => void): void {
+    this.#keeping = true;
+    try {
+      close(() => done());
+    } finally {
+      this.#keeping = false;
+    }
+  }
+}
+
 /** node:http's server, whose stop leaves idle connections open for the caller to close. */
 export class DrainingServer extends Server {
-  #keepIdle = false;
+  readonly #idle = new IdleKeeper();
 
   /** Stops accepting connections; `done` runs once every open one has closed. */
   stopAccepting(done: () => void): void {
-    this.#keepIdle = true;
-    try {
-      this.close(() => done());
-    } finally {
-      this.#keepIdle = false;
-    }
+    this.#idle.stopAccepting((callback) => this.close(callback), done);
   }
 
   override closeIdleConnections(): void {
-    if (!this.#keepIdle) super.closeIdleConnections();
+    if (!this.#idle.keeping) super.closeIdleConnections();
   }
 }
 
 /** node:https's server, likewise. */
 export class DrainingHttpsServer extends HttpsServer {
-  #keepIdle = false;
+  readonly #idle = new IdleKeeper();
 
-  /** Stops accepting connections; `done` runs once every open one has closed. */
   stopAccepting(done: () => void): void {
-    this.#keepIdle = true;
-    try {
-      this.close(() => done());
-    } finally {
-      this.#keepIdle = false;
-    }
+    this.#idle.stopAccepting((callback) => this.close(callback), done);
   }
 
   override closeIdleConnections(): void {
-    if (!this.#keepIdle) super.closeIdleConnections();
+    if (!this.#idle.keeping) super.closeIdleConnections();
   }
 }

@@ -14,8 +14,10 @@ import {
   refuseExpectation,
   refuseWhileStopping,
 } from '../http/connections/edge.js';
-import { jsonLogger, serviceLogger } from '../lib/logger.js';
+import { jsonLogger, type ServiceLogger, serviceLogger } from '../lib/logger.js';
 import type { MetricsListener } from './metrics/metrics-listener.js';
+import type { ServiceMetrics } from './metrics/service-metrics.js';
+import { descriptorRefused } from './socket-activation.js';
 import { loadMetrics, openPetstore, type Petstore, type PetstoreOptions } from './create-petstore.js';
 import { DEFAULTS, type SettingOptions } from './settings.js';
 
@@ -75,29 +77,76 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const petstore = await openPetstore({ ...options, logger }, metrics);
   // Every TCP connection, TLS or not, from its accept: with TLS, a client that never sends its hello
   // has no TLS socket yet, and the stop closes it as silent instead of waiting for the handshake timeout.
-  // It keeps --max-connections too (accepted-sockets.ts): Node's own limit would refuse the newest.
+  // It keeps --max-connections too (slot-limiter.ts): Node's own limit would refuse the newest.
   const sockets = new SlotLimiter(options.maxConnections ?? DEFAULTS.maxConnections, options.tls !== undefined);
   // A connection whose answers have all ended, or stalled at a client not reading them, may be closed for room.
   const sendTimeoutMs = (options.sendTimeout ?? DEFAULTS.sendTimeout) * 1000;
-  const slots = {
+  const connections = new OwedAnswers(slotsOf(sockets), sendTimeoutMs, petstore.answers);
+  const stop = { requested: false };
+  const onRequest = requestListener(petstore, sockets, connections, stop, options.fd !== undefined);
+  const server = createServer(options, onRequest);
+  if (options.tls !== undefined) answerPlainHttpSentToTls(server as HttpsServer, options, metrics, logger);
+  metrics?.watchServer(server, sockets, connections);
+  watchConnections(server, options.tls !== undefined, sockets, connections, onRequest);
+  const metricsListener = await startListening(server, options, metrics, logger).catch(async (error: unknown) => {
+    await petstore.close();
+    throw error;
+  });
+  petstore.serving();
+  // Once listening: a start that failed leaves no poll of the files behind.
+  const certificates =
+    options.tls === undefined ? undefined : reloadCertificates(server as HttpsServer, options.tls, logger, metrics);
+
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closed ??= (async () => {
+      stop.requested = true;
+      await drain(server, connections, sockets, options.shutdownTimeout ?? DEFAULTS.shutdownTimeout, () =>
+        petstore.closeStreams(),
+      );
+      await metricsListener?.close();
+      await petstore.close();
+    })());
+  const reloadTls = (): Promise<boolean> => certificates?.reload() ?? Promise.resolve(false);
+  return { server, petstore, url: serverUrl(server, options), metricsUrl: metricsListener?.url, close, reloadTls };
+}
+
+/** What OwedAnswers tells the slot limiter: a connection that may be closed for room, or one that may not. */
+function slotsOf(sockets: SlotLimiter): ConstructorParameters<typeof OwedAnswers>[0] {
+  return {
     idle: (socket: Socket, now: number) => sockets.idle(socket, now),
     busy: (socket: Socket) => sockets.busy(socket),
   };
-  const connections = new OwedAnswers(slots, sendTimeoutMs, petstore.answers);
-  let stopping = false;
+}
+
+/** Each request takes its connection's slot and is owed an answer, which the service gives unless the stop refuses. */
+function requestListener(
+  petstore: Petstore,
+  sockets: SlotLimiter,
+  connections: OwedAnswers,
+  stop: { requested: boolean },
+  inherited: boolean,
+): (req: IncomingMessage, res: ServerResponse) => void {
   const answer = (req: IncomingMessage, res: ServerResponse): void => {
     // On an inherited socket (socket activation) the next process takes new connections: a request on
     // one this process accepted is its last, served rather than refused, so that a restart refuses none.
-    if (stopping && options.fd === undefined) refuseWhileStopping(req, res);
+    if (stop.requested && !inherited) refuseWhileStopping(req, res);
     else {
-      if (stopping) res.setHeader('connection', 'close');
+      if (stop.requested) res.setHeader('connection', 'close');
       petstore.handler(req, res);
     }
   };
-  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+  return (req, res) => {
     sockets.busy(req.socket as Socket);
     connections.owe(req, res, answer);
   };
+}
+
+/** The `node:http` server, or `node:https` with `options.tls`, with its timeouts and limits. */
+function createServer(
+  options: ListenOptions,
+  onRequest: (req: IncomingMessage, res: ServerResponse) => void,
+): DrainingServer | DrainingHttpsServer {
   const headersTimeout = options.headersTimeout ?? DEFAULTS.headersTimeout;
   const requestTimeout = options.requestTimeout ?? DEFAULTS.requestTimeout;
   const httpOptions: ServerOptions = {
@@ -112,23 +161,37 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
     // HTTP/1.1 without Host is refused by the app with an Error body, instead of Node's bare 400.
     requireHostHeader: false,
   };
+  if (options.tls === undefined) return new DrainingServer(httpOptions, onRequest);
   // A TLS handshake gets no longer than the request headers do (Node's own default is 120 s).
-  const server =
-    options.tls === undefined
-      ? new DrainingServer(httpOptions, onRequest)
-      : new DrainingHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
-  if (options.tls !== undefined) {
-    const counted = metrics?.countPlainHttp();
-    answerPlainHttp(server as HttpsServer, headersTimeout, (socket) => {
-      counted?.();
-      // At the level of request lines: a client that sent http:// to this port.
-      logger.info('plain HTTP on the HTTPS port: answered 400', { remote: socket.remoteAddress });
-    });
-  }
-  metrics?.watchServer(server, sockets, connections);
+  return new DrainingHttpsServer({ ...httpOptions, ...options.tls, handshakeTimeout: headersTimeout }, onRequest);
+}
+
+/** A client that sent http:// to the TLS port gets a 400 it can read, counted and logged. */
+function answerPlainHttpSentToTls(
+  server: HttpsServer,
+  options: ListenOptions,
+  metrics: ServiceMetrics | undefined,
+  logger: ServiceLogger,
+): void {
+  const counted = metrics?.countPlainHttp();
+  answerPlainHttp(server, options.headersTimeout ?? DEFAULTS.headersTimeout, (socket) => {
+    counted?.();
+    // At the level of request lines: a client that sent http:// to this port.
+    logger.info('plain HTTP on the HTTPS port: answered 400', { remote: socket.remoteAddress });
+  });
+}
+
+/** Tells the slot limiter and the ledger of owed answers of each connection, and answers what is not a request. */
+function watchConnections(
+  server: DrainingServer | DrainingHttpsServer,
+  tls: boolean,
+  sockets: SlotLimiter,
+  connections: OwedAnswers,
+  onRequest: (req: IncomingMessage, res: ServerResponse) => void,
+): void {
   server.on('connection', (raw: Socket) => sockets.add(raw));
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
-  if (options.tls === undefined) server.on('connection', (socket: Socket) => connections.add(socket));
+  if (!tls) server.on('connection', (socket: Socket) => connections.add(socket));
   else {
     server.on('secureConnection', (socket: Socket) => {
       sockets.secured(socket);
@@ -146,51 +209,54 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   });
   server.on('clientError', clientErrorHandler(connections));
   server.on('connect', connectHandler(connections));
+}
 
+/** The metrics listener (with `metricsPort`), then the server; a failure closes what was started. */
+async function startListening(
+  server: DrainingServer | DrainingHttpsServer,
+  options: ListenOptions,
+  metrics: ServiceMetrics | undefined,
+  logger: ServiceLogger,
+): Promise<MetricsListener | undefined> {
   let metricsListener: MetricsListener | undefined;
   try {
     if (metrics !== undefined && options.metricsPort !== undefined) {
       metricsListener = await metrics.serve(options.metricsPort, options.metricsHost ?? DEFAULTS.metricsHost, logger);
     }
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      const where =
-        options.fd !== undefined
-          ? { fd: options.fd }
-          : { port: options.port ?? DEFAULTS.port, host: options.host ?? DEFAULTS.host };
-      server.listen(where, () => {
-        server.off('error', reject);
-        // From now on a failed accept (EMFILE on a small ulimit) is reported, not a crash.
-        server.on('error', (error) => logger.error('the server could not accept a connection', error));
-        resolve();
-      });
-    });
+    await bind(server, options, logger);
   } catch (error) {
     await metricsListener?.close();
-    await petstore.close();
     throw error;
   }
-  petstore.serving();
-  // Once listening: a start that failed leaves no poll of the files behind.
-  const certificates =
-    options.tls === undefined ? undefined : reloadCertificates(server as HttpsServer, options.tls, logger, metrics);
+  return metricsListener;
+}
+
+/** Listens on the inherited descriptor, or on `port` and `host`. */
+function bind(
+  server: DrainingServer | DrainingHttpsServer,
+  options: ListenOptions,
+  logger: ServiceLogger,
+): Promise<void> {
+  const { fd } = options;
+  const where =
+    fd !== undefined ? { fd } : { port: options.port ?? DEFAULTS.port, host: options.host ?? DEFAULTS.host };
+  return new Promise<void>((resolve, reject) => {
+    const refused = (error: Error): void => reject(fd === undefined ? error : descriptorRefused(fd, error));
+    server.once('error', refused);
+    server.listen(where, () => {
+      server.off('error', refused);
+      // From now on a failed accept (EMFILE on a small ulimit) is reported, not a crash.
+      server.on('error', (error) => logger.error('the server could not accept a connection', error));
+      resolve();
+    });
+  });
+}
+
+/** `http://host:port` (`https://` with TLS), with the port actually bound. */
+function serverUrl(server: DrainingServer | DrainingHttpsServer, options: ListenOptions): string {
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-
-  let closed: Promise<void> | undefined;
-  const close = (): Promise<void> =>
-    (closed ??= (async () => {
-      stopping = true;
-      await drain(server, connections, sockets, options.shutdownTimeout ?? DEFAULTS.shutdownTimeout, () =>
-        petstore.closeStreams(),
-      );
-      await metricsListener?.close();
-      await petstore.close();
-    })());
-
-  const url = `${options.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`;
-  const reloadTls = (): Promise<boolean> => certificates?.reload() ?? Promise.resolve(false);
-  return { server, petstore, url, metricsUrl: metricsListener?.url, close, reloadTls };
+  return `${options.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`;
 }
 
 /**

@@ -53,3 +53,15 @@ function isSocket(fd: number): boolean {
     return false;
   }
 }
+
+/**
+ * Node's refusal of a descriptor it cannot listen on (a datagram socket, a connected one) is a bare
+ * "listen EINVAL": said here with the descriptor and the socket it must be. Other errors are returned as they are.
+ */
+export function descriptorRefused(fd: number, error: Error): Error {
+  if (errorCode(error) !== 'EINVAL') return error;
+  const message =
+    `fd ${fd} cannot be listened on (listen EINVAL): it must be a stream socket, TCP or Unix ` +
+    '(a socket unit passes one with ListenStream=), not a datagram socket (ListenDatagram=)';
+  return Object.assign(new TypeError(message, { cause: error }), { code: 'ERR_PETSTORE_SOCKET_ACTIVATION' });
+}

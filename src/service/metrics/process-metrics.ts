@@ -28,57 +28,30 @@ const DELAY_FIGURES: ReadonlyArray<readonly [string, (h: IntervalHistogram) => n
   ['p99', (h) => late(h.percentile(99))],
 ];
 
+/** Adds a family read at each scrape. */
+type Add = (type: 'counter' | 'gauge', name: string, help: string, read: Reader, labels?: readonly string[]) => void;
+
 export class ProcessMetrics {
   readonly #delay = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
 
   constructor(registry: MetricsRegistry) {
-    const add = (
-      type: 'counter' | 'gauge',
-      name: string,
-      help: string,
-      read: Reader,
-      labels: readonly string[] = [],
-    ): void => {
+    const add: Add = (type, name, help, read, labels = []) => {
       registry.add(new CollectedMetric(type, name, help, labels, read));
     };
-    add('counter', 'process_cpu_user_seconds_total', 'User CPU time spent, in seconds', () =>
-      single(process.cpuUsage().user / 1e6),
-    );
-    add('counter', 'process_cpu_system_seconds_total', 'System CPU time spent, in seconds', () =>
-      single(process.cpuUsage().system / 1e6),
-    );
-    add('counter', 'process_cpu_seconds_total', 'User and system CPU time spent, in seconds', () => {
-      const { user, system } = process.cpuUsage();
-      return single((user + system) / 1e6);
-    });
-    const started = startTime() ?? Date.now() / 1000 - process.uptime();
-    add('gauge', 'process_start_time_seconds', 'Start time of the process since the Unix epoch, in seconds', () =>
-      single(started),
-    );
-    add('gauge', 'process_resident_memory_bytes', 'Resident memory size, in bytes', () =>
-      single(process.memoryUsage.rss()),
-    );
-    add('gauge', 'process_virtual_memory_bytes', 'Virtual memory size, in bytes', () => statusField('VmSize'));
-    add('gauge', 'process_heap_bytes', 'Process heap (data segment) size, in bytes', () => statusField('VmData'));
-    add('gauge', 'process_open_fds', 'Open file descriptors', openFds);
-    add('gauge', 'process_max_fds', 'Open file descriptors at most (the soft limit)', maxFds);
-    add('gauge', 'nodejs_heap_size_total_bytes', 'V8 heap size, in bytes', () =>
-      single(process.memoryUsage().heapTotal),
-    );
-    add('gauge', 'nodejs_heap_size_used_bytes', 'V8 heap used, in bytes', () => single(process.memoryUsage().heapUsed));
-    add(
-      'gauge',
-      'nodejs_external_memory_bytes',
-      'Memory of C++ objects bound to JavaScript objects (Buffers among them), in bytes',
-      () => single(process.memoryUsage().external),
-    );
-    add(
-      'gauge',
-      'nodejs_eventloop_lag_seconds',
-      'How late a callback queued now runs, measured at the scrape, in seconds',
-      eventLoopLag,
-    );
+    addProcessFamilies(add);
+    addNodeFamilies(add);
     this.#delay.enable();
+    this.#addDelayFamilies(add);
+    addVersionFamily(add);
+  }
+
+  /** Stops the event-loop monitor. */
+  close(): void {
+    this.#delay.disable();
+  }
+
+  /** The event loop's delay since the previous scrape, one family per figure. */
+  #addDelayFamilies(add: Add): void {
     let taken: number[] = [];
     for (const [i, [figure]] of DELAY_FIGURES.entries()) {
       add(
@@ -97,20 +70,61 @@ export class ProcessMetrics {
         },
       );
     }
-    const [major, minor, patch] = process.versions.node.split('.');
-    add(
-      'gauge',
-      'nodejs_version_info',
-      'The version of Node running the server',
-      () => [[[process.version, major ?? '', minor ?? '', patch ?? ''], 1]],
-      ['version', 'major', 'minor', 'patch'],
-    );
   }
+}
 
-  /** Stops the event-loop monitor. */
-  close(): void {
-    this.#delay.disable();
-  }
+/** The process's CPU time, start, memory and descriptors. */
+function addProcessFamilies(add: Add): void {
+  add('counter', 'process_cpu_user_seconds_total', 'User CPU time spent, in seconds', () =>
+    single(process.cpuUsage().user / 1e6),
+  );
+  add('counter', 'process_cpu_system_seconds_total', 'System CPU time spent, in seconds', () =>
+    single(process.cpuUsage().system / 1e6),
+  );
+  add('counter', 'process_cpu_seconds_total', 'User and system CPU time spent, in seconds', () => {
+    const { user, system } = process.cpuUsage();
+    return single((user + system) / 1e6);
+  });
+  const started = startTime() ?? Date.now() / 1000 - process.uptime();
+  add('gauge', 'process_start_time_seconds', 'Start time of the process since the Unix epoch, in seconds', () =>
+    single(started),
+  );
+  add('gauge', 'process_resident_memory_bytes', 'Resident memory size, in bytes', () =>
+    single(process.memoryUsage.rss()),
+  );
+  add('gauge', 'process_virtual_memory_bytes', 'Virtual memory size, in bytes', () => statusField('VmSize'));
+  add('gauge', 'process_heap_bytes', 'Process heap (data segment) size, in bytes', () => statusField('VmData'));
+  add('gauge', 'process_open_fds', 'Open file descriptors', openFds);
+  add('gauge', 'process_max_fds', 'Open file descriptors at most (the soft limit)', maxFds);
+}
+
+/** V8's heap, the memory outside it, and how late a callback runs at the scrape. */
+function addNodeFamilies(add: Add): void {
+  add('gauge', 'nodejs_heap_size_total_bytes', 'V8 heap size, in bytes', () => single(process.memoryUsage().heapTotal));
+  add('gauge', 'nodejs_heap_size_used_bytes', 'V8 heap used, in bytes', () => single(process.memoryUsage().heapUsed));
+  add(
+    'gauge',
+    'nodejs_external_memory_bytes',
+    'Memory of C++ objects bound to JavaScript objects (Buffers among them), in bytes',
+    () => single(process.memoryUsage().external),
+  );
+  add(
+    'gauge',
+    'nodejs_eventloop_lag_seconds',
+    'How late a callback queued now runs, measured at the scrape, in seconds',
+    eventLoopLag,
+  );
+}
+
+function addVersionFamily(add: Add): void {
+  const [major, minor, patch] = process.versions.node.split('.');
+  add(
+    'gauge',
+    'nodejs_version_info',
+    'The version of Node running the server',
+    () => [[[process.version, major ?? '', minor ?? '', patch ?? ''], 1]],
+    ['version', 'major', 'minor', 'patch'],
+  );
 }
 
 function eventLoopLag(): Promise<readonly Sample[]> {
