@@ -60,6 +60,8 @@ export class PostgresStore implements PetStore {
   readonly #watch: CommitWatch;
   readonly #copy: PetCopy | undefined;
   readonly #rewind: Rewind;
+  /** A failure in the background that is not the database being away. */
+  readonly #report: (error: unknown) => void;
   /** With the copy, the listeners of watchCommits, told once the copy holds the pets. */
   readonly #listeners = new CommitListeners();
   // Keys of this instance's creates still committing: a repeat here is a 409 (one on another instance waits on the id
@@ -78,43 +80,53 @@ export class PostgresStore implements PetStore {
     this.#maxWaiting = options.maxWaitingCreates ?? POSTGRES_DEFAULTS.maxWaitingCreates;
     this.#maxReads = options.maxReads ?? POSTGRES_DEFAULTS.maxReads;
     this.#windowSeconds = options.idempotencyWindow ?? POSTGRES_DEFAULTS.idempotencyWindow;
+    this.#report = options.onBackgroundError ?? (() => {});
+    this.#availability = this.#newAvailability(options);
+    this.#copy = options.databaseReads === true ? undefined : this.#newCopy();
+    this.#rewind = this.#newRewind(options);
+    this.#watch = new CommitWatch({
+      url,
+      statementTimeout,
+      highestId: () => this.#highestId(),
+      onError: this.#report,
+      onListening: () => this.#checkRewind(),
+      onListenLost: () => this.#rememberNewest(),
+    });
+    const copy = this.#copy;
+    if (copy === undefined) return;
+    // Every commit heard of and not yet held is read into the copy.
+    this.#watch.add((id) => id > copy.lastId && copy.catchUp());
+    void copy.fill().then(({ pets, seconds }) => options.onFilled?.(pets, seconds));
+  }
+
+  /** Whether the database can be used, as the last statement found it; a write probe tells when it is back. */
+  #newAvailability(options: PostgresStoreOptions): Availability {
     // The probe is a write that changes nothing: its success means creates can be taken again.
     const probe = (): Promise<unknown> =>
-      this.#guard(sql`UPDATE petstore.pet_ids SET last_id = last_id`.execute(), 'write');
-    const report = options.onBackgroundError ?? (() => {});
-    // A database that is back, or a new listening connection, may be a restarted database or another
-    // one (a failover): whether it went back is checked (rewind.ts).
-    const check = (): void => {
-      this.#rewind.check().catch((e: unknown) => e instanceof StoreUnavailableError || report(e));
-    };
-    // The database seen away, by a statement or by the listening connection: what the copy held is looked for later.
-    const rememberNewest = (): void => {
-      const copy = this.#copy;
-      if (copy !== undefined) this.#rewind.remember(copy.lastId, copy.getText(copy.lastId));
-    };
-    this.#availability = new Availability(
+      this.#guard(this.#sql`UPDATE petstore.pet_ids SET last_id = last_id`.execute(), 'write');
+    return new Availability(
       (available, error) => {
-        if (available) check();
-        else rememberNewest();
+        if (available) this.#checkRewind();
+        else this.#rememberNewest();
         options.onAvailability?.(available, error);
       },
       probe,
       (error) => error instanceof StoreUnavailableError,
     );
-    const copy =
-      options.databaseReads === true
-        ? undefined
-        : new PetCopy(
-            sql,
-            (work) => this.#read(work),
-            (id) => {
-              this.#rewind.saw(id);
-              this.#listeners.committed(id);
-            },
-            report,
-          );
-    this.#copy = copy;
-    this.#rewind = new Rewind({
+  }
+
+  #newCopy(): PetCopy {
+    const grew = (id: number): void => {
+      this.#rewind.saw(id);
+      this.#listeners.committed(id);
+    };
+    return new PetCopy(this.#sql, (work) => this.#read(work), grew, this.#report);
+  }
+
+  #newRewind(options: PostgresStoreOptions): Rewind {
+    const sql = this.#sql;
+    const copy = this.#copy;
+    return new Rewind({
       sql,
       guard: (work) => this.#read(work, 'write'),
       refill: copy && (() => copy.refill()),
@@ -125,26 +137,27 @@ export class PostgresStore implements PetStore {
       directory: options.lostPetsDirectory ?? process.cwd(),
       onWentBack: options.onWentBack ?? (() => {}),
       onRecovered: options.onRecovered ?? (() => {}),
-      onError: report,
+      onError: this.#report,
     });
-    const highestId = async (): Promise<number> => {
-      const floor = this.#rewind.highWater;
-      const id = await readHighestId(sql);
-      this.#rewind.counter(id, floor);
-      return id;
-    };
-    this.#watch = new CommitWatch({
-      url,
-      statementTimeout,
-      highestId,
-      onError: report,
-      onListening: check,
-      onListenLost: rememberNewest,
-    });
-    if (copy === undefined) return;
-    // Every commit heard of and not yet held is read into the copy.
-    this.#watch.add((id) => id > copy.lastId && copy.catchUp());
-    void copy.fill().then(({ pets, seconds }) => options.onFilled?.(pets, seconds));
+  }
+
+  /** The id counter, as the commit watch reads it: below an id seen committed, the database went back. */
+  async #highestId(): Promise<number> {
+    const floor = this.#rewind.highWater;
+    const id = await readHighestId(this.#sql);
+    this.#rewind.counter(id, floor);
+    return id;
+  }
+
+  /** A database back, or a new listening connection, may be a restarted database or another one (a failover). */
+  #checkRewind(): void {
+    this.#rewind.check().catch((e: unknown) => e instanceof StoreUnavailableError || this.#report(e));
+  }
+
+  /** The database seen away, by a statement or by the listening connection: what the copy held is looked for later. */
+  #rememberNewest(): void {
+    const copy = this.#copy;
+    if (copy !== undefined) this.#rewind.remember(copy.lastId, copy.getText(copy.lastId));
   }
 
   /** Connects, creates or migrates the schema; refuses with a StoreOpenError when the database cannot be used. */
