@@ -12,20 +12,12 @@ import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse, type RawAnswer } from './fuzz-corpus.js';
-import { request, spawnServerFor, tempDirFor, type ServerProcess } from './support.js';
+import { request, spawnServerFor, tempDirFor, waitFor, type ServerProcess } from './support.js';
 import { assertStopped } from './store-support.js';
 
 const KEY = 'stopping-key-0123456789';
 const ENV = { PETSTORE_API_KEYS: KEY };
 const PET = (name: string): string => JSON.stringify({ name, categoryId: 1 });
-
-async function waitFor(check: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(10);
-  }
-}
 
 /** A raw keep-alive connection that records what the server sends. */
 class Wire {
