@@ -11,7 +11,7 @@ const { readdirSync } = require('node:fs');
 const { join } = require('node:path');
 
 // Most tests wait (on timers, sockets, other processes), not compute: six files at a time keep two
-// cores busy; what runs at this setting fails, and what did not, is in bench/results.md.
+// cores busy. What failed at this setting on a busy machine is in bench/results.md.
 const CONCURRENCY = 6;
 
 // Started first, so that the longest files do not begin last and stretch the run (each alone, 2026-11-27).
