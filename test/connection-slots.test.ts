@@ -47,6 +47,13 @@ class Peer {
   }
 }
 
+/** How many request heads the server has parsed (its 'request' event): from then on their connections are busy. */
+function parsedHeads(server: TestServer): () => number {
+  let parsed = 0;
+  server.running.server.on('request', () => parsed++);
+  return () => parsed;
+}
+
 /** Opens `count` connections and waits until the server holds `total` in all. */
 async function open(
   server: { url: string; running: TestServer['running'] } | string,
@@ -132,6 +139,7 @@ test('a new connection closes the oldest silent one of the address holding the m
 
 test('a connection with a request in progress is never closed for room; one idle after its answer is, oldest first; with every slot busy a new connection is refused and counted', async (t) => {
   const server = await metricsServer(t, { maxConnections: 4 });
+  const parsed = parsedHeads(server);
   const peers: Peer[] = [];
   t.after(() => peers.forEach((p) => p.socket.destroy()));
   // Two answered and idle on keep-alive (one cheap request each, no key), two with a keyed create
@@ -142,7 +150,7 @@ test('a connection with a request in progress is never closed for room; one idle
   const busy = await open(server, 2, held(server), 4);
   peers.push(...busy);
   for (const peer of busy) peer.socket.write(POST_HEAD);
-  await sleep(50);
+  await waitFor(() => parsed() === 4, 5000, 'the two creates in progress');
   for (let i = 0; i < 2; i++) {
     const peer = new Peer(server.url);
     peers.push(peer);
@@ -155,7 +163,7 @@ test('a connection with a request in progress is never closed for room; one idle
     busy.every((p) => !p.closed),
     'the connections with a request in progress are still open',
   );
-  await sleep(50);
+  await waitFor(() => parsed() === 6, 5000, "the new connections' creates in progress");
   const refused = new Peer(server.url);
   peers.push(refused);
   await refused.opened;

@@ -71,14 +71,25 @@ class Client {
     this.socket.write(bytes);
   }
 
-  /** Waits for a whole response head; false when the connection closed or `ms` passed first. */
-  async answered(ms = 5000): Promise<boolean> {
-    const deadline = Date.now() + ms;
-    while (!/^HTTP\/1\.1 \d{3} [^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\n/.test(this.data)) {
-      if (this.closed || Date.now() >= deadline) return false;
-      await sleep(10);
-    }
-    return true;
+  /** Waits for a whole response head, checked at each chunk; false when the connection closed or `ms` passed first. */
+  answered(ms = 5000): Promise<boolean> {
+    const head = (): boolean => /^HTTP\/1\.1 \d{3} [^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\n/.test(this.data);
+    return new Promise((resolve) => {
+      const settle = (): void => {
+        clearTimeout(timer);
+        this.socket.off('data', check);
+        this.raw.off('close', check);
+        resolve(head());
+      };
+      // The constructor's listeners run first: `data` and `closed` are up to date when this one runs.
+      const check = (): void => {
+        if (head() || this.closed) settle();
+      };
+      const timer = setTimeout(settle, ms);
+      this.socket.on('data', check);
+      this.raw.on('close', check);
+      check();
+    });
   }
 
   /** The answer's status, or 0 before one arrived. */

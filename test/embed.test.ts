@@ -9,7 +9,7 @@ import { createServer as createHttpServer, type RequestListener as NodeListener 
 import { connect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { embedServer, request, runNode, TEST_KEY } from './support.js';
+import { embedServer, request, runNode, TEST_KEY, waitFor } from './support.js';
 import {
   createPetstore,
   silentLoggerForTests,
@@ -293,8 +293,7 @@ test('a handler handed a request whose encoding the embedder set reads its body 
   );
   await new Promise((r) => setTimeout(r, 50));
   socket.write(body.slice(12));
-  const started = Date.now();
-  while (!/\r\n\r\n.*\}/s.test(answer) && Date.now() - started < 3000) await new Promise((r) => setTimeout(r, 10));
+  await waitFor(() => /\r\n\r\n.*\}/s.test(answer), 3000, 'the whole answer');
   assert.match(answer, /^HTTP\/1\.1 201 /);
   assert.match(Buffer.from(answer.split('\r\n\r\n')[1] ?? '', 'latin1').toString(), /"name":"Réx"/);
 });
@@ -323,8 +322,7 @@ test('a handler called once a chunked body over the limit has all arrived answer
     `POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n` +
       `1d\r\n{"name":"Rex","categoryId":1}\r\n${chunk.length.toString(16)}\r\n${chunk}\r\n0\r\n\r\n`,
   );
-  const started = Date.now();
-  while (!closed && Date.now() - started < 3000) await new Promise((r) => setTimeout(r, 10));
+  await waitFor(() => closed, 3000, 'the connection closed');
   const head = answer.split('\r\n\r\n')[0] ?? '';
   assert.match(head, /^HTTP\/1\.1 413 /);
   assert.match(head, /\r\nconnection: close\r\n/i);

@@ -7,10 +7,11 @@ import assert from 'node:assert/strict';
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse } from './fuzz-corpus.js';
 import { request, spawnServerFor, startServer, tempDirFor, TEST_KEY, within, type TestServer } from './support.js';
 import { eventsOf, openStream, parseEvents } from './stream-support.js';
+import { listenerExposition, waitForHeld } from './metrics-support.js';
+import { metricsUrlOf } from './replication-support.js';
 import { FileStore } from './package.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];
@@ -92,8 +93,7 @@ test('with status, a stream sends only the pets with that status: a pending pet 
   );
   await create(server, { name: 'Pending', categoryId: 2, status: 'pending' });
   await create(server, { name: 'None', categoryId: 2 });
-  await sleep(200);
-  assert.equal(stream.events().length, 1, 'nothing for pets of another status');
+  // Pets of another status send nothing: the events after the sold one's are only the two sold pets' ids.
   const sold = await create(server, { name: 'Sold', categoryId: 3, status: 'sold' });
   await stream.until((text) => text.endsWith(eventsOf([sold])), 5000, 'the new sold pet');
   assert.deepEqual(
@@ -182,7 +182,7 @@ test('a quiet stream sends a heartbeat comment every heartbeat interval', async 
 test('streams beyond --max-streams get 503 with Retry-After, waiting requests count too, and a closed stream frees its place', {
   timeout: 120_000,
 }, async (t) => {
-  const server = await startServer({ maxStreams: 2 });
+  const server = await startServer({ maxStreams: 2, metricsPort: 0 });
   t.after(() => server.close());
   const streams = [await openStream(server.url), await openStream(server.url)];
   t.after(() => streams.forEach((s) => s.close()));
@@ -196,14 +196,11 @@ test('streams beyond --max-streams get 503 with Retry-After, waiting requests co
   assert.equal(waiting.status, 503, 'a long poll takes a place as a stream does');
 
   streams[0]?.close();
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const reopened = await openStream(server.url);
-    reopened.close();
-    if (reopened.status === 200) break;
-    assert.ok(Date.now() < deadline, 'the place of a closed stream is free again');
-    await sleep(20);
-  }
+  const exposition = listenerExposition(server.running.metricsUrl as string);
+  await waitForHeld(exposition, { stream: 1, wait: 0 }, 'the closed stream let go');
+  const reopened = await openStream(server.url);
+  reopened.close();
+  assert.equal(reopened.status, 200, 'the place of a closed stream is free again');
 });
 
 test('a reader that stops reading is cut off after two heartbeats without taking a byte; it resumes with Last-Event-ID, missing nothing', {
@@ -223,7 +220,7 @@ test('a reader that stops reading is cut off after two heartbeats without taking
     error() {},
     info: (msg: string, fields?: object) => void said.push(`${msg} ${JSON.stringify(fields)}`),
   };
-  const server = await startServer({ dataDir: dir, streamHeartbeat: 1, maxStreams: 1, logger });
+  const server = await startServer({ dataDir: dir, streamHeartbeat: 1, maxStreams: 1, logger, metricsPort: 0 });
   t.after(() => server.close());
 
   const { port } = new URL(server.url);
@@ -242,14 +239,13 @@ test('a reader that stops reading is cut off after two heartbeats without taking
   t.after(() => clearInterval(watch));
   // Not reading: the socket takes what fits in its buffer and the kernel's, then nothing more.
   const started = Date.now();
-  for (;;) {
-    const other = await openStream(server.url);
-    other.close();
-    if (other.status === 200) break; // the only place is free again: the slow stream was ended
-    assert.equal(other.status, 503);
-    assert.ok(Date.now() - started < 20_000, 'the stalled stream is ended');
-    await sleep(200);
-  }
+  const exposition = listenerExposition(server.running.metricsUrl as string);
+  await waitForHeld(exposition, { stream: 1, wait: 0 }, 'the stalled stream is held');
+  assert.equal((await openStream(server.url)).status, 503, 'its one place is taken');
+  await waitForHeld(exposition, { stream: 0, wait: 0 }, 'the stalled stream is ended', 20_000);
+  const other = await openStream(server.url);
+  other.close();
+  assert.equal(other.status, 200, 'the only place is free again');
   clearInterval(watch);
   t.diagnostic(
     `the stalled stream was ended ${Date.now() - started} ms after it began; the server held at most ${held} bytes it had not sent`,
@@ -296,7 +292,8 @@ test('SIGTERM ends open streams cleanly and answers waiting requests at once: th
   timeout: 120_000,
 }, async (t) => {
   const dir = await tempDirFor(t, 'petstore-stop-');
-  const server = await spawnServerFor(t, ['--data-dir', dir], { PETSTORE_API_KEYS: TEST_KEY });
+  const args = ['--data-dir', dir, '--metrics-port', '0'];
+  const server = await spawnServerFor(t, args, { PETSTORE_API_KEYS: TEST_KEY });
   const created = await request(server.url, 'POST', '/v1/pets', {
     headers: JSON_HEADERS,
     body: '{"name":"Rex","categoryId":1}',
@@ -304,7 +301,7 @@ test('SIGTERM ends open streams cleanly and answers waiting requests at once: th
   const streams = await Promise.all([0, 1, 2].map(() => openStream(server.url)));
   for (const s of streams) await s.until((text) => text === RETRY + eventsOf([created.text]), 5000, 'the stored pet');
   const waiting = request(server.url, 'GET', '/v1/pets?after=1&wait=30');
-  await sleep(200);
+  await waitForHeld(listenerExposition(metricsUrlOf(server)), { stream: 3, wait: 1 }, 'three streams and a wait');
   const started = performance.now();
   server.child.kill('SIGTERM');
   const ends = await within(Promise.all(streams.map((s) => s.ended)), 5000, 'the streams end');

@@ -17,6 +17,7 @@ import {
   startServer,
   tempDir,
   tempDirFor,
+  waitFor,
   type Response,
   type ServerProcess,
   type TestServer,
@@ -267,7 +268,7 @@ test('creates with a key still being committed count against the bound: past it,
     }),
   );
   // Two answers come while the other three are held; planting `count < max` lets all five through to the held fsync.
-  for (let waited = 0; settled.length < 2 && waited < 2000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+  await waitFor(() => settled.length >= 2, 2000, 'two answers');
   assert.deepEqual(
     settled.map((res) => [res.status, (res.json as Json).code, res.headers['retry-after']]),
     [

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   embedServer,
@@ -18,8 +18,19 @@ import {
   type TestServer,
 } from './support.js';
 import { createPetstore, silentLoggerForTests } from './package.js';
+import { listenerExposition, waitForHeld } from './metrics-support.js';
 
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json']];
+
+/** A server on port 0 with its metrics listener, whose gauge of held requests says when a request waits. */
+async function heldServer(t: TestContext): Promise<TestServer & { waits: (count: number) => Promise<void> }> {
+  const server = await startServer({ metricsPort: 0 });
+  t.after(() => server.close());
+  const exposition = listenerExposition(server.running.metricsUrl as string);
+  return Object.assign(server, {
+    waits: (count: number) => waitForHeld(exposition, { wait: count }, `${count} waiting`),
+  });
+}
 
 function create(server: TestServer, body: string): Promise<Response> {
   return server.request('POST', '/v1/pets', { headers: JSON_HEADERS, body });
@@ -31,12 +42,11 @@ async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | 'p
 }
 
 test('a waiting request sleeps through a pet of another status and is answered by the first matching one, as an ordinary page', async (t) => {
-  const server = await startServer();
-  t.after(() => server.close());
+  const server = await heldServer(t);
   assert.equal((await create(server, '{"name":"Old","categoryId":1,"status":"sold"}')).status, 201);
   const started = performance.now();
   const waiting = server.request('GET', '/v1/pets?status=sold&after=1&limit=1&wait=20');
-  await sleep(100);
+  await server.waits(1);
   assert.equal((await create(server, '{"name":"Pending","categoryId":2,"status":"pending"}')).status, 201);
   assert.equal((await create(server, '{"name":"None","categoryId":3}')).status, 201);
   assert.equal(await settledWithin(waiting, 300), 'pending', 'pets of another status wake no answer');
@@ -54,12 +64,11 @@ test('a waiting request sleeps through a pet of another status and is answered b
 });
 
 test('a wait that sees no matching pet answers 200 [] once its seconds are up', async (t) => {
-  const server = await startServer();
-  t.after(() => server.close());
+  const server = await heldServer(t);
   assert.equal((await create(server, '{"name":"Rex","categoryId":1,"status":"available"}')).status, 201);
   const started = performance.now();
   const waiting = server.request('GET', '/v1/pets?status=available&after=1&wait=1');
-  await sleep(200);
+  await server.waits(1);
   assert.equal((await create(server, '{"name":"Tom","categoryId":2,"status":"sold"}')).status, 201);
   const answer = await waiting;
   const ms = performance.now() - started;
@@ -99,10 +108,9 @@ test('wait that is not whole seconds from 0 to 60 is a 400 with the Error body',
 });
 
 test('a stop answers every waiting request at once with an empty page and Connection: close', async (t) => {
-  const server = await startServer();
-  t.after(() => server.close());
+  const server = await heldServer(t);
   const waiting = [server.request('GET', '/v1/pets?wait=30'), server.request('GET', '/v1/pets?status=sold&wait=30')];
-  await sleep(200);
+  await server.waits(2);
   const started = performance.now();
   // The graceful stop itself (the helper's stop() cuts every connection first).
   await server.running.close();
@@ -122,24 +130,22 @@ test("a client that leaves while it waits frees its place; an embedder's close()
     keys: [TEST_KEY],
     logger: silentLoggerForTests,
     maxStreams: 1,
+    metrics: true,
   });
   const url = await embedServer(t, petstore);
+  const exposition = () => petstore.metrics();
   const gone = httpRequest(`${url}/v1/pets?wait=30`, {
     headers: { authorization: `Bearer ${TEST_KEY}` },
     agent: false,
   });
   gone.on('error', () => {});
   gone.end();
-  await sleep(200);
+  await waitForHeld(exposition, { wait: 1 }, 'the first client waits');
   assert.equal((await request(url, 'GET', '/v1/pets?wait=30')).status, 503, 'the one place is taken');
   gone.destroy();
-  let waiting: Promise<Response> | undefined;
-  for (const deadline = Date.now() + 5000; waiting === undefined; await sleep(20)) {
-    const attempt = request(url, 'GET', '/v1/pets?wait=30');
-    const early = await settledWithin(attempt, 200);
-    if (early === 'pending') waiting = attempt;
-    else assert.ok(early.status === 503 && Date.now() < deadline, 'the place of the client that left is free again');
-  }
+  await waitForHeld(exposition, { wait: 0 }, 'the place of the client that left is free again');
+  const waiting = request(url, 'GET', '/v1/pets?wait=30');
+  await waitForHeld(exposition, { wait: 1 }, 'the next client waits in the freed place');
   petstore.closeStreams();
   const answer = await within(waiting, 2000, 'answered by closeStreams()');
   assert.equal(answer.text, '[]');
@@ -162,10 +168,10 @@ test("with a store of the embedder's own that tells no commits, a waiting reques
     },
     close: async () => {},
   };
-  const petstore = await createPetstore({ store, keys: [TEST_KEY], logger: silentLoggerForTests });
+  const petstore = await createPetstore({ store, keys: [TEST_KEY], logger: silentLoggerForTests, metrics: true });
   const url = await embedServer(t, petstore);
   const waiting = request(url, 'GET', '/v1/pets?wait=20');
-  await sleep(100);
+  await waitForHeld(() => petstore.metrics(), { wait: 1 }, 'the request waits');
   const created = await request(url, 'POST', '/v1/pets', {
     headers: JSON_HEADERS,
     body: '{"name":"Own","categoryId":1}',

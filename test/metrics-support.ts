@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { type Family, parseExposition } from './exposition-parser.js';
-import { request, startServer, type TestServer } from './support.js';
+import { request, startServer, waitFor, type TestServer } from './support.js';
 import type { ListenOptions } from './package.js';
 
 export const EXPOSITION_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -41,4 +41,33 @@ export function requestCounts(families: Map<string, Family>): Record<string, num
 /** The values of a family with one label, by that label's value. */
 export function byLabel(families: Map<string, Family>, name: string, label: string): Record<string, number> {
   return Object.fromEntries((families.get(name)?.series ?? []).map((s) => [s.labels[label] as string, s.value]));
+}
+
+/** A service's exposition text, read now: its metrics listener's, or an embedder's `metrics()`. */
+export type Exposition = () => Promise<string>;
+
+/** The exposition of the metrics listener at `metricsUrl`. */
+export function listenerExposition(metricsUrl: string): Exposition {
+  return async () => (await scrape(metricsUrl)).text;
+}
+
+/**
+ * Waits until the service holds `wait` waiting requests and `stream` event streams
+ * (petstore_http_held_requests): a request is held once its first page came back empty, so this is
+ * the moment it waits. Fails naming `what` after `ms`.
+ */
+export async function waitForHeld(
+  exposition: Exposition,
+  expected: { wait: number; stream?: number },
+  what: string,
+  ms = 5000,
+): Promise<void> {
+  await waitFor(
+    async () => {
+      const held = byLabel(parseExposition(await exposition()), 'petstore_http_held_requests', 'kind');
+      return held.wait === expected.wait && held.stream === (expected.stream ?? 0);
+    },
+    ms,
+    what,
+  );
 }

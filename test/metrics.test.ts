@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { metricValue } from './exposition-parser.js';
-import { rawRequest, request, TEST_KEY, type RequestOptions, type Response } from './support.js';
+import { rawRequest, request, TEST_KEY, waitFor, type RequestOptions, type Response } from './support.js';
 import { byLabel, EXPOSITION_TYPE, metricsServer, requestCounts, scrape } from './metrics-support.js';
 import { openStream } from './stream-support.js';
 
@@ -311,6 +311,8 @@ test('the API port never serves /metrics: 401 without a key, 404 with one', asyn
 
 test('open connections are counted when scraped, and connections past --max-connections are counted as refused', async (t) => {
   const server = await metricsServer(t, { maxConnections: 2 });
+  let parsed = 0;
+  server.running.server.on('request', () => parsed++);
   const url = new URL(server.url);
   const sockets: Socket[] = [];
   t.after(() => sockets.forEach((s) => s.destroy()));
@@ -328,7 +330,7 @@ test('open connections are counted when scraped, and connections past --max-conn
       `POST /v1/pets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n`,
     );
   }
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await waitFor(() => parsed === 2, 5000, 'both creates in progress');
   let families = (await scrape(server.metricsUrl)).families;
   assert.equal(metricValue(families, 'petstore_http_open_connections'), 2);
   assert.equal(metricValue(families, 'petstore_http_max_connections'), 2);
@@ -349,13 +351,8 @@ test('event streams and waiting requests are counted when scraped, and those ref
     byLabel((await scrape(server.metricsUrl)).families, 'petstore_http_held_requests', 'kind');
   /** Scrapes until the gauge reads `expected` (a request is held a moment after it is sent), at most 5 s. */
   const heldBecomes = async (expected: Record<string, number>): Promise<void> => {
-    const deadline = Date.now() + 5000;
-    let seen = await held();
-    while (JSON.stringify(seen) !== JSON.stringify(expected) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      seen = await held();
-    }
-    assert.deepEqual(seen, expected);
+    const reads = async () => JSON.stringify(await held()) === JSON.stringify(expected);
+    await waitFor(reads, 5000, `held requests ${JSON.stringify(expected)}`);
   };
   const streams = [await openStream(server.url), await openStream(server.url)];
   t.after(() => streams.forEach((s) => s.close()));

@@ -8,6 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before, describe } from 'node:test';
 import postgres from 'postgres';
 import { findOrInstall } from './debian-package.js';
 import { freePort } from './support.js';
@@ -132,4 +133,25 @@ export async function startCluster(bin: string): Promise<Cluster> {
       stopNow();
     },
   };
+}
+
+/**
+ * The suite `name` on a throwaway cluster of its own, each test on a database of its own: `groups`
+ * register their tests with the cluster to use. Without PostgreSQL (and without CI=true) it is skipped
+ * with one line saying how to get it. A test file per few groups, so that node --test runs them side by side.
+ */
+export function withPostgres(name: string, groups: Array<(cluster: () => Cluster) => void>): void {
+  const bin = postgresBin();
+  describe(name, { skip: bin === undefined ? SKIP_REASON : false }, () => {
+    let cluster: Cluster | undefined;
+    before(async () => {
+      cluster = await startCluster(bin as string);
+    });
+    after(() => cluster?.destroy());
+    const context = (): Cluster => {
+      if (cluster === undefined) throw new Error('the cluster did not start');
+      return cluster;
+    };
+    for (const group of groups) group(context);
+  });
 }

@@ -40,15 +40,10 @@ test('while replication holds the files, compaction replaces no pets.json and re
   assert.deepEqual(await readFile(join(dir, 'pets.json')), snapshot, 'pets.json not replaced while held');
 
   release();
-  const deadline = Date.now() + 5000;
   const compacted = async (): Promise<boolean> =>
     !(await readFile(join(dir, 'pets.json'))).equals(snapshot) &&
     (await journals(dir)).every((name) => !held.includes(name));
-  while (!(await compacted()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(
-    await compacted(),
-    `pets.json replaced and the journals held removed once released: ${await journals(dir)}`,
-  );
+  await waitFor(compacted, 5000, 'pets.json replaced and the journals held removed once released');
 });
 
 test('a destination that hangs holds up no compaction: a round holds the files while it reads them, not while it uploads', async (t) => {
@@ -95,12 +90,7 @@ test('a destination that hangs holds up no compaction: a round holds the files w
   await waitFor(() => puts > 0, 5000, 'a round uploading to the hung destination');
   const before = await journals(dir);
   for (let i = 0; i < 40; i++) await store.create({ name: `pet ${i}`, categoryId: '1' } as never);
-  const deadline = Date.now() + 5000;
   const removed = async (): Promise<boolean> => (await journals(dir)).every((name) => !before.includes(name));
-  while (!(await removed()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(
-    await removed(),
-    `the journals compacted away while the upload hangs: ${before} then ${await journals(dir)}`,
-  );
+  await waitFor(removed, 5000, `the journals ${before} compacted away while the upload hangs`);
   assert.equal(puts, 1, 'the upload is still hung');
 });

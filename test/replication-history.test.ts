@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { DirectoryDestination } from '#dist/store/file/replication/destinations/directory-destination.js';
 import { headDocument, supersedingHead } from '#dist/store/file/replication/head.js';
-import { TEST_KEY, runCli, spawnServerFor, startServer, stopProcess } from './support.js';
+import { TEST_KEY, runCli, spawnServerFor, startServer, stopProcess, waitFor } from './support.js';
 import { scrape } from './metrics-support.js';
 import { caughtUp, metricsUrlOf, post, shiftedClock, stopsFor } from './replication-support.js';
 import { dataDir } from './store-support.js';
@@ -176,9 +176,7 @@ test('a take-over supersedes the running server: it stops shipping, logs one err
       .get('petstore_replication_failures_total')
       ?.series.find((s) => s.labels.reason === 'superseded')?.value ?? 0;
   assert.equal((await post(production.url, 'after the take-over')).status, 201);
-  const deadline = Date.now() + 5000;
-  while ((await superseded()) < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  assert.ok((await superseded()) >= 3, 'every round after the take-over counts as superseded');
+  await waitFor(async () => (await superseded()) >= 3, 5000, 'every round after the take-over counts as superseded');
   assert.equal(errors.filter((message) => /superseded/.test(message)).length, 1, errors.join('\n'));
   await production.stop();
   assert.equal(await stopProcess(drill), 0);

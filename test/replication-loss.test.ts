@@ -1,7 +1,9 @@
 /**
  * The machine is lost under a load of creates: kill -9, the data directory removed, `restore` from
- * the replicas. Every pet acknowledged more than one interval plus an upload before the loss comes
- * back unaltered, nothing that was not created appears, and no id is handed out twice.
+ * the replicas. Every pet acknowledged before the last round that completed began (one interval plus
+ * an upload before the loss) comes back unaltered, nothing that was not created appears, and no id is
+ * handed out twice. How long before the loss that was is measured and printed, not asserted: on a
+ * busy machine an upload takes what it takes.
  */
 import assert from 'node:assert/strict';
 import { rm } from 'node:fs/promises';
@@ -9,13 +11,11 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { nodeFileSystem } from '#dist/lib/file-system.js';
 import { readLiveDirectory } from '#dist/store/file/backup.js';
-import { TEST_KEY, request, runCli, spawnQuietServerFor } from './support.js';
+import { TEST_KEY, freePort, request, runCli, spawnQuietServerFor, waitFor } from './support.js';
+import { scrape } from './metrics-support.js';
 import { dataDir } from './store-support.js';
 
 const INTERVAL_S = 0.25;
-// What the test allows beyond the interval for a round to read and write its pieces on this machine's
-// disk: generous, since the machine is shared; the figure measured is printed and kept in bench/results.md.
-const UPLOAD_ALLOWANCE_MS = 1500;
 const ROUNDS = 3;
 const CLIENTS = 8;
 const LOAD = 100;
@@ -27,12 +27,13 @@ interface Sent {
   id?: number;
 }
 
-test(`kill -9 and rm -rf of the data directory under ${CLIENTS} clients creating, then restore: every pet acknowledged more than ${INTERVAL_S} s + ${UPLOAD_ALLOWANCE_MS} ms before the loss comes back, unaltered, and nothing else (${ROUNDS} rounds)`, async (t) => {
+test(`kill -9 and rm -rf of the data directory under ${CLIENTS} clients creating, then restore: every pet acknowledged before a round that completed comes back, unaltered, and nothing else (${ROUNDS} rounds)`, async (t) => {
   const root = await dataDir(t);
   const windows: number[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const dir = join(root, `data-${round}`);
     const replica = join(root, `replica-${round}`);
+    const metricsPort = await freePort();
     const server = await spawnQuietServerFor(
       t,
       [
@@ -44,6 +45,8 @@ test(`kill -9 and rm -rf of the data directory under ${CLIENTS} clients creating
         String(INTERVAL_S),
         '--log-level',
         'error',
+        '--metrics-port',
+        String(metricsPort),
       ],
       { PETSTORE_API_KEYS: TEST_KEY },
     );
@@ -72,6 +75,15 @@ test(`kill -9 and rm -rf of the data directory under ${CLIENTS} clients creating
     const clients = Array.from({ length: CLIENTS }, (_, c) => client(c));
     await new Promise((r) => setTimeout(r, 1500 + round * 300));
     await enough;
+    // A round that began after `shipped` and completed: every pet acknowledged by then is in the replica.
+    const lastRound = async (): Promise<number> =>
+      ((await scrape(`http://127.0.0.1:${metricsPort}/metrics`)).families.get(
+        'petstore_replication_last_success_timestamp_seconds',
+      )?.series[0]?.value ?? 0) * 1000;
+    const shipped = Date.now();
+    await waitFor(async () => (await lastRound()) > shipped, 30_000, 'a round that ended after the mark');
+    const ended = await lastRound();
+    await waitFor(async () => (await lastRound()) > ended, 30_000, 'a round that began after the mark');
     server.child.kill('SIGKILL');
     const lostAt = Date.now();
     stop = true;
@@ -97,13 +109,14 @@ test(`kill -9 and rm -rf of the data directory under ${CLIENTS} clients creating
       assert.ok(entry !== undefined, `pet ${id} was created by a client: ${text}`);
       if (entry.text !== undefined) assert.equal(text, entry.text);
     }
-    // Every pet acknowledged before the bound is there; the newest missing one says how much was lost.
+    // Every pet acknowledged before the round that completed is there; the oldest missing one says how much was lost.
     const missing = acked.filter((s) => index.getText(s.id as number) === undefined);
     const window = missing.length === 0 ? 0 : lostAt - Math.min(...missing.map((s) => s.ackedAt as number));
     windows.push(window);
-    assert.ok(
-      window <= INTERVAL_S * 1000 + UPLOAD_ALLOWANCE_MS,
-      `lost pets acknowledged up to ${window} ms before the loss (${missing.length} of ${acked.length})`,
+    assert.deepEqual(
+      missing.filter((s) => (s.ackedAt as number) <= shipped).map((s) => s.name),
+      [],
+      `pets acknowledged before a round that completed are lost (up to ${window} ms before the loss)`,
     );
     assert.ok(continuesAfter >= Math.max(...acked.map((s) => s.id as number)), 'no id handed out again');
     t.diagnostic(

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { runCli, startServer } from './support.js';
+import { runCli, startServer, waitFor } from './support.js';
 import { post, shiftedClock, stopsFor } from './replication-support.js';
 import { dataDir } from './store-support.js';
 
@@ -25,8 +25,7 @@ async function run(
   servers.push(server);
   // The round at the start ships the directory as it found it; the creates come after it.
   const firsts = async (): Promise<number> => (await readdir(join(replica, 'lineages')).catch(() => [])).length;
-  const deadline = Date.now() + 5000;
-  while ((await firsts()) < lineages + 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await waitFor(async () => (await firsts()) >= lineages + 1, 5000, 'the round at the start shipped');
   const created = await Promise.all(
     Array.from({ length: to - from + 1 }, (_, i) => post(server.url, `pet ${from + i}`)),
   );

@@ -5,7 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { request, type Response, type ServerProcess } from './support.js';
+import { request, waitFor, type Response, type ServerProcess } from './support.js';
 import { scrape } from './metrics-support.js';
 
 export const post = (url: string, name: string, key?: string): Promise<Response> =>
@@ -19,19 +19,16 @@ export const post = (url: string, name: string, key?: string): Promise<Response>
 
 /** Polls the metrics until nothing durable is unshipped and a position was written. */
 export async function caughtUp(metricsUrl: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
+  const done = async (): Promise<boolean> => {
     const { families } = await scrape(metricsUrl);
     const value = (name: string): number | undefined => families.get(name)?.series[0]?.value;
-    if (
+    return (
       value('petstore_replication_lag_seconds') === 0 &&
       value('petstore_replication_lag_bytes') === 0 &&
       value('petstore_replication_last_success_timestamp_seconds') !== undefined
-    )
-      return;
-    if (Date.now() > deadline) throw new Error('replication did not catch up within 10 s');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    );
+  };
+  await waitFor(done, 10_000, 'replication caught up');
 }
 
 /** The metrics URL a server process logged with its listening line (it was started with --metrics-port 0). */

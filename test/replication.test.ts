@@ -222,8 +222,13 @@ test('a stop ships what the last interval created: restored after a stop between
   const replica = join(root, 'replica');
   const server = await startServer({ dataDir: join(root, 'data'), replicateTo: replica, replicateInterval: 3600 });
   servers.push(server);
-  // The first round, at start, has shipped the empty store; the next would come in an hour.
-  await new Promise((r) => setTimeout(r, 300));
+  // The first round, at start, ships the empty store (its lineage appears); the next would come in an hour.
+  const lineages = async (): Promise<number> =>
+    readdir(join(replica, 'lineages')).then(
+      (names) => names.length,
+      (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? 0 : Promise.reject(error)),
+    );
+  await waitFor(async () => (await lineages()) > 0, 5000, 'the first round at start');
   for (let i = 1; i <= 5; i++) assert.equal((await post(server.url, `pet ${i}`)).status, 201);
   await server.stop();
   const restored = await runCli(['restore', join(root, 'restored'), '--from', replica]);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { SERVER_JS, TEST_KEY, request, spawnServerFor, tempDirFor } from './support.js';
+import { SERVER_JS, TEST_KEY, request, spawnServerFor, tempDirFor, waitFor } from './support.js';
 import { needsPython, serverLog, socketLauncher } from './socket-launcher.js';
 
 const ENV = { PETSTORE_API_KEYS: TEST_KEY };
@@ -95,12 +95,12 @@ test(restart, { ...needsPython, timeout: 120_000 }, async (t) => {
     }
   };
   const clients = Array.from({ length: 16 }, (_, n) => client(n));
-  while (created.length < 50 && failures.length === 0) await new Promise((r) => setTimeout(r, 10));
+  await waitFor(() => created.length >= 50 || failures.length > 0, 60_000, '50 pets created');
 
   assert.equal(await launcher.stop(), 0, 'the old server stopped cleanly');
   await launcher.start(serverLog(dir, 2));
   restarted = true;
-  while (afterRestart < 100 && failures.length === 0) await new Promise((r) => setTimeout(r, 10));
+  await waitFor(() => afterRestart >= 100 || failures.length > 0, 60_000, '100 answers after the restart');
   running = false;
   await Promise.all(clients);
 

@@ -5,7 +5,7 @@ import { test, type TestContext } from 'node:test';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { StoreOpenError, StoreUnavailableError } from '#dist/store/store.js';
 import type { NewPet, Pet } from '#dist/pet/pet.js';
-import { startServer } from './support.js';
+import { startServer, waitFor } from './support.js';
 import {
   TestFileSystem,
   assertStopped,
@@ -235,17 +235,14 @@ test('a journal cut back on a full disk stays not ready until a write succeeds, 
   const failedWrites = (): number =>
     fs.log.filter((entry) => /^write pets-journal\.1\.jsonl !ENOSPC$/.test(entry)).length;
   const firstFailures = failedWrites();
-  for (let waited = 0; failedWrites() === firstFailures && waited < 3000; waited += 50)
-    await new Promise((r) => setTimeout(r, 50));
-  assert.ok(failedWrites() > firstFailures, 'a recovery was attempted in the background');
+  await waitFor(() => failedWrites() > firstFailures, 3000, 'a recovery attempted in the background');
   assert.ok(
     fs.log.some((entry) => entry === 'truncate pets-journal.1.jsonl'),
     'the cut-back itself succeeded',
   );
   assert.equal(store.ready, false, 'not ready while every write still fails');
   failing.on = false;
-  for (let waited = 0; !store.ready && waited < 3000; waited += 50) await new Promise((r) => setTimeout(r, 50));
-  assert.equal(store.ready, true, 'ready again within 3 s of the disk taking writes');
+  await waitFor(() => store.ready, 3000, 'ready again once the disk takes writes');
   assert.equal((await store.create(newPet(3))).id, 3, 'the refused create used up id 2: ids are never reused');
 });
 

@@ -9,7 +9,7 @@ import { connect, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse } from './fuzz-corpus.js';
-import { request, startServer, tempDirFor, TEST_KEY, within, type TestServer } from './support.js';
+import { request, startServer, tempDirFor, TEST_KEY, waitFor, within, type TestServer } from './support.js';
 import { openStream, parseEvents } from './stream-support.js';
 import { FileStore, type ListQuery, type ListText, type PetStore } from './package.js';
 
@@ -38,19 +38,31 @@ async function rawStream(t: TestContext, server: TestServer): Promise<{ socket: 
   return { socket, serverSide };
 }
 
+/** Page reads a slow store has begun and finished, for a test to wait on. */
+interface Reads {
+  begun: number;
+  finished: number;
+}
+
 /** `store` with every page read taking `ms` more, as a database's does: an embedder's store, wrapped. */
-function slowReads(store: PetStore, ms: number): PetStore {
+function slowReads(store: PetStore, ms: number, reads: Reads = { begun: 0, finished: 0 }): PetStore {
   return new Proxy(store, {
     get(target, name, receiver) {
       if (name === 'listText')
         return async (query: ListQuery): Promise<ListText> => {
+          reads.begun++;
           await sleep(ms);
-          return (target.listText as (q: ListQuery) => ListText | Promise<ListText>)(query);
+          const page = await (target.listText as (q: ListQuery) => ListText | Promise<ListText>)(query);
+          reads.finished++;
+          return page;
         };
       if (name === 'list')
         return async (query: ListQuery) => {
+          reads.begun++;
           await sleep(ms);
-          return target.list(query);
+          const page = await target.list(query);
+          reads.finished++;
+          return page;
         };
       const value: unknown = Reflect.get(target, name, receiver);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
@@ -74,25 +86,24 @@ test('a reader that is slow but reading is never cut off, however long it takes 
   let full = 0;
   const watch = setInterval(() => (full += serverSide.writableNeedDrain ? 1 : 0), 100);
   t.after(() => clearInterval(watch));
-  socket.on('data', (chunk: Buffer) => {
-    chunks.push(chunk);
-    socket.pause();
-    setTimeout(() => socket.resume(), 50);
+  const last = `id: ${count}\n`;
+  let tail = ''; // the end of what came before, for an id split across two chunks
+  const caughtUp = new Promise<void>((resolve, reject) => {
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      const text = tail + chunk.toString('latin1');
+      if (text.includes(last)) resolve();
+      tail = text.slice(-last.length);
+      socket.pause();
+      setTimeout(() => socket.resume(), 50);
+    });
+    socket.once('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      reject(new Error(`the stream ended after ${parseEvents(text).length} events`));
+    });
   });
   const started = Date.now();
-  await within(
-    (async () => {
-      for (;;) {
-        const text = Buffer.concat(chunks).toString('utf8');
-        if (text.includes(`id: ${count}\n`)) return;
-        if (socket.destroyed || socket.readableEnded)
-          throw new Error(`the stream ended after ${parseEvents(text).length} events`);
-        await sleep(100);
-      }
-    })(),
-    60_000,
-    'every event of the backlog',
-  );
+  await within(caughtUp, 60_000, 'every event of the backlog');
   clearInterval(watch);
   t.diagnostic(
     `caught up with ${count} events in ${Date.now() - started} ms; the server's buffer was full at ${full} of the 100 ms samples`,
@@ -115,11 +126,7 @@ test('a client that takes nothing does not hold up the stop: its stream is cut, 
   t.after(() => server.close());
   const { socket, serverSide } = await rawStream(t, server);
   socket.pause(); // reads nothing: what was sent stays in the buffers
-  const deadline = Date.now() + 10_000;
-  while (!serverSide.writableNeedDrain) {
-    assert.ok(Date.now() < deadline, "the server's buffer fills");
-    await sleep(20);
-  }
+  await waitFor(() => serverSide.writableNeedDrain, 10_000, "the server's buffer fills");
   const quiet = await openStream(server.url, '/v1/pets?after=30000');
   t.after(() => quiet.close());
   const started = performance.now();
@@ -140,11 +147,12 @@ test("a stream still being opened when the stop comes gets the stop's 503, with 
   const dir = await tempDirFor(t);
   const errors: string[] = [];
   const logger = { request() {}, info() {}, error: (msg: string) => void errors.push(msg) };
-  const store = slowReads(await FileStore.open(dir), 500);
+  const reads = { begun: 0, finished: 0 };
+  const store = slowReads(await FileStore.open(dir), 500, reads);
   const server = await startServer({ dataDir: dir, store, logger });
   t.after(() => server.close());
   const opening = openStream(server.url);
-  await sleep(150); // its first page is being read
+  await waitFor(() => reads.begun === 1, 5000, 'its first page is being read');
   const stop = server.running.close();
   const answer = await within(opening, 5000, 'the answer');
   await within(stop, 5000, 'the stop');
@@ -166,18 +174,20 @@ test('a waiting request whose client went while its first page was read gives it
   timeout: 120_000,
 }, async (t) => {
   const dir = await tempDirFor(t);
-  const store = slowReads(await FileStore.open(dir), 300);
+  const reads = { begun: 0, finished: 0 };
+  const store = slowReads(await FileStore.open(dir), 300, reads);
   const server = await startServer({ dataDir: dir, store, maxStreams: 1 });
   t.after(() => server.close());
   // Asked for, and gone before its empty first page is read: 'close' comes before the wait begins.
-  for (let i = 0; i < 3; i++) {
+  for (let i = 1; i <= 3; i++) {
     const socket = connect(Number(new URL(server.url).port), '127.0.0.1');
     await new Promise((r) => socket.once('connect', r));
     socket.write(`GET /v1/pets?wait=30 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`);
-    await sleep(50);
+    await waitFor(() => reads.begun === i, 5000, `the first page of request ${i} is being read`);
     socket.destroy();
   }
-  await sleep(600); // every first page read, and each wait begun or given up
+  await waitFor(() => reads.finished === 3, 5000, 'every first page read');
+  await new Promise((r) => setImmediate(r)); // and each wait begun or given up, on the same turn
   const next = await within(request(server.url, 'GET', '/v1/pets?wait=1'), 5000, 'a wait of one second');
   assert.equal(next.status, 200, `the one place under --max-streams 1 is free: ${next.text}`);
   assert.equal(next.text, '[]');

@@ -20,7 +20,7 @@ import {
   type Response,
 } from './support.js';
 import { GatedStore } from './gated-store.js';
-import { byLabel, metricsServer, requestCounts, scrape } from './metrics-support.js';
+import { byLabel, listenerExposition, metricsServer, requestCounts, scrape, waitForHeld } from './metrics-support.js';
 import { openStream } from './stream-support.js';
 import { createPetstore, silentLoggerForTests, type LogFields } from './package.js';
 
@@ -41,9 +41,14 @@ async function createKey(dir: string, label: string): Promise<{ key: string; id:
 }
 
 /** A server on a data directory with one key in keys.json (and the test key given directly), logging its info lines into `infos`. */
-async function serveWithKeyFile(
-  t: TestContext,
-): Promise<{ url: string; key: string; id: string; dir: string; infos: Array<[string, LogFields | undefined]> }> {
+async function serveWithKeyFile(t: TestContext): Promise<{
+  url: string;
+  key: string;
+  id: string;
+  dir: string;
+  infos: Array<[string, LogFields | undefined]>;
+  held: (expected: { wait: number; stream: number }) => Promise<void>;
+}> {
   const dir = await tempDir(); // removed by server.close()
   const { key, id } = await createKey(dir, 'watcher');
   const infos: Array<[string, LogFields | undefined]> = [];
@@ -52,9 +57,11 @@ async function serveWithKeyFile(
     error() {},
     info: (msg: string, fields?: LogFields) => void infos.push([msg, fields]),
   };
-  const server = await startServer({ dataDir: dir, logger });
+  const server = await startServer({ dataDir: dir, logger, metricsPort: 0 });
   t.after(() => server.close());
-  return { url: server.url, key, id, dir, infos };
+  const exposition = listenerExposition(server.running.metricsUrl as string);
+  const held = (expected: { wait: number; stream: number }) => waitForHeld(exposition, expected, 'held requests');
+  return { url: server.url, key, id, dir, infos, held };
 }
 
 function createPet(url: string, name: string): Promise<Response> {
@@ -64,11 +71,11 @@ function createPet(url: string, name: string): Promise<Response> {
 test("keys revoke ends the key's open stream and answers its waiting request 401 within a second or two, with no other request, in one log line", {
   timeout: 120_000,
 }, async (t) => {
-  const { url, key, id, dir, infos } = await serveWithKeyFile(t);
+  const { url, key, id, dir, infos, held } = await serveWithKeyFile(t);
   const stream = await openStream(url, '/v1/pets', [], key);
   assert.equal(stream.status, 200);
   const waiting = request(url, 'GET', '/v1/pets?wait=30', { auth: key });
-  await sleep(100);
+  await held({ stream: 1, wait: 1 });
   assert.equal((await runCli(['keys', 'revoke', id, '--data-dir', dir])).code, 0);
   assert.equal(await within(stream.ended, 3000, "the stream's end"), 'end', 'ended cleanly, not cut');
   const answer = await within(waiting, 3000, "the waiting request's answer");
@@ -88,19 +95,14 @@ test("keys revoke ends the key's open stream and answers its waiting request 401
 test("once a revocation refuses new requests, a pet created reaches neither the revoked key's stream nor its wait", {
   timeout: 120_000,
 }, async (t) => {
-  const { url, key, id, dir } = await serveWithKeyFile(t);
+  const { url, key, id, dir, held } = await serveWithKeyFile(t);
   const stream = await openStream(url, '/v1/pets', [], key);
   const waiting = request(url, 'GET', '/v1/pets?wait=30', { auth: key });
-  await sleep(100);
+  await held({ stream: 1, wait: 1 });
   assert.equal((await runCli(['keys', 'revoke', id, '--data-dir', dir])).code, 0);
   // Once a new request with the key is refused, nothing more reaches what the key opened before.
-  for (
-    const deadline = Date.now() + 3000;
-    (await request(url, 'GET', '/v1/pets', { auth: key })).status !== 401;
-    await sleep(50)
-  ) {
-    assert.ok(Date.now() < deadline, 'the revocation reaches new requests');
-  }
+  const refused = async () => (await request(url, 'GET', '/v1/pets', { auth: key })).status === 401;
+  await waitFor(refused, 3000, 'the revocation reaches new requests');
   assert.equal((await createPet(url, 'After')).status, 201);
   assert.equal((await within(waiting, 3000, 'the answer')).status, 401);
   await within(stream.ended, 3000, "the stream's end");
@@ -110,21 +112,16 @@ test("once a revocation refuses new requests, a pet created reaches neither the 
 test("after a stream has come and gone, a key revoked later is still refused on new requests within the reload delay (the feed's checks and the requests' share one clock)", {
   timeout: 120_000,
 }, async (t) => {
-  const { url, key, id, dir } = await serveWithKeyFile(t);
+  const { url, key, id, dir, held } = await serveWithKeyFile(t);
   const stream = await openStream(url, '/v1/pets', [], key);
   assert.equal(stream.status, 200);
   await sleep(600); // the feed asks the keyring to check the key file while the stream is held
   stream.close();
-  await sleep(300);
+  await held({ stream: 0, wait: 0 });
   assert.equal((await request(url, 'GET', '/v1/pets', { auth: key })).status, 200);
   assert.equal((await runCli(['keys', 'revoke', id, '--data-dir', dir])).code, 0);
-  const revokedAt = performance.now();
-  let status = 200;
-  while (status !== 401 && performance.now() - revokedAt < 3000) {
-    status = (await request(url, 'GET', '/v1/pets', { auth: key })).status;
-    if (status !== 401) await sleep(50);
-  }
-  assert.equal(status, 401, 'the revocation reached new requests within 3 s');
+  const refused = async () => (await request(url, 'GET', '/v1/pets', { auth: key })).status === 401;
+  await waitFor(refused, 3000, 'the revocation reaches new requests within 3 s');
 });
 
 test('a wait or a stream whose first page was still being read when its key was revoked gets the 401, not a place', {
@@ -140,13 +137,8 @@ test('a wait or a stream whose first page was still being read when its key was 
   const opening = openStream(url, '/v1/pets', [], key);
   await waitFor(() => store.held.length === 2, 5000, "the stream's first read");
   assert.equal((await runCli(['keys', 'revoke', id, '--data-dir', dir])).code, 0);
-  for (
-    const deadline = Date.now() + 3000;
-    (await request(url, 'GET', '/v1/pets/1', { auth: key })).status !== 401;
-    await sleep(50)
-  ) {
-    assert.ok(Date.now() < deadline, 'the revocation reaches new requests');
-  }
+  const refused = async () => (await request(url, 'GET', '/v1/pets/1', { auth: key })).status === 401;
+  await waitFor(refused, 3000, 'the revocation reaches new requests');
   store.open(); // both first pages, read before the revocation, come back empty
   const answer = await within(waiting, 5000, "the wait's answer");
   assert.equal(answer.status, 401, `the wait was not held after its key went: ${answer.text}`);
@@ -194,9 +186,8 @@ test('one key holds at most --max-streams-per-key streams and waits: past it tha
   assert.equal(requestCounts(families)['GET /v1/pets 429'], 2);
   // A stream of mine that ends frees its place for my next one.
   mine[0]?.close();
-  let again = await openStream(server.url);
-  for (const deadline = Date.now() + 5000; again.status === 429 && Date.now() < deadline; await sleep(20))
-    again = await openStream(server.url);
+  await waitForHeld(listenerExposition(server.metricsUrl), { stream: 2, wait: 1 }, 'my first stream gone');
+  const again = await openStream(server.url);
   t.after(() => again.close());
   assert.equal(again.status, 200);
   assert.equal((await createPet(server.url, 'One')).status, 201);

@@ -51,13 +51,8 @@ async function insertSilently(sql: ReturnType<typeof connect>, name: string): Pr
 async function readyServer(t: { after(fn: () => Promise<void>): void }, url: string): Promise<TestServer> {
   const server = await startServer({ databaseUrl: url });
   t.after(() => server.close());
-  for (
-    const deadline = Date.now() + 10_000;
-    (await server.request('GET', '/readyz', { auth: false })).status !== 200;
-    await sleep(20)
-  ) {
-    assert.ok(Date.now() < deadline, '/readyz 200 once the copy is filled');
-  }
+  const ready = async () => (await server.request('GET', '/readyz', { auth: false })).status === 200;
+  await waitFor(ready, 10_000, '/readyz 200 once the copy is filled');
   return server;
 }
 
@@ -88,13 +83,8 @@ export function copyTests(cluster: () => Cluster): void {
     const last = (pets.at(-1) as Pet).id;
     await assertListed(filled, pets, 'filled at start');
     // A list is answered from the copy (a pet by id above its newest would be asked of the database).
-    for (
-      const deadline = Date.now() + 10_000;
-      (await reading.request('GET', `/v1/pets?after=${last - 1}`)).text === '[]';
-      await sleep(20)
-    ) {
-      assert.ok(Date.now() < deadline, 'the reading instance read on to the last pet');
-    }
+    const readOn = async () => (await reading.request('GET', `/v1/pets?after=${last - 1}`)).text !== '[]';
+    await waitFor(readOn, 10_000, 'the reading instance read on to the last pet');
     await assertListed(reading, pets, 'read on after commits');
     for (const pet of pets.slice(0, 40))
       assert.equal((await reading.request('GET', `/v1/pets/${pet.id}`)).text, petJson(pet), `pet ${pet.id}`);
@@ -207,13 +197,8 @@ export function copyTests(cluster: () => Cluster): void {
       release();
       await holder;
     }
-    for (
-      const deadline = Date.now() + 10_000;
-      (await request(server.url, 'GET', '/readyz', { auth: false })).status !== 200;
-      await sleep(50)
-    ) {
-      assert.ok(Date.now() < deadline, '/readyz 200 once the copy is filled');
-    }
+    const ready = async () => (await request(server.url, 'GET', '/readyz', { auth: false })).status === 200;
+    await waitFor(ready, 10_000, '/readyz 200 once the copy is filled');
     assert.match(
       server.stdout(),
       new RegExp(`"msg":"the pets are read into memory[^"]*".*"pets":${FILLED},"seconds":[0-9.]+`),

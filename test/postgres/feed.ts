@@ -119,13 +119,8 @@ export function feedTests(cluster: () => Cluster): void {
     assert.equal(created.code, 0, created.stderr);
     const id = /^created key ([^\s;]+)/.exec(created.stdout)?.[1] as string;
     const key = created.stdout.trim().split('\n').at(-1) as string;
-    for (
-      const deadline = Date.now() + 5000;
-      (await request(server.url, 'GET', '/v1/pets', { auth: key })).status !== 200;
-      await sleep(50)
-    ) {
-      assert.ok(Date.now() < deadline, 'the instance reads the new key');
-    }
+    const accepted = async () => (await request(server.url, 'GET', '/v1/pets', { auth: key })).status === 200;
+    await waitFor(accepted, 5000, 'the instance reads the new key');
     const stream = await openStream(server.url, '/v1/pets', [], key);
     t.after(() => stream.close());
     assert.equal(stream.status, 200);

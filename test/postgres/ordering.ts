@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PostgresStore } from '#dist/store/postgres/store.js';
 import type { Cluster } from '../postgres-support.js';
 import { connect, holdIds } from './store.js';
+import { waitFor } from '../support.js';
 
 type Sql = ReturnType<typeof connect>;
 
@@ -20,12 +21,12 @@ async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | 'p
 
 /** Waits until `count` petstore sessions wait for a lock. */
 async function lockWaiters(sql: Sql, count: number): Promise<void> {
-  for (const deadline = Date.now() + 10_000; ; await sleep(20)) {
+  const waiting = async () => {
     const [row] =
       await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'petstore' AND wait_event_type = 'Lock'`;
-    if (row?.n === count) return;
-    assert.ok(Date.now() < deadline, `${count} sessions wait for a lock`);
-  }
+    return row?.n === count;
+  };
+  await waitFor(waiting, 10_000, `${count} sessions wait for a lock`);
 }
 
 async function ids(sql: Sql): Promise<number[]> {
