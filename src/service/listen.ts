@@ -8,6 +8,7 @@ import { answerPlainHttp } from './tls/plain-http-on-tls.js';
 import { reloadCertificates, type TlsOptions } from './tls/certificate-reload.js';
 import { SlotLimiter } from '../http/connections/slot-limiter.js';
 import { OwedAnswers } from '../http/connections/owed-answers.js';
+import { FirstReads } from '../http/connections/first-reads.js';
 import {
   clientErrorHandler,
   connectHandler,
@@ -79,9 +80,11 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const sockets = new SlotLimiter(options.maxConnections ?? DEFAULTS.maxConnections, options.tls !== undefined);
   // A connection whose answers have all ended, or stalled at a client not reading them, may be closed for room.
   const sendTimeoutMs = (options.sendTimeout ?? DEFAULTS.sendTimeout) * 1000;
+  const firstReads = new FirstReads();
   const slots = {
     idle: (socket: Socket, now: number) => sockets.idle(socket, now),
     busy: (socket: Socket) => sockets.busy(socket),
+    ended: (socket: Socket) => firstReads.ended(socket),
   };
   const connections = new OwedAnswers(slots, sendTimeoutMs, petstore.answers);
   let stopping = false;
@@ -128,8 +131,10 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   metrics?.watchServer(server, sockets, connections);
   server.on('connection', (raw: Socket) => sockets.add(raw));
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
-  if (options.tls === undefined) server.on('connection', (socket: Socket) => connections.add(socket));
-  else {
+  if (options.tls === undefined) {
+    server.on('connection', (socket: Socket) => connections.add(socket));
+    firstReads.serve(server);
+  } else {
     server.on('secureConnection', (socket: Socket) => {
       sockets.secured(socket);
       connections.add(socket);

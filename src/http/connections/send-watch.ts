@@ -26,10 +26,14 @@ export interface Sending {
   stalled: boolean;
 }
 
-/** What the connection slots are told (accepted-sockets.ts): closable since, or busy again. */
+/**
+ * What the connection slots are told (slot-limiter.ts): closable since, or busy again; and whose
+ * connection the server ended for answers not taken (first-reads.ts).
+ */
 export interface SlotNotices {
   idle(socket: Socket, since: number): void;
   busy(socket: Socket): void;
+  ended?(socket: Socket): void;
 }
 
 /**
@@ -79,7 +83,7 @@ export class SendWatch {
         continue;
       }
       if (now - connection.progressAt >= this.timeoutMs) {
-        this.#end(connection, 'send_timeout');
+        this.end(connection, 'send_timeout');
         continue;
       }
       if (!connection.stalled && connection.received) {
@@ -93,15 +97,17 @@ export class SendWatch {
       stalled.sort((a, b) => b[1] - a[1]);
       for (const [connection, bytes] of stalled) {
         if (total <= TOTAL_UNSENT) break;
-        this.#end(connection, 'unsent_limit');
+        this.end(connection, 'unsent_limit');
         total -= bytes;
       }
     }
     return owing;
   }
 
-  #end(connection: Sending, why: Ending): void {
+  /** Ends `connection` for `why`, counted, and says so. */
+  end(connection: Sending, why: Ending): void {
     this.ended[why]++;
+    this.slots?.ended?.(connection.socket);
     endUnheard(connection.socket);
   }
 }
