@@ -84,7 +84,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const slots = {
     idle: (socket: Socket, now: number) => sockets.idle(socket, now),
     busy: (socket: Socket) => sockets.busy(socket),
-    ended: (socket: Socket) => firstReads.ended(socket),
+    flooding: (socket: Socket) => firstReads.flooding(socket),
   };
   const connections = new OwedAnswers(slots, sendTimeoutMs, petstore.answers);
   let stopping = false;

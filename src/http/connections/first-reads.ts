@@ -3,7 +3,7 @@ import { monotonicMs } from '../../lib/monotonic.js';
 
 /** An address that flooded starts the first read of one of its connections in this many turns at most. */
 const TURNS_PER_READ = 64;
-/** How long an address is remembered as having flooded after the server last ended one of its connections. */
+/** How long an address is remembered as flooding after the last sign of it. */
 const MEMORY_MS = 10_000;
 
 /** An address that flooded: until when it is remembered, when it last started a first read, what waits. */
@@ -19,9 +19,10 @@ interface Flooder {
  * each bring hundreds of pipelined requests, read as soon as accepted and ended for it, made every turn
  * long, and a client that reopens each one at once kept the listen backlog full of them; another
  * client's connection waited there, unaccepted, for seconds. So the server accepts connections paused
- * and reads each at once, except from an address one of whose connections the server ended in the last
- * MEMORY_MS for answers not taken (more than 64 unanswered, the send timeout, the unsent bytes): that
- * address starts one first read in TURNS_PER_READ turns, oldest first. Its other connections wait, with
+ * and reads each at once, except from an address that flooded in the last MEMORY_MS: one of whose
+ * connections the server ended for answers not taken (more than 64 unanswered, the send timeout, the
+ * unsent bytes), or whose answers stalled with more requests pipelined behind them. That address
+ * starts one first read in TURNS_PER_READ turns, oldest first. Its other connections wait, with
  * no request in progress, so at --max-connections they are closable, and the slot limiter closes those
  * of the address holding the most. The flood then holds its own waiting connections instead of the
  * backlog, gives its oldest up for room, and costs the server a turn's accept each; nothing is refused.
@@ -38,8 +39,8 @@ export class FirstReads {
     server.on('connection', (socket: Socket) => this.#add(socket));
   }
 
-  /** The server ended `socket` for answers its client does not take: its address floods. */
-  ended(socket: Socket): void {
+  /** The client of `socket` leaves its answers untaken (send-watch.ts says when): its address floods. */
+  flooding(socket: Socket): void {
     const address = socket.remoteAddress ?? '';
     const until = monotonicMs() + MEMORY_MS;
     const flooder = this.#flooders.get(address);

@@ -27,13 +27,14 @@ export interface Sending {
 }
 
 /**
- * What the connection slots are told (slot-limiter.ts): closable since, or busy again; and whose
- * connection the server ended for answers not taken (first-reads.ts).
+ * What the connection slots are told (slot-limiter.ts): closable since, or busy again; and whose client
+ * floods, leaving answers untaken (first-reads.ts): a connection ended for it, or stalled with more
+ * requests pipelined behind its answers.
  */
 export interface SlotNotices {
   idle(socket: Socket, since: number): void;
   busy(socket: Socket): void;
-  ended?(socket: Socket): void;
+  flooding?(socket: Socket): void;
 }
 
 /**
@@ -89,6 +90,8 @@ export class SendWatch {
       if (!connection.stalled && connection.received) {
         connection.stalled = true;
         this.slots?.idle(socket, connection.progressAt);
+        // A slow reader of one answer (an event stream, a big page) is not flooding; a pipeliner is.
+        if (connection.owed.size > 1) this.slots?.flooding?.(socket);
       }
       total += bytes;
       stalled.push([connection, bytes]);
@@ -107,7 +110,7 @@ export class SendWatch {
   /** Ends `connection` for `why`, counted, and says so. */
   end(connection: Sending, why: Ending): void {
     this.ended[why]++;
-    this.slots?.ended?.(connection.socket);
+    this.slots?.flooding?.(connection.socket);
     endUnheard(connection.socket);
   }
 }
