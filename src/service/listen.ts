@@ -8,6 +8,7 @@ import { answerPlainHttp } from './tls/plain-http-on-tls.js';
 import { reloadCertificates, type TlsOptions } from './tls/certificate-reload.js';
 import { SlotLimiter } from '../http/connections/slot-limiter.js';
 import { OwedAnswers } from '../http/connections/owed-answers.js';
+import { FirstReads } from '../http/connections/first-reads.js';
 import {
   clientErrorHandler,
   connectHandler,
@@ -81,13 +82,14 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const sockets = new SlotLimiter(options.maxConnections ?? DEFAULTS.maxConnections, options.tls !== undefined);
   // A connection whose answers have all ended, or stalled at a client not reading them, may be closed for room.
   const sendTimeoutMs = (options.sendTimeout ?? DEFAULTS.sendTimeout) * 1000;
-  const connections = new OwedAnswers(slotsOf(sockets), sendTimeoutMs, petstore.answers);
+  const firstReads = new FirstReads();
+  const connections = new OwedAnswers(slotsOf(sockets, firstReads), sendTimeoutMs, petstore.answers);
   const stop = { requested: false };
   const onRequest = requestListener(petstore, sockets, connections, stop, options.fd !== undefined);
   const server = createServer(options, onRequest);
   if (options.tls !== undefined) answerPlainHttpSentToTls(server as HttpsServer, options, metrics, logger);
   metrics?.watchServer(server, sockets, connections);
-  watchConnections(server, options.tls !== undefined, sockets, connections, onRequest);
+  watchConnections(server, options.tls !== undefined, sockets, connections, onRequest, firstReads);
   const metricsListener = await startListening(server, options, metrics, logger).catch(async (error: unknown) => {
     await petstore.close();
     throw error;
@@ -112,10 +114,11 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
 }
 
 /** What OwedAnswers tells the slot limiter: a connection that may be closed for room, or one that may not. */
-function slotsOf(sockets: SlotLimiter): ConstructorParameters<typeof OwedAnswers>[0] {
+function slotsOf(sockets: SlotLimiter, firstReads: FirstReads): ConstructorParameters<typeof OwedAnswers>[0] {
   return {
     idle: (socket: Socket, now: number) => sockets.idle(socket, now),
     busy: (socket: Socket) => sockets.busy(socket),
+    flooding: (socket: Socket) => firstReads.flooding(socket),
   };
 }
 
@@ -188,11 +191,14 @@ function watchConnections(
   sockets: SlotLimiter,
   connections: OwedAnswers,
   onRequest: (req: IncomingMessage, res: ServerResponse) => void,
+  firstReads: FirstReads,
 ): void {
   server.on('connection', (raw: Socket) => sockets.add(raw));
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
-  if (!tls) server.on('connection', (socket: Socket) => connections.add(socket));
-  else {
+  if (!tls) {
+    server.on('connection', (socket: Socket) => connections.add(socket));
+    firstReads.serve(server);
+  } else {
     server.on('secureConnection', (socket: Socket) => {
       sockets.secured(socket);
       connections.add(socket);

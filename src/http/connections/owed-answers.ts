@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { monotonicMs } from '../../lib/monotonic.js';
 import { ENDINGS, SendWatch, type Ending, type Sending, type SlotNotices } from './send-watch.js';
-import { endUnheard } from './unheard-end.js';
 import type { WriteBatch } from './write-batch.js';
 
 /**
@@ -119,8 +118,7 @@ export class OwedAnswers {
       (res as OwedResponse)[ANSWERED] = true;
       answer(req, res);
     } else if (connection.owed.size > OUTSTANDING) {
-      this.ended.pipelining_limit++;
-      endUnheard(connection.socket);
+      this.#watch.end(connection, 'pipelining_limit');
     } else {
       connection.waiting.push([req, res, answer]);
       connection.paused = true;

@@ -26,10 +26,15 @@ export interface Sending {
   stalled: boolean;
 }
 
-/** What the connection slots are told (accepted-sockets.ts): closable since, or busy again. */
+/**
+ * What the connection slots are told (slot-limiter.ts): closable since, or busy again; and whose client
+ * floods, leaving answers untaken (first-reads.ts): a connection ended for it, or stalled with more
+ * requests pipelined behind its answers.
+ */
 export interface SlotNotices {
   idle(socket: Socket, since: number): void;
   busy(socket: Socket): void;
+  flooding?(socket: Socket): void;
 }
 
 /**
@@ -79,12 +84,14 @@ export class SendWatch {
         continue;
       }
       if (now - connection.progressAt >= this.timeoutMs) {
-        this.#end(connection, 'send_timeout');
+        this.end(connection, 'send_timeout');
         continue;
       }
       if (!connection.stalled && connection.received) {
         connection.stalled = true;
         this.slots?.idle(socket, connection.progressAt);
+        // A slow reader of one answer (an event stream, a big page) is not flooding; a pipeliner is.
+        if (connection.owed.size > 1) this.slots?.flooding?.(socket);
       }
       total += bytes;
       stalled.push([connection, bytes]);
@@ -93,15 +100,17 @@ export class SendWatch {
       stalled.sort((a, b) => b[1] - a[1]);
       for (const [connection, bytes] of stalled) {
         if (total <= TOTAL_UNSENT) break;
-        this.#end(connection, 'unsent_limit');
+        this.end(connection, 'unsent_limit');
         total -= bytes;
       }
     }
     return owing;
   }
 
-  #end(connection: Sending, why: Ending): void {
+  /** Ends `connection` for `why`, counted, and says so. */
+  end(connection: Sending, why: Ending): void {
     this.ended[why]++;
+    this.slots?.flooding?.(connection.socket);
     endUnheard(connection.socket);
   }
 }
