@@ -1,13 +1,13 @@
 import { rm } from 'node:fs/promises';
 import type { FileSystem } from '../../../lib/file-system.js';
 import { reportToStderr } from '../../../lib/system-error.js';
-import { readLiveDirectory, writeStoreCopy } from '../backup.js';
-import { StoreDamagedError } from '../damage.js';
+import { writeStoreCopy } from '../backup.js';
 import { stagingDirectory } from '../staging.js';
 import type { LoadedDirectory } from '../load.js';
 import { ReplicationError, type Destination } from './destinations/destination.js';
 import { chooseLineage, historyKeys, readLineages } from './history.js';
-import { layOut, readPosition, replicatedStore, type FoundPosition } from './replica.js';
+import { readPosition, replicatedStore, type FoundPosition } from './replica.js';
+import { readRestorable } from './restorable.js';
 
 /**
  * Where a restore stops: the newest position (undefined), the newest at or before a time, or holding no pet after an
@@ -61,9 +61,7 @@ export async function restoreReplica(
   const found = await positionFor(destination, keys, newest, point);
   const staging = await stagingDirectory(target, 'restore');
   try {
-    await layOut(destination, found.position, staging);
-    const live = await readLiveDirectory(fs, staging);
-    if (live.damage.length > 0) throw new StoreDamagedError(live.damage);
+    const live = await readRestorable(fs, destination, found.position, staging);
     const { count, highest } = upTo(live, point !== undefined && 'id' in point ? point.id : Infinity);
     if (point !== undefined && 'id' in point && count === live.index.size && highest < point.id) {
       throw new ReplicationError(
