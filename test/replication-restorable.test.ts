@@ -1,7 +1,7 @@
 /**
- * `verify --from` checks what `restore` checks: a position whose objects are intact but whose files the
- * store would not load (a pets.json and a journal after it that repeat a pet, as a compaction delayed
- * by replication's hold once wrote) is named by verify, and refused by restore, both by the one check.
+ * `verify --from` checks what `restore` checks (restorable.ts): a position whose objects are intact but
+ * whose pets.json and the journal after it repeat a pet, as a compaction delayed by replication's hold
+ * once wrote, is taken by both when the repeat is the same bytes and refused by both when it is not.
  */
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
@@ -17,10 +17,10 @@ import { storeIdDocument } from '#dist/store/file/replication/store-id.js';
 import { verifyReplicas } from '#dist/store/file/replication/verification.js';
 import { dataDir, journalText, snapshotText } from './store-support.js';
 
-const pet = (id: number) => ({ id, name: `pet ${id}`, categoryId: 1n }) as never;
+const pet = (id: number, name = `pet ${id}`) => ({ id, name, categoryId: 1n }) as never;
 const LINEAGE = '20261127T000000Z-000000000000';
 
-test('a position whose pets.json and journal repeat a pet: verify names it as restore refuses it; the one before it passes both', async (t) => {
+test('verify passes what restore takes and names what it refuses: a pet repeated by pets.json and its journal is taken once when the same bytes, refused when not', async (t) => {
   const root = await dataDir(t);
   const dir = join(root, 'data');
   await nodeFileSystem.mkdir(dir);
@@ -47,18 +47,30 @@ test('a position whose pets.json and journal repeat a pet: verify names it as re
   assert.equal((await shipRound(dir, destination, state, source(journal.length), 4)).shipped, true);
   assert.deepEqual(await verifyReplicas(nodeFileSystem, destination, () => {}), [], 'position 1 is intact');
 
-  // A snapshot that took in pet 4, beside the journal that holds it.
+  // A snapshot that took in pet 4 beside the journal that holds it, as builds before the compaction fix shipped: the
+  // repeated line is the same bytes, and restore gives every pet back once.
   await writeFile(join(dir, 'pets.json'), snapshotText([pet(1), pet(2), pet(3), pet(4)], 2, 4));
   assert.equal((await shipRound(dir, destination, state, source(journal.length), 4)).shipped, true);
-  const problems = await verifyReplicas(nodeFileSystem, destination, () => {});
-  assert.deepEqual(problems, [
-    `${positionKey(LINEAGE, 2)}: restore refuses it: pets-journal.2.jsonl line 1 (byte 0): ` +
+  const said: string[] = [];
+  assert.deepEqual(await verifyReplicas(nodeFileSystem, destination, (line) => said.push(line)), []);
+  assert.ok(
+    said.some((line) => line.startsWith(`${positionKey(LINEAGE, 2)}: 1 journal line repeats or precedes pets`)),
+    said.join('\n'),
+  );
+  const older = await restoreReplica(nodeFileSystem, destination, undefined, join(root, 'older'));
+  assert.deepEqual([older.count, older.highest, older.setBack], [4, 4, 1]);
+
+  // The same, but the snapshot's pet 4 differs from the journal's: which is the pet cannot be known.
+  await writeFile(join(dir, 'pets.json'), snapshotText([pet(1), pet(2), pet(3), pet(4, 'x')], 2, 4));
+  assert.equal((await shipRound(dir, destination, state, source(journal.length), 4)).shipped, true);
+  assert.deepEqual(await verifyReplicas(nodeFileSystem, destination, () => {}), [
+    `${positionKey(LINEAGE, 3)}: restore refuses it: pets-journal.2.jsonl line 1 (byte 0): ` +
       'id 4 is not above the previous id 4 (may have held pets 5 and later)',
   ]);
-  await assert.rejects(restoreReplica(nodeFileSystem, destination, undefined, join(root, 'restored')), {
+  await assert.rejects(restoreReplica(nodeFileSystem, destination, undefined, join(root, 'refused')), {
     name: 'StoreDamagedError',
     message: /pets-journal\.2\.jsonl line 1 \(byte 0\): id 4 is not above the previous id 4/,
   });
-  const earlier = await restoreReplica(nodeFileSystem, destination, { id: 4 }, join(root, 'restored'));
-  assert.equal(earlier.count, 4, 'the position before it restores every pet');
+  const earlier = await restoreReplica(nodeFileSystem, destination, { id: 4 }, join(root, 'earlier'));
+  assert.deepEqual([earlier.position.position.seq, earlier.count, earlier.setBack], [1, 4, 0]);
 });

@@ -133,6 +133,13 @@ export async function runRestoreCommand(
       `(lineage ${position.lineage}, position ${position.seq}) from ${from} to ${target}; new pets get ids after ` +
       `${restored.lastId}`,
   );
+  if (restored.setBack > 0) {
+    out(
+      `${restored.setBack} journal ${restored.setBack === 1 ? 'line' : 'lines'} of that position repeated or ` +
+        'preceded pets of its pets.json (shipped by an earlier build); each repeat was the same bytes and dropped, ' +
+        'the rest set back in id order: no pet was lost',
+    );
+  }
 }
 
 async function listRestorePoints(source: Destination, fs: FileSystem, out: (line: string) => void): Promise<void> {

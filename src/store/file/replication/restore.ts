@@ -36,6 +36,8 @@ export interface Restored {
   highest: number;
   /** The id the restored store continues after. */
   lastId: number;
+  /** Lines of the position out of order, set back or dropped as repeats (restorable.ts). */
+  setBack: number;
 }
 
 /**
@@ -61,7 +63,7 @@ export async function restoreReplica(
   const found = await positionFor(destination, keys, newest, point);
   const staging = await stagingDirectory(target, 'restore');
   try {
-    const live = await readRestorable(fs, destination, found.position, staging);
+    const { live, setBack } = await readRestorable(fs, destination, found.position, staging);
     const { count, highest } = upTo(live, point !== undefined && 'id' in point ? point.id : Infinity);
     if (point !== undefined && 'id' in point && count === live.index.size && highest < point.id) {
       throw new ReplicationError(
@@ -72,7 +74,8 @@ export async function restoreReplica(
           'there; restore without --until for the newest',
       );
     }
-    return { store, position: found, live, count, highest, lastId: Math.max(handedOut, live.lastId), staging };
+    const lastId = Math.max(handedOut, live.lastId);
+    return { store, position: found, live, count, highest, lastId, setBack, staging };
   } catch (error) {
     await rm(staging, { recursive: true, force: true }).catch(reportToStderr);
     throw error;

@@ -87,7 +87,7 @@ async function verifyIn(
     }
     // Objects intact: whether restore would take the files they make is the next question.
     if (!segments.some((segment) => bad.has(segment.key))) {
-      problems.push(...(await restoreProblems(fs, destination, found, scratch)));
+      problems.push(...(await restoreProblems(fs, destination, found, scratch, progress)));
     }
     previous = found;
   }
@@ -122,11 +122,18 @@ async function restoreProblems(
   destination: Destination,
   { key, position }: FoundPosition,
   scratch: string,
+  progress: (line: string) => void,
 ): Promise<string[]> {
   const dir = join(scratch, `${position.lineage}-${position.seq}`);
   await fs.mkdir(dir);
   try {
-    await readRestorable(fs, destination, position, dir);
+    const { setBack } = await readRestorable(fs, destination, position, dir);
+    if (setBack > 0) {
+      progress(
+        `${key}: ${setBack} journal ${setBack === 1 ? 'line repeats or precedes' : 'lines repeat or precede'} ` +
+          'pets of its pets.json (shipped by a build before the compaction fix): restore sets them back in id order',
+      );
+    }
     return [];
   } catch (error) {
     if (error instanceof StoreDamagedError) {
