@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { nodeFileSystem } from '#dist/lib/file-system.js';
 import { FileStore } from '#dist/store/file/file-store.js';
 import { DirectoryDestination } from '#dist/store/file/replication/destinations/directory-destination.js';
 import { positionKeys, readPosition } from '#dist/store/file/replication/replica.js';
@@ -67,7 +68,7 @@ test('retention removes the positions before the newest one older than the windo
     'from the pivot on',
   );
   assert.ok(after.some((key) => key.includes('/data/')) && removed > 4, `objects went too: ${removed} removed`);
-  assert.deepEqual(await verifyReplicas(destination, () => {}), []);
+  assert.deepEqual(await verifyReplicas(nodeFileSystem, destination, () => {}), []);
   const restored = await runCli([
     'restore',
     join(root, 'restored'),
@@ -104,7 +105,7 @@ test("while the current lineage has no position older than the window, the newes
     left.some((key) => key.includes(`${first}/positions/`)),
     'the first lineage stays',
   );
-  assert.deepEqual(await verifyReplicas(destination, () => {}), []);
+  assert.deepEqual(await verifyReplicas(nodeFileSystem, destination, () => {}), []);
   const restored = await runCli([
     'restore',
     join(root, 'restored'),

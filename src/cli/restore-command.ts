@@ -133,6 +133,13 @@ export async function runRestoreCommand(
       `(lineage ${position.lineage}, position ${position.seq}) from ${from} to ${target}; new pets get ids after ` +
       `${restored.lastId}`,
   );
+  if (restored.setBack > 0) {
+    out(
+      `${restored.setBack} journal ${restored.setBack === 1 ? 'line' : 'lines'} of that position repeated or ` +
+        'preceded pets of its pets.json (shipped by an earlier build); each repeat was the same bytes and dropped, ' +
+        'the rest set back in id order: no pet was lost',
+    );
+  }
 }
 
 async function listRestorePoints(source: Destination, fs: FileSystem, out: (line: string) => void): Promise<void> {
@@ -149,16 +156,17 @@ async function listRestorePoints(source: Destination, fs: FileSystem, out: (line
   if (count === 0) out(`${source.name} holds no restore point yet`);
 }
 
-/** `verify --from <replicas>`: every position, the chain and every object's checksum; 0 intact, 1 damaged. */
+/** `verify --from <replicas>`: every position, its chain, its objects' checksums and what restore checks; 0 intact. */
 export async function runReplicaVerify(
   args: readonly string[],
   from: string | undefined,
   keyFile: string | undefined,
   out: (line: string) => void,
+  fs: FileSystem = nodeFileSystem,
 ): Promise<number> {
   const usage = 'usage: verify --from <replica-dir | s3://bucket/prefix>';
   if (args.length > 0) throw new UsageError(usage);
-  const problems = await verifyReplicas(await replicaSource(from, usage, keyFile), out);
+  const problems = await verifyReplicas(fs, await replicaSource(from, usage, keyFile), out);
   if (problems.length === 0) {
     out('every position and object intact');
     return 0;

@@ -22,6 +22,13 @@ export interface CompactionOptions {
   report: (error: unknown) => void;
 }
 
+/** The pets a snapshot holds (the first `count`), the journal it names and the last id handed out at its rotation. */
+interface SnapshotExtent {
+  count: number;
+  journal: number;
+  lastId: number;
+}
+
 /**
  * Keeps the journals short: when the current one outgrows its bound, the journal is rotated and a
  * snapshot of every pet is written in the background; the journals it covers are then removed.
@@ -83,7 +90,7 @@ export class Compaction {
       return;
     }
     const covered = [...this.#oldGenerations];
-    this.#running = this.#replace(covered)
+    this.#running = this.#replace(covered, this.#extent())
       .catch(this.#report)
       .finally(() => {
         this.#running = undefined;
@@ -106,15 +113,23 @@ export class Compaction {
     if (this.#journal.length > 0) this.#oldGenerations.push(await this.#rotate());
     // The snapshot's lastId is where the new journal's ids go on from.
     this.#ids.newJournal();
-    await this.#replace([...this.#oldGenerations]);
+    await this.#replace([...this.#oldGenerations], this.#extent());
   }
 
   /** A new snapshot, then the journals it covers removed: once no file is held, and no hold granted meanwhile. */
-  #replace(covered: readonly number[]): Promise<void> {
+  #replace(covered: readonly number[], extent: SnapshotExtent): Promise<void> {
     return this.#hold.change(async () => {
-      await this.#writeSnapshot();
+      await this.#writeSnapshot(extent);
       await this.#removeJournals(covered);
     });
+  }
+
+  /**
+   * What the snapshot holds, fixed right after the rotation: a write held back (replication's hold) must not take in
+   * the pets created meanwhile, which the new journal holds.
+   */
+  #extent(): SnapshotExtent {
+    return { count: this.#index.size, journal: this.#journal.generation, lastId: this.#ids.handedOut };
   }
 
   /** Starts the next journal, whose ids go on from the snapshot's lastId (ids.handedOut, written right after). */
@@ -129,13 +144,10 @@ export class Compaction {
     return Math.max(this.#compactAfter, this.#snapshotBytes);
   }
 
-  async #writeSnapshot(): Promise<void> {
-    // Every pet committed so far is in a journal before the current one: the snapshot covers those.
+  async #writeSnapshot({ count, journal, lastId }: SnapshotExtent): Promise<void> {
     const now = Date.now();
     this.#idempotency.sweep(now);
-    const chunks = snapshotChunks(this.#index, this.#index.size, this.#journal.generation, this.#ids.handedOut, (id) =>
-      this.#idempotency.isLive(id, now),
-    );
+    const chunks = snapshotChunks(this.#index, count, journal, lastId, (id) => this.#idempotency.isLive(id, now));
     this.#snapshotBytes = await replaceFile(this.#fs, join(this.#dir, SNAPSHOT_FILE), chunks, this.#report);
     this.#compactAt = this.#bound();
   }

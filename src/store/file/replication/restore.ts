@@ -1,13 +1,13 @@
 import { rm } from 'node:fs/promises';
 import type { FileSystem } from '../../../lib/file-system.js';
 import { reportToStderr } from '../../../lib/system-error.js';
-import { readLiveDirectory, writeStoreCopy } from '../backup.js';
-import { StoreDamagedError } from '../damage.js';
+import { writeStoreCopy } from '../backup.js';
 import { stagingDirectory } from '../staging.js';
 import type { LoadedDirectory } from '../load.js';
 import { ReplicationError, type Destination } from './destinations/destination.js';
 import { chooseLineage, historyKeys, readLineages } from './history.js';
-import { layOut, readPosition, replicatedStore, type FoundPosition } from './replica.js';
+import { readPosition, replicatedStore, type FoundPosition } from './replica.js';
+import { readRestorable } from './restorable.js';
 
 /**
  * Where a restore stops: the newest position (undefined), the newest at or before a time, or holding no pet after an
@@ -36,6 +36,8 @@ export interface Restored {
   highest: number;
   /** The id the restored store continues after. */
   lastId: number;
+  /** Lines of the position out of order, set back or dropped as repeats (restorable.ts). */
+  setBack: number;
 }
 
 /**
@@ -61,9 +63,7 @@ export async function restoreReplica(
   const found = await positionFor(destination, keys, newest, point);
   const staging = await stagingDirectory(target, 'restore');
   try {
-    await layOut(destination, found.position, staging);
-    const live = await readLiveDirectory(fs, staging);
-    if (live.damage.length > 0) throw new StoreDamagedError(live.damage);
+    const { live, setBack } = await readRestorable(fs, destination, found.position, staging);
     const { count, highest } = upTo(live, point !== undefined && 'id' in point ? point.id : Infinity);
     if (point !== undefined && 'id' in point && count === live.index.size && highest < point.id) {
       throw new ReplicationError(
@@ -74,7 +74,8 @@ export async function restoreReplica(
           'there; restore without --until for the newest',
       );
     }
-    return { store, position: found, live, count, highest, lastId: Math.max(handedOut, live.lastId), staging };
+    const lastId = Math.max(handedOut, live.lastId);
+    return { store, position: found, live, count, highest, lastId, setBack, staging };
   } catch (error) {
     await rm(staging, { recursive: true, force: true }).catch(reportToStderr);
     throw error;

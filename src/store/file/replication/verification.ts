@@ -1,20 +1,49 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import type { FileSystem } from '../../../lib/file-system.js';
+import { StoreDamagedError, describeDamage } from '../damage.js';
+import { StoreOpenError } from '../../store.js';
 import { ReplicationError, type Destination } from './destinations/destination.js';
 import { readHead } from './head.js';
 import { describeLineage, forkMessage, newestLineages, readLineages, type Lineage } from './history.js';
 import { HEAD_KEY, STORE_KEY, parsePositionKey } from './layout.js';
 import { positionKeys, readPosition, readSegment, replicatedStore, type FoundPosition } from './replica.js';
+import { readRestorable } from './restorable.js';
 
 /**
  * Checks every position and object of `destination`: each position's form, its chain to the one
- * before it in its lineage, and every object it names against its checksum (each object read once);
- * that one history is the newest (not a fork), and that the newest lineage still reaches the position
- * the head names (a deleted tail). Another store's lineages (a destination taken over) are said, not
- * checked: retention removes them. Returns what is wrong, one line each; empty when all is intact.
+ * before it in its lineage, every object it names against its checksum (each object read once), and,
+ * when those hold, its files laid out and read as `restore` reads them (restorable.ts); that one
+ * history is the newest (not a fork), and that the newest lineage still reaches the position the head
+ * names (a deleted tail). Another store's lineages (a destination taken over) are said, not checked:
+ * retention removes them. Returns what is wrong, one line each; empty when all is intact.
  */
-export async function verifyReplicas(destination: Destination, progress: (line: string) => void): Promise<string[]> {
+export async function verifyReplicas(
+  fs: FileSystem,
+  destination: Destination,
+  progress: (line: string) => void,
+): Promise<string[]> {
   const store = await replicatedStore(destination);
+  const scratch = await mkdtemp(join(tmpdir(), 'petstore-verify-'));
+  try {
+    return await verifyIn(fs, destination, store, scratch, progress);
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+async function verifyIn(
+  fs: FileSystem,
+  destination: Destination,
+  store: string,
+  scratch: string,
+  progress: (line: string) => void,
+): Promise<string[]> {
   const problems: string[] = [];
   const checked = new Set<string>();
+  /** Objects found missing or damaged: a position naming one is said to be damaged, and not laid out. */
+  const bad = new Set<string>();
   const others = new Set<string>();
   let lineage: string | undefined;
   let previous: FoundPosition | undefined;
@@ -44,15 +73,21 @@ export async function verifyReplicas(destination: Destination, progress: (line: 
     if (previous !== undefined && !follows) {
       problems.push(`${key}: does not follow ${previous.key} (the chain is broken)`);
     }
-    for (const segment of position.files.flatMap((file) => file.segments)) {
+    const segments = position.files.flatMap((file) => file.segments);
+    for (const segment of segments) {
       if (checked.has(segment.key)) continue;
       checked.add(segment.key);
       try {
         await readSegment(destination, segment.key, segment.sha256, segment.length);
       } catch (error) {
         if (!(error instanceof ReplicationError)) throw error;
+        bad.add(segment.key);
         problems.push(`${key}: ${error.message}`);
       }
+    }
+    // Objects intact: whether restore would take the files they make is the next question.
+    if (!segments.some((segment) => bad.has(segment.key))) {
+      problems.push(...(await restoreProblems(fs, destination, found, scratch, progress)));
     }
     previous = found;
   }
@@ -79,6 +114,36 @@ export async function verifyReplicas(destination: Destination, progress: (line: 
   if (newest.length === 1) progress(`newest history: ${describeLineage(newest[0] as (typeof newest)[number])}`);
   problems.push(...(await headProblems(destination, store, lineages)));
   return problems;
+}
+
+/** What restore would refuse in `found`'s files, read in a directory of `scratch` that is removed after. */
+async function restoreProblems(
+  fs: FileSystem,
+  destination: Destination,
+  { key, position }: FoundPosition,
+  scratch: string,
+  progress: (line: string) => void,
+): Promise<string[]> {
+  const dir = join(scratch, `${position.lineage}-${position.seq}`);
+  await fs.mkdir(dir);
+  try {
+    const { setBack } = await readRestorable(fs, destination, position, dir);
+    if (setBack > 0) {
+      progress(
+        `${key}: ${setBack} journal ${setBack === 1 ? 'line repeats or precedes' : 'lines repeat or precede'} ` +
+          'pets of its pets.json (shipped by a build before the compaction fix): restore sets them back in id order',
+      );
+    }
+    return [];
+  } catch (error) {
+    if (error instanceof StoreDamagedError) {
+      return error.damage.map((d) => `${key}: restore refuses it: ${describeDamage({ ...d, file: basename(d.file) })}`);
+    }
+    if (error instanceof StoreOpenError) return [`${key}: restore refuses it: ${error.message.replaceAll(dir, '.')}`];
+    throw error;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 /** What the head says that the positions contradict: a newest lineage whose last positions are gone. */
