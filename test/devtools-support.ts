@@ -71,6 +71,8 @@ export async function openPage(t: TestContext, url: string): Promise<DevtoolsPag
     }
   });
   let nextId = 1;
+  // Every answer is bounded: a browser that stops answering fails the test with the call it hung on, instead of
+  // holding the test file open (its after hooks, which kill the browser, wait for the test to end).
   const send = (
     method: string,
     params: Record<string, unknown> = {},
@@ -78,7 +80,10 @@ export async function openPage(t: TestContext, url: string): Promise<DevtoolsPag
   ): Promise<Record<string, unknown>> => {
     const id = nextId++;
     toBrowser.write(`${JSON.stringify({ id, method, params, ...(sessionId === undefined ? {} : { sessionId }) })}\0`);
-    return new Promise((resolve, reject) => waiting.set(id, { resolve, reject }));
+    return bounded(
+      new Promise((resolve, reject) => waiting.set(id, { resolve, reject })),
+      `Chromium did not answer ${method}`,
+    );
   };
 
   const page: DevtoolsPage = { errors: [], requests: [], evaluate: async () => undefined };
@@ -102,7 +107,7 @@ export async function openPage(t: TestContext, url: string): Promise<DevtoolsPag
     listeners.push((message) => message.method === 'Page.loadEventFired' && resolve()),
   );
   await send('Page.navigate', { url }, session);
-  await loaded;
+  await bounded(loaded, `Chromium did not finish loading ${url}`);
   page.evaluate = async (expression) => {
     const { result, exceptionDetails } = await send(
       'Runtime.evaluate',
@@ -113,4 +118,15 @@ export async function openPage(t: TestContext, url: string): Promise<DevtoolsPag
     return (result as { value?: unknown }).value;
   };
   return page;
+}
+
+/** How long the browser may take over one call or a page's load, far beyond what any takes on a busy machine. */
+const ANSWER_MS = 30_000;
+
+function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} within ${ANSWER_MS / 1000} s`)), ANSWER_MS);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
