@@ -112,9 +112,9 @@ export class Rewind {
   remember(id: number, text: Uint8Array | undefined): void {
     if (text === undefined || this.#recovering !== undefined) return;
     const mark = { id, text: Buffer.from(text).toString() };
-    const [first, newest = first] = this.#marks;
-    if (first === undefined || newest === undefined) this.#marks = [mark];
-    else if (id > newest.id) this.#marks = [first, mark];
+    const first = this.#marks[0];
+    if (first === undefined) this.#marks = [mark];
+    else if (id > (this.#marks.at(-1) as Mark).id) this.#marks = [first, mark];
   }
 
   /**
