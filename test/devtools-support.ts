@@ -7,7 +7,10 @@ import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
 import { CHROMIUM } from './browser-support.js';
-import { tempDirFor } from './support.js';
+import { tempDirFor, within } from './support.js';
+
+/** How long the browser may take over one call or a page's load, far beyond what any takes on a busy machine. */
+const ANSWER_MS = 30_000;
 
 export interface DevtoolsPage {
   /** Runs `expression` in the page (awaiting a promise) and returns its value. */
@@ -80,9 +83,10 @@ export async function openPage(t: TestContext, url: string): Promise<DevtoolsPag
   ): Promise<Record<string, unknown>> => {
     const id = nextId++;
     toBrowser.write(`${JSON.stringify({ id, method, params, ...(sessionId === undefined ? {} : { sessionId }) })}\0`);
-    return bounded(
+    return within(
       new Promise((resolve, reject) => waiting.set(id, { resolve, reject })),
-      `Chromium did not answer ${method}`,
+      ANSWER_MS,
+      `Chromium's answer to ${method}`,
     );
   };
 
@@ -107,7 +111,7 @@ export async function openPage(t: TestContext, url: string): Promise<DevtoolsPag
     listeners.push((message) => message.method === 'Page.loadEventFired' && resolve()),
   );
   await send('Page.navigate', { url }, session);
-  await bounded(loaded, `Chromium did not finish loading ${url}`);
+  await within(loaded, ANSWER_MS, `Chromium's load of ${url}`);
   page.evaluate = async (expression) => {
     const { result, exceptionDetails } = await send(
       'Runtime.evaluate',
@@ -118,15 +122,4 @@ export async function openPage(t: TestContext, url: string): Promise<DevtoolsPag
     return (result as { value?: unknown }).value;
   };
   return page;
-}
-
-/** How long the browser may take over one call or a page's load, far beyond what any takes on a busy machine. */
-const ANSWER_MS = 30_000;
-
-function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} within ${ANSWER_MS / 1000} s`)), ANSWER_MS);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
