@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { nodeFileSystem } from '#dist/lib/file-system.js';
 import { readLiveDirectory } from '#dist/store/file/backup.js';
 import { FileStore } from '#dist/store/file/file-store.js';
@@ -21,7 +21,8 @@ import { dataDir } from './store-support.js';
 const journals = async (dir: string): Promise<string[]> =>
   (await readdir(dir)).filter((name) => /^pets-journal\.[0-9]+\.jsonl$/.test(name)).sort();
 
-test('while replication holds the files, compaction replaces no pets.json and removes no journal; released, it goes on', async (t) => {
+/** A store of three pets whose files replication holds: its directory, the pets.json and journals held. */
+async function threePetsHeld(t: TestContext) {
   const stops = stopsFor(t);
   const dir = join(await dataDir(t), 'data');
   const store = await FileStore.open(dir, { compactAfterBytes: 400 });
@@ -31,6 +32,11 @@ test('while replication holds the files, compaction replaces no pets.json and re
   const release = await store.holdFiles();
   const snapshot = await readFile(join(dir, 'pets.json'));
   const held = await journals(dir);
+  return { dir, store, release, snapshot, held };
+}
+
+test('while replication holds the files, compaction replaces no pets.json and removes no journal; released, it goes on', async (t) => {
+  const { dir, store, release, snapshot, held } = await threePetsHeld(t);
   for (let i = 0; i < 40; i++) await store.create({ name: `held ${i}`, categoryId: '1' } as never);
   assert.equal(store.size, 43, 'creates go on while the files are held');
   const rotated = await journals(dir);
@@ -49,14 +55,7 @@ test('while replication holds the files, compaction replaces no pets.json and re
 });
 
 test('a compaction held back while pets were created writes a pets.json that the journal after it continues', async (t) => {
-  const stops = stopsFor(t);
-  const dir = join(await dataDir(t), 'data');
-  const store = await FileStore.open(dir, { compactAfterBytes: 400 });
-  stops.push({ stop: () => store.close() });
-  for (let i = 0; i < 3; i++) await store.create({ name: `before ${i}`, categoryId: '1' } as never);
-  const release = await store.holdFiles();
-  const snapshot = await readFile(join(dir, 'pets.json'));
-  const held = await journals(dir);
+  const { dir, store, release, snapshot, held } = await threePetsHeld(t);
   // Past the bound the journal rotates, and the creates after it go on into the new journal while the snapshot waits.
   for (let i = 0; i < 40; i++) await store.create({ name: `held ${i}`, categoryId: '1' } as never);
   release();
