@@ -8,13 +8,16 @@
  * queues in the listen backlog in that order; the server then takes them one turn at a time.
  */
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
+import { connect as tlsConnect } from 'node:tls';
 import { Worker } from 'node:worker_threads';
 import { metricValue } from './exposition-parser.js';
 import { metricsServer, scrape } from './metrics-support.js';
 import { FileStore } from './package.js';
 import { TEST_KEY, tempDirFor, waitFor, within } from './support.js';
+import { certificate, needsOpenssl } from './tls-support.js';
 
 /** More than the 64 unanswered a connection may have: each such connection is ended once read. */
 const FLOOD = 'GET /v1/openapi.json HTTP/1.1\r\nHost: a\r\n\r\n'.repeat(100);
@@ -30,11 +33,21 @@ const FLOODING = 100;
 const WORKER = `
 const { workerData, parentPort } = require('node:worker_threads');
 const { connect } = require('node:net');
-const { port, flood, keyed, flooding, shared } = workerData;
+const { connect: tlsConnect } = require('node:tls');
+const { port, flood, keyed, flooding, shared, tls } = workerData;
 const seen = [];
+// With TLS the bytes go once the handshake is done; the connection counts as sent once its hello is.
 const open = (localAddress, bytes) => new Promise((resolve) => {
-  const socket = connect({ port, host: '127.0.0.1', localAddress }, () => socket.write(bytes, () => resolve(socket)));
-  socket.on('error', () => {});
+  const raw = connect({ port, host: '127.0.0.1', localAddress }, () => {
+    if (!tls) return raw.write(bytes, () => resolve(raw));
+    const socket = tlsConnect({ socket: raw, rejectUnauthorized: false }, () => {
+      if (localAddress === '127.0.0.2') seen.push('shaken');
+      socket.write(bytes);
+    });
+    socket.on('error', () => {});
+    setImmediate(() => resolve(socket));
+  });
+  raw.on('error', () => {});
 });
 (async () => {
   for (let i = 0; i < flooding; i++) {
@@ -58,7 +71,7 @@ const open = (localAddress, bytes) => new Promise((resolve) => {
   Atomics.store(signal, 0, 1);
   Atomics.notify(signal, 0);
   const done = setInterval(() => {
-    if (seen.length < flooding + 1 || !seen.some((s) => s.startsWith('keyed'))) return;
+    if (seen.filter((s) => s === 'flood').length < flooding || !seen.some((s) => s.startsWith('keyed'))) return;
     clearInterval(done);
     parentPort.postMessage(seen);
   }, 10);
@@ -77,14 +90,14 @@ function closedAfter(port: number, localAddress: string, bytes: string): Promise
 
 /**
  * Holds the server's thread while the worker queues FLOODING connections from 127.0.0.2 and then a keyed
- * one from 127.0.0.1, each sending `flood`; returns how many of those were answered or closed before the
- * keyed answer came.
+ * one from 127.0.0.1, each sending `flood` (over TLS with `tls`); returns what the worker saw, in order,
+ * once every connection was answered or closed.
  */
-async function floodClosedBeforeKeyed(t: TestContext, port: number, flood = FLOOD): Promise<number> {
+async function floodThenKeyed(t: TestContext, port: number, flood = FLOOD, tls = false): Promise<string[]> {
   const shared = new SharedArrayBuffer(4);
   const worker = new Worker(WORKER, {
     eval: true,
-    workerData: { port, flood, keyed: KEYED, flooding: FLOODING, shared },
+    workerData: { port, flood, keyed: KEYED, flooding: FLOODING, shared, tls },
   });
   t.after(() => worker.terminate());
   const seen = new Promise<string[]>((resolve, reject) => {
@@ -94,10 +107,15 @@ async function floodClosedBeforeKeyed(t: TestContext, port: number, flood = FLOO
   // The server's thread is held here until the worker has sent everything: all of it waits in the backlog.
   assert.equal(Atomics.wait(new Int32Array(shared), 0, 0, 10_000), 'ok', 'the worker sent its connections');
   const order = await within(seen, 20_000, 'every connection answered or closed');
-  const keyedAt = order.findIndex((s) => s.startsWith('keyed'));
-  assert.equal(order[keyedAt], 'keyed 200');
-  t.diagnostic(`${keyedAt} of the ${FLOODING} flood connections answered or closed before the keyed answer`);
-  return keyedAt;
+  assert.ok(order.includes('keyed 200'), order.join(' '));
+  return order;
+}
+
+/** How many flood connections were answered or closed ('flood'), or shook hands ('shaken'), before the keyed answer. */
+function before(t: TestContext, order: string[], what: 'flood' | 'shaken'): number {
+  const count = order.slice(0, order.indexOf('keyed 200')).filter((s) => s === what).length;
+  t.diagnostic(`${count} of the ${FLOODING} flood connections ${what} before the keyed answer`);
+  return count;
 }
 
 /** A data directory of 100 pets whose names are 256 characters of four UTF-8 bytes each (pages of ~160 kB). */
@@ -118,7 +136,7 @@ test('a flood of pipelining connections from an address the server ended one of 
   // One connection ended for more than 64 unanswered: its address floods.
   await within(closedAfter(port, '127.0.0.2', FLOOD), 5000, 'the first flooding connection ended');
 
-  const keyedAt = await floodClosedBeforeKeyed(t, port);
+  const keyedAt = before(t, await floodThenKeyed(t, port), 'flood');
   // Without turns, the server read them in the order they came: all 100 closed first.
   assert.ok(keyedAt <= 2, `the keyed client was answered after ${keyedAt} flood connections, not after at most 2`);
   // Each was read in the end, and ended for its requests; none was closed unread.
@@ -133,6 +151,44 @@ test('a flood of pipelining connections from an address the server ended one of 
   );
   const { families } = await scrape(server.metricsUrl);
   assert.equal(metricValue(families, 'petstore_http_evicted_connections_total'), 0);
+});
+
+test('over TLS, what a flooding address waits for is the handshake: another client is answered before more than 5 of its 100 new connections shook hands', {
+  timeout: 30_000,
+  ...needsOpenssl,
+}, async (t) => {
+  const files = certificate(await tempDirFor(t), 'server');
+  const tls = { cert: await readFile(files.cert), key: await readFile(files.key) };
+  const server = await metricsServer(t, { tls });
+  const port = Number(new URL(server.url).port);
+  // One TLS connection ended for more than 64 unanswered: its address floods.
+  await within(
+    new Promise<void>((resolve) => {
+      const raw = connect({ port, host: '127.0.0.1', localAddress: '127.0.0.2' });
+      const socket = tlsConnect({ socket: raw, rejectUnauthorized: false }, () => socket.write(FLOOD));
+      socket.on('error', () => {});
+      socket.resume();
+      socket.once('close', () => resolve());
+    }),
+    5000,
+    'the first flooding connection ended',
+  );
+
+  const order = await floodThenKeyed(t, port, FLOOD, true);
+  // Put off once secured, they shook hands in the order they came, the requests sent with the end of
+  // each handshake read with it: 100 handshakes before the keyed client's.
+  const shaken = before(t, order, 'shaken');
+  assert.ok(shaken <= 5, `the keyed client was answered after ${shaken} flood handshakes, not after at most 5`);
+  assert.equal(order.filter((s) => s === 'shaken').length, FLOODING, 'each flood connection shook hands in the end');
+  await waitFor(
+    async () =>
+      metricValue((await scrape(server.metricsUrl)).families, 'petstore_http_ended_connections_total', {
+        reason: 'pipelining_limit',
+      }) ===
+      FLOODING + 1,
+    10_000,
+    'every flood connection read and ended',
+  );
 });
 
 test('an address whose answers stall with requests pipelined behind them floods too: its new connections wait behind another client', {
@@ -164,10 +220,10 @@ test('an address whose answers stall with requests pipelined behind them floods 
     'the pipelined answers stalled',
   );
   // Cheap requests this time, none of them ended: without the stall, each is read in the order it came.
-  const keyedAt = await floodClosedBeforeKeyed(
+  const keyedAt = before(
     t,
-    port,
-    'GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n',
+    await floodThenKeyed(t, port, 'GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'),
+    'flood',
   );
   assert.ok(keyedAt <= 2, `the keyed client was answered after ${keyedAt} flood connections, not after at most 2`);
   const { families } = await scrape(server.metricsUrl);

@@ -193,6 +193,7 @@ function watchConnections(
   onRequest: (req: IncomingMessage, res: ServerResponse) => void,
   firstReads: FirstReads,
 ): void {
+  if (tls) firstReads.serveSecured(server);
   server.on('connection', (raw: Socket) => sockets.add(raw));
   // Requests name the socket they came on: with TLS that is the TLS socket, known once the handshake is done.
   if (!tls) {

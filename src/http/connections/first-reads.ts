@@ -6,11 +6,11 @@ const TURNS_PER_READ = 64;
 /** How long an address is remembered as flooding after the last sign of it. */
 const MEMORY_MS = 10_000;
 
-/** An address that flooded: until when it is remembered, when it last started a first read, what waits. */
+/** An address that flooded: until when it is remembered, when it last started a first read, what waits and its start. */
 interface Flooder {
   until: number;
   readAt: number;
-  waiting: Set<Socket>;
+  waiting: Map<Socket, () => void>;
 }
 
 /**
@@ -26,6 +26,8 @@ interface Flooder {
  * no request in progress, so at --max-connections they are closable, and the slot limiter closes those
  * of the address holding the most. The flood then holds its own waiting connections instead of the
  * backlog, gives its oldest up for room, and costs the server a turn's accept each; nothing is refused.
+ * Over TLS, what waits is the handshake: each flood connection read also left hundreds of parsed
+ * requests as garbage, and bursts of them kept the heap large (bench/results.md, "Answers nobody reads").
  */
 export class FirstReads {
   readonly #flooders = new Map<string, Flooder>();
@@ -36,7 +38,23 @@ export class FirstReads {
   serve(server: Server): void {
     // net.Server's documented option, which http.Server does not pass on: net reads it from the instance.
     (server as Server & { pauseOnConnect: boolean }).pauseOnConnect = true;
-    server.on('connection', (socket: Socket) => this.#add(socket));
+    server.on('connection', (socket: Socket) => this.#add(socket, () => socket.resume()));
+  }
+
+  /**
+   * The same for a TLS server, whose own 'connection' listeners (the handshake) are what is put off:
+   * pausing its TLS socket once secured would be too late, as the requests sent with the handshake's
+   * last message are decrypted and parsed in the same read. Until its turn, what a waiting connection
+   * sent (its hello) stays in its buffer, up to the stream's high-water mark.
+   */
+  serveSecured(server: Server): void {
+    const handshakes = server.listeners('connection') as Array<(socket: Socket) => void>;
+    server.removeAllListeners('connection');
+    server.on('connection', (socket: Socket) =>
+      this.#add(socket, () => {
+        for (const listener of handshakes) listener.call(server, socket);
+      }),
+    );
   }
 
   /** The client of `socket` leaves its answers untaken (send-watch.ts says when): its address floods. */
@@ -44,22 +62,23 @@ export class FirstReads {
     const address = socket.remoteAddress ?? '';
     const until = monotonicMs() + MEMORY_MS;
     const flooder = this.#flooders.get(address);
-    if (flooder === undefined) this.#flooders.set(address, { until, readAt: this.#turn, waiting: new Set() });
+    if (flooder === undefined) this.#flooders.set(address, { until, readAt: this.#turn, waiting: new Map() });
     else flooder.until = until;
     this.#nextTurnAhead();
   }
 
-  #add(socket: Socket): void {
+  /** Has `start` read `socket` now, or once its address's turn comes. */
+  #add(socket: Socket, start: () => void): void {
     // Closed by the slot limiter for want of room.
     if (socket.destroyed) return;
     const flooder = this.#flooders.get(socket.remoteAddress ?? '');
     if (flooder === undefined || (flooder.waiting.size === 0 && this.#turn - flooder.readAt >= TURNS_PER_READ)) {
       if (flooder !== undefined) flooder.readAt = this.#turn;
-      socket.resume();
+      start();
       return;
     }
     const { waiting } = flooder;
-    waiting.add(socket);
+    waiting.set(socket, start);
     socket.once('close', () => waiting.delete(socket));
     this.#nextTurnAhead();
   }
@@ -76,10 +95,10 @@ export class FirstReads {
     const now = monotonicMs();
     for (const [address, flooder] of this.#flooders) {
       if (this.#turn - flooder.readAt >= TURNS_PER_READ) {
-        for (const socket of flooder.waiting) {
+        for (const [socket, start] of flooder.waiting) {
           flooder.waiting.delete(socket);
           if (socket.destroyed) continue; // closed for room, its 'close' still to come
-          socket.resume();
+          start();
           flooder.readAt = this.#turn;
           break;
         }
