@@ -33,6 +33,7 @@ export class FirstReads {
   readonly #flooders = new Map<string, Flooder>();
   #turn = 0;
   #turnAhead = false;
+  #forgetting: NodeJS.Timeout | undefined;
 
   /** Has `server` accept its connections paused, each read when its address may. */
   serve(server: Server): void {
@@ -65,6 +66,26 @@ export class FirstReads {
     if (flooder === undefined) this.#flooders.set(address, { until, readAt: this.#turn, waiting: new Map() });
     else flooder.until = until;
     this.#nextTurnAhead();
+    this.#forgetLater();
+  }
+
+  /**
+   * Forgets the addresses whose time is up even when no turn comes: otherwise each address that ever
+   * flooded and never came back would be kept, and its next connection put off.
+   */
+  #forgetLater(): void {
+    this.#forgetting ??= setTimeout(() => {
+      this.#forgetting = undefined;
+      this.#forget(monotonicMs());
+      if (this.#flooders.size > 0) this.#forgetLater();
+    }, MEMORY_MS).unref();
+  }
+
+  #forget(now: number): void {
+    for (const [address, flooder] of this.#flooders) {
+      // Forgotten once its time is up: what still waits is read, in its turns, as anyone's would be.
+      if (now >= flooder.until && flooder.waiting.size === 0) this.#flooders.delete(address);
+    }
   }
 
   /** Has `start` read `socket` now, or once its address's turn comes. */
@@ -92,8 +113,7 @@ export class FirstReads {
   /** Counts a turn; each address whose turn it is starts its oldest waiting connection. */
   readonly #nextTurn = (): void => {
     this.#turn++;
-    const now = monotonicMs();
-    for (const [address, flooder] of this.#flooders) {
+    for (const flooder of this.#flooders.values()) {
       if (this.#turn - flooder.readAt >= TURNS_PER_READ) {
         for (const [socket, start] of flooder.waiting) {
           flooder.waiting.delete(socket);
@@ -103,9 +123,8 @@ export class FirstReads {
           break;
         }
       }
-      // Forgotten once its time is up: what still waits is read, in its turns, as anyone's would be.
-      if (now >= flooder.until && flooder.waiting.size === 0) this.#flooders.delete(address);
     }
+    this.#forget(monotonicMs());
     this.#turnAhead = false;
     for (const flooder of this.#flooders.values()) {
       if (flooder.waiting.size > 0) {
