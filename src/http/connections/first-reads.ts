@@ -6,7 +6,7 @@ const TURNS_PER_READ = 64;
 /** How long an address is remembered as flooding after the last sign of it. */
 const MEMORY_MS = 10_000;
 
-/** An address that flooded: until when it is remembered, when it last started a first read, what waits and its start. */
+/** An address that flooded: until when it is remembered, when it last started a first read, what waits (to start). */
 interface Flooder {
   until: number;
   readAt: number;
