@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { FileSystem } from '../../../lib/file-system.js';
 import { readLiveDirectory } from '../backup.js';
 import type { Destination } from './destinations/destination.js';
-import { newestLineages, readLineages } from './history.js';
+import { historyKeys, newestLineages, readLineages } from './history.js';
 import { layOut, readPosition, replicatedStore } from './replica.js';
 
 /** One position a restore can aim at, with what it holds. */
@@ -16,7 +16,7 @@ export interface RestorePointSummary {
   /** The highest pet id it holds (0: none) and how many pets. */
   highest: number;
   pets: number;
-  /** Whether its lineage is the newest history (the one a restore without --lineage takes). */
+  /** Whether it is of the newest history (its lineage, or one that lineage continues from, up to where it did). */
   newest: boolean;
 }
 
@@ -30,7 +30,7 @@ export async function* restorePoints(fs: FileSystem, destination: Destination): 
   const lineages = (await readLineages(destination))
     .filter((lineage) => lineage.store === store)
     .sort((a, b) => a.generation - b.generation || (a.id < b.id ? -1 : 1));
-  const newest = new Set(newestLineages(lineages, store).map((lineage) => lineage.id));
+  const newest = new Set(newestLineages(lineages, store).flatMap((lineage) => historyKeys(lineage, lineages)));
   const scratch = await mkdtemp(join(tmpdir(), 'petstore-restore-points-'));
   try {
     for (const lineage of lineages) {
@@ -43,7 +43,7 @@ export async function* restorePoints(fs: FileSystem, destination: Destination): 
         await rm(dir, { recursive: true, force: true });
         const { time, seq, generation } = position;
         const highest = index.size === 0 ? 0 : index.lastId;
-        yield { lineage: lineage.id, generation, seq, time, highest, pets: index.size, newest: newest.has(lineage.id) };
+        yield { lineage: lineage.id, generation, seq, time, highest, pets: index.size, newest: newest.has(key) };
       }
     }
   } finally {

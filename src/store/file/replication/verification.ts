@@ -5,6 +5,7 @@ import type { FileSystem } from '../../../lib/file-system.js';
 import { StoreDamagedError, describeDamage } from '../damage.js';
 import { StoreOpenError } from '../../store.js';
 import { ReplicationError, type Destination } from './destinations/destination.js';
+import { KeyRefused } from './destinations/sealed-destination.js';
 import { readHead } from './head.js';
 import { describeLineage, forkMessage, newestLineages, readLineages, type Lineage } from './history.js';
 import { HEAD_KEY, STORE_KEY, parsePositionKey } from './layout.js';
@@ -45,6 +46,8 @@ async function verifyIn(
   /** Objects found missing or damaged: a position naming one is said to be damaged, and not laid out. */
   const bad = new Set<string>();
   const others = new Set<string>();
+  /** Positions the key file given does not open, by what is wrong with it: said once, not once per position. */
+  const unopened = new Map<string, string[]>();
   let lineage: string | undefined;
   let previous: FoundPosition | undefined;
   let positions = 0;
@@ -54,7 +57,8 @@ async function verifyIn(
       found = await readPosition(destination, key);
     } catch (error) {
       if (!(error instanceof ReplicationError)) throw error;
-      problems.push(error.message);
+      if (error instanceof KeyRefused) unopened.set(error.what, [...(unopened.get(error.what) ?? []), key]);
+      else problems.push(error.message);
       previous = undefined;
       continue;
     }
@@ -92,6 +96,13 @@ async function verifyIn(
     previous = found;
   }
   progress(`${destination.name}: store ${store}, ${positions} positions, ${checked.size} objects checked`);
+  for (const [what, keys] of unopened) {
+    if (keys.length === 1) problems.push(`${keys[0]} is ${what}`);
+    else
+      problems.push(
+        `${keys.length} positions are ${what.replace(' it was ', ' they were ')} (${keys[0]} to ${keys.at(-1)})`,
+      );
+  }
   for (const other of others) {
     progress(
       `lineage ${other}, whose destination this store took over: not checked, removed after the retention window`,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { open, readdir, rename, rmdir, unlink, mkdir } from 'node:fs/promises';
+import { open, readdir, realpath, rename, rmdir, unlink, mkdir } from 'node:fs/promises';
 import { constants } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { errorCode } from '../../../../lib/system-error.js';
 import { DEFAULT_REQUEST_LIMITS } from './bounded-request.js';
 import { ReplicationError, reasonOf, type Destination } from './destination.js';
@@ -78,6 +78,7 @@ export class DirectoryDestination implements Destination {
   readonly #calls: DirectoryCalls;
   readonly #timeoutMs: number;
   #outstanding: Promise<unknown> | undefined;
+  #realRoot: string | undefined;
 
   constructor(root: string, calls: DirectoryCalls = nodeDirectoryCalls, timeoutMs = DEFAULT_CALL_TIMEOUT_MS) {
     this.name = root;
@@ -90,6 +91,7 @@ export class DirectoryDestination implements Destination {
   async put(key: string, bytes: Uint8Array): Promise<void> {
     const path = join(this.#root, checkedKey(key));
     const temp = join(dirname(path), `.${randomBytes(6).toString('hex')}.tmp`);
+    await this.#inside(key, dirname(path));
     await this.#call(() => this.#calls.mkdir(dirname(path)));
     await this.#call(() => this.#calls.writeDurably(temp, bytes));
     await this.#call(() => this.#calls.rename(temp, path));
@@ -100,6 +102,7 @@ export class DirectoryDestination implements Destination {
     try {
       const path = join(this.#root, checkedKey(key));
       const maxBytes = Math.max(size ?? 0, DEFAULT_REQUEST_LIMITS.maxBodyBytes);
+      await this.#inside(key, path);
       return await this.#call(() => this.#calls.readFile(path, maxBytes));
     } catch (error) {
       if (reasonOf(error) === 'not_found') return undefined;
@@ -135,6 +138,7 @@ export class DirectoryDestination implements Destination {
   async delete(key: string): Promise<void> {
     try {
       const path = join(this.#root, checkedKey(key));
+      await this.#inside(key, dirname(path));
       await this.#call(() => this.#calls.unlink(path));
     } catch (error) {
       if (reasonOf(error) !== 'not_found') throw error;
@@ -177,6 +181,29 @@ export class DirectoryDestination implements Destination {
     };
     await walk('');
     return removed;
+  }
+
+  /**
+   * Refuses a key whose `path` (its file, or the folder it goes in), or the nearest part of it that
+   * exists, resolves outside the root: someone who can write to the destination can make a folder or
+   * an object a symbolic link to a place beside it, which checkedKey cannot see. A link at the root
+   * itself (a mount reached through one) is the operator's.
+   */
+  async #inside(key: string, path: string): Promise<void> {
+    let at = path;
+    for (;;) {
+      try {
+        this.#realRoot ??= await this.#call(() => realpath(this.#root));
+        const real = await this.#call(() => realpath(at));
+        if (real === join(this.#realRoot, relative(this.#root, at))) return;
+        throw new ReplicationError('damaged', `${key} leads out of ${this.name} (a symbolic link); refused`);
+      } catch (error) {
+        // Nothing there yet: what mkdir makes below the part that exists is a folder, not a link.
+        if (reasonOf(error) !== 'not_found') throw error;
+        if (at === this.#root) return;
+        at = dirname(at);
+      }
+    }
   }
 
   /** Runs one file call, never two at once; a call past the timeout fails, and so does any while it hangs. */

@@ -32,6 +32,17 @@ async function transform(cipher: { update(data: Uint8Array): Buffer }, bytes: Ui
 const additionalData = (header: Buffer, key: string): Buffer => Buffer.concat([header, Buffer.from(`\0${key}`)]);
 export const isSealed = (bytes: Buffer): boolean => bytes.subarray(0, MAGIC.length).equals(MAGIC);
 
+/** An object the key file given cannot open (none given, or not the key it was sealed with): `${key} is ${what}`. */
+export class KeyRefused extends ReplicationError {
+  constructor(
+    key: string,
+    /** What is wrong with the key file, said of any number of objects ("sealed: give the key file…"). */
+    readonly what: string,
+  ) {
+    super('damaged', `${key} is ${what}`);
+  }
+}
+
 /**
  * A destination whose objects are sealed under `keys` (the first seals, every one opens: rotation),
  * or, with none, one that refuses sealed objects with what to give. Objects that do not open are
@@ -73,8 +84,7 @@ export class SealedDestination implements Destination {
     if (bytes === undefined || key === STORE_KEY) return bytes;
     if (this.#keys.length === 0) {
       if (isSealed(bytes)) {
-        const advice = 'give the key file it was sealed with (--replicate-key-file)';
-        throw new ReplicationError('damaged', `${key} is sealed: ${advice}`);
+        throw new KeyRefused(key, 'sealed: give the key file it was sealed with (--replicate-key-file)');
       }
       return bytes;
     }
@@ -85,7 +95,7 @@ export class SealedDestination implements Destination {
     const opening = this.#keys.find((candidate) => candidate.id.equals(id));
     if (opening === undefined) {
       const named = id.toString('hex');
-      throw new ReplicationError('damaged', `${key} is sealed with key ${named}, which the key file does not hold`);
+      throw new KeyRefused(key, `sealed with key ${named}, which the key file does not hold`);
     }
     const decipher = createDecipheriv('aes-256-gcm', opening.key, bytes.subarray(HEADER, HEADER + NONCE_BYTES));
     decipher.setAAD(additionalData(bytes.subarray(0, HEADER), key));
