@@ -28,6 +28,18 @@ const LONGEST = [
   'stopping.test.js',
   'damaged-data.test.js',
   'lock-file.test.js',
+  // The quick run's longest after them (each alone, 2026-11-28): mostly waits, which fill a slot but not a core.
+  'connection-slots.test.js',
+  'event-stream.test.js',
+  'stream-keys.test.js',
+  'webhooks.test.js',
+  'store.test.js',
+  'fuzz.test.js',
+  'quota.test.js',
+  'store-faults.test.js',
+  'abuse.test.js',
+  'webhook-start.test.js',
+  'key-duplicates.test.js',
 ];
 
 const NEEDS = 'needs';

@@ -1,7 +1,8 @@
 /**
  * The index keeps pages it has built (store/page-memo.ts). A kept page must never be served once it
  * is wrong: a page with no more pets after it changes when a pet is added, and every answer must be
- * what a fresh index would build. The memo stays within its bounds however many pages are asked for.
+ * the page the pets added make (a list filtered and cut: a fresh index built at each step made the
+ * test quadratic, 2.5 s of CPU). The memo stays within its bounds however many pages are asked for.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -15,12 +16,14 @@ import type { ListQuery } from '#dist/store/store.js';
 
 const STATUSES: ReadonlyArray<PetStatus | undefined> = ['available', 'pending', 'sold', undefined];
 
+function petOf(id: number, status: PetStatus | undefined): Pet {
+  return status === undefined
+    ? { id, name: `pet ${id}`, categoryId: 7n }
+    : { id, name: `pet ${id}`, categoryId: 7n, status };
+}
+
 function add(index: PetIndex, id: number, status: PetStatus | undefined): void {
-  const pet: Pet =
-    status === undefined
-      ? { id, name: `pet ${id}`, categoryId: 7n }
-      : { id, name: `pet ${id}`, categoryId: 7n, status };
-  const text = petJson(pet);
+  const text = petJson(petOf(id, status));
   const line = buildLine(text, undefined);
   index.appendLine(id, status, line, 0, line.length, 1, 1 + Buffer.byteLength(text));
 }
@@ -29,6 +32,14 @@ const text = (index: PetIndex, query: ListQuery): string => {
   const page = index.listText(query);
   return `${page.json.toString()} ${page.lastId} ${page.more}`;
 };
+
+/** The page a list of the pets `added` gives, in the form of `text`: what any index must answer. */
+function expected(added: ReadonlyArray<[number, PetStatus | undefined]>, query: ListQuery): string {
+  const after = added.filter(([id, status]) => id > query.after && (query.status ?? status) === status);
+  const page = after.slice(0, query.limit);
+  const json = `[${page.map(([id, status]) => petJson(petOf(id, status))).join(',')}]`;
+  return `${json} ${page.at(-1)?.[0]} ${after.length > query.limit}`;
+}
 
 test('a page with no pet after it is built again once a pet is added; one with more after it is kept', () => {
   const index = new PetIndex();
@@ -52,7 +63,7 @@ test('a page with no pet after it is built again once a pet is added; one with m
   assert.equal(index.listText(two), kept, 'a page with more after it never changes, and is kept');
 });
 
-test('whatever is added and asked in whatever order, every page is the one a fresh index builds', () => {
+test('whatever is added and asked in whatever order, every page is the one the pets added make', () => {
   let seed = 12345;
   const random = (n: number): number => {
     seed = (seed * 1103515245 + 12345) % 2 ** 31;
@@ -74,9 +85,7 @@ test('whatever is added and asked in whatever order, every page is the one a fre
       limit: 1 + random(6),
       ...(status === undefined ? {} : { status }),
     };
-    const fresh = new PetIndex();
-    for (const [id, s] of added) add(fresh, id, s);
-    assert.equal(text(index, query), text(fresh, query), `step ${step}: ${JSON.stringify(query)}`);
+    assert.equal(text(index, query), expected(added, query), `step ${step}: ${JSON.stringify(query)}`);
   }
 });
 

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { Agent, createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
-import { runCli, spawnServerFor, tempDirFor } from './support.js';
+import { spawnServerFor, tempDirFor } from './support.js';
+import { createKey, keysCommand } from './keys-support.js';
 import { createPetstore, silentLoggerForTests } from './package.js';
 
 const WRITER = 'remembered-writer-key-0123456789';
@@ -82,23 +83,12 @@ test('on one connection, each request is judged by its own key: another key, a w
 
 test('a key revoked while its client keeps its connection open is refused on that connection', async (t) => {
   const dir = await tempDirFor(t, 'petstore-remembered-');
-  const created = await runCli(['keys', 'create', '--label', 'kept open', '--data-dir', dir]);
-  assert.equal(created.code, 0, created.stderr);
-  const key = created.stdout
-    .split('\n')
-    .map((l) => l.trim())
-    .find((l) => /^[A-Za-z0-9\-._~+/]{20,}=*$/.test(l)) as string;
-  const id = (await runCli(['keys', 'list', '--data-dir', dir])).stdout
-    .trim()
-    .split('\n')
-    .at(-1)
-    ?.split(/\s+/)[0] as string;
+  const { key, id } = await createKey(dir, 'kept open');
   const server = await spawnServerFor(t, ['--data-dir', dir]);
   const agent = oneConnection(t);
   const first = await send(agent, server.url, 'GET', `Bearer ${key}`);
   assert.equal(first.status, 200);
-  const revoked = await runCli(['keys', 'revoke', id, '--data-dir', dir]);
-  assert.equal(revoked.code, 0, revoked.stderr);
+  await keysCommand(dir, ['revoke', id]);
   // The key file is looked at once a second at most: the revocation is seen within that, on this connection too.
   const started = Date.now();
   let answer = first;

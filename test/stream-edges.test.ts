@@ -6,21 +6,36 @@
  */
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
-import { test, type TestContext } from 'node:test';
+import { cp, rm } from 'node:fs/promises';
+import { after, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseResponse } from './fuzz-corpus.js';
-import { request, startServer, tempDirFor, TEST_KEY, waitFor, within, type TestServer } from './support.js';
+import { request, startServer, tempDir, tempDirFor, TEST_KEY, waitFor, within, type TestServer } from './support.js';
 import { openStream, parseEvents } from './stream-support.js';
 import { FileStore, type ListQuery, type ListText, type PetStore } from './package.js';
 
-/** A store of `count` pets with 256-character names: 30,000 make 9.6 MB of events, far more than the sockets' buffers hold (about 4 MB here). */
-async function backlog(t: TestContext, count: number): Promise<string> {
+const COUNT = 30_000;
+let written: Promise<string> | undefined;
+after(async () => {
+  if (written !== undefined) await rm(await written, { recursive: true, force: true });
+});
+
+/**
+ * A data directory of its own holding COUNT pets with 256-character names: 9.6 MB of events, far more than
+ * the sockets' buffers hold (about 4 MB here). Written once for the file (a second of CPU), copied for each test.
+ */
+async function backlog(t: TestContext): Promise<string> {
+  written ??= (async () => {
+    const dir = await tempDir();
+    const store = await FileStore.open(dir);
+    await Promise.all(
+      Array.from({ length: COUNT }, (_, i) => store.create({ name: `${i}`.padEnd(256, 'x'), categoryId: BigInt(i) })),
+    );
+    await store.close();
+    return dir;
+  })();
   const dir = await tempDirFor(t);
-  const store = await FileStore.open(dir);
-  await Promise.all(
-    Array.from({ length: count }, (_, i) => store.create({ name: `${i}`.padEnd(256, 'x'), categoryId: BigInt(i) })),
-  );
-  await store.close();
+  await cp(await written, dir, { recursive: true });
   return dir;
 }
 
@@ -73,8 +88,8 @@ function slowReads(store: PetStore, ms: number, reads: Reads = { begun: 0, finis
 test('a reader that is slow but reading is never cut off, however long it takes to catch up', {
   timeout: 120_000,
 }, async (t) => {
-  const count = 30_000;
-  const dir = await backlog(t, count);
+  const count = COUNT;
+  const dir = await backlog(t);
   const said: string[] = [];
   const logger = { request() {}, error() {}, info: (msg: string) => void said.push(msg) };
   const server = await startServer({ dataDir: dir, streamHeartbeat: 1, logger });
@@ -121,13 +136,13 @@ test('a reader that is slow but reading is never cut off, however long it takes 
 test('a client that takes nothing does not hold up the stop: its stream is cut, and the stop takes what it takes without it', {
   timeout: 120_000,
 }, async (t) => {
-  const dir = await backlog(t, 30_000);
+  const dir = await backlog(t);
   const server = await startServer({ dataDir: dir, streamHeartbeat: 60, shutdownTimeout: 10_000 });
   t.after(() => server.close());
   const { socket, serverSide } = await rawStream(t, server);
   socket.pause(); // reads nothing: what was sent stays in the buffers
   await waitFor(() => serverSide.writableNeedDrain, 10_000, "the server's buffer fills");
-  const quiet = await openStream(server.url, '/v1/pets?after=30000');
+  const quiet = await openStream(server.url, `/v1/pets?after=${COUNT}`);
   t.after(() => quiet.close());
   const started = performance.now();
   await within(server.running.close(), 5000, 'the stop');

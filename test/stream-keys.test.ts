@@ -10,7 +10,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   embedServer,
   request,
-  runCli,
   startServer,
   TEST_KEY,
   tempDir,
@@ -20,25 +19,13 @@ import {
   type Response,
 } from './support.js';
 import { GatedStore } from './gated-store.js';
+import { createKey, keysCommand } from './keys-support.js';
 import { byLabel, listenerExposition, metricsServer, requestCounts, scrape, waitForHeld } from './metrics-support.js';
 import { openStream } from './stream-support.js';
 import { createPetstore, silentLoggerForTests, type LogFields } from './package.js';
 
 const OTHER_KEY = 'other-key-0123456789abcdef';
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
-
-/** `keys create` in `dir`: the key printed once, and its id as `keys list` shows it. */
-async function createKey(dir: string, label: string): Promise<{ key: string; id: string }> {
-  const created = await runCli(['keys', 'create', '--label', label, '--data-dir', dir]);
-  assert.equal(created.code, 0, created.stderr);
-  const key = created.stdout
-    .split('\n')
-    .map((l) => l.trim())
-    .find((l) => /^[A-Za-z0-9\-._~+/]{20,}=*$/.test(l));
-  const row = (await runCli(['keys', 'list', '--data-dir', dir])).stdout.split('\n').find((l) => l.includes(label));
-  assert.ok(key !== undefined && row !== undefined, created.stdout);
-  return { key, id: row.trim().split(/\s+/)[0] as string };
-}
 
 /** A server on a data directory with one key in keys.json (and the test key given directly), logging its info lines into `infos`. */
 async function serveWithKeyFile(t: TestContext): Promise<{
@@ -76,7 +63,7 @@ test("keys revoke ends the key's open stream and answers its waiting request 401
   assert.equal(stream.status, 200);
   const waiting = request(url, 'GET', '/v1/pets?wait=30', { auth: key });
   await held({ stream: 1, wait: 1 });
-  assert.equal((await runCli(['keys', 'revoke', id, '--data-dir', dir])).code, 0);
+  await keysCommand(dir, ['revoke', id]);
   assert.equal(await within(stream.ended, 3000, "the stream's end"), 'end', 'ended cleanly, not cut');
   const answer = await within(waiting, 3000, "the waiting request's answer");
   assert.equal(answer.status, 401);
@@ -99,7 +86,7 @@ test("once a revocation refuses new requests, a pet created reaches neither the 
   const stream = await openStream(url, '/v1/pets', [], key);
   const waiting = request(url, 'GET', '/v1/pets?wait=30', { auth: key });
   await held({ stream: 1, wait: 1 });
-  assert.equal((await runCli(['keys', 'revoke', id, '--data-dir', dir])).code, 0);
+  await keysCommand(dir, ['revoke', id]);
   // Once a new request with the key is refused, nothing more reaches what the key opened before.
   const refused = async () => (await request(url, 'GET', '/v1/pets', { auth: key })).status === 401;
   await waitFor(refused, 3000, 'the revocation reaches new requests');
@@ -119,7 +106,7 @@ test("after a stream has come and gone, a key revoked later is still refused on 
   stream.close();
   await held({ stream: 0, wait: 0 });
   assert.equal((await request(url, 'GET', '/v1/pets', { auth: key })).status, 200);
-  assert.equal((await runCli(['keys', 'revoke', id, '--data-dir', dir])).code, 0);
+  await keysCommand(dir, ['revoke', id]);
   const refused = async () => (await request(url, 'GET', '/v1/pets', { auth: key })).status === 401;
   await waitFor(refused, 3000, 'the revocation reaches new requests within 3 s');
 });
@@ -136,7 +123,7 @@ test('a wait or a stream whose first page was still being read when its key was 
   await waitFor(() => store.held.length === 1, 5000, "the wait's first read");
   const opening = openStream(url, '/v1/pets', [], key);
   await waitFor(() => store.held.length === 2, 5000, "the stream's first read");
-  assert.equal((await runCli(['keys', 'revoke', id, '--data-dir', dir])).code, 0);
+  await keysCommand(dir, ['revoke', id]);
   const refused = async () => (await request(url, 'GET', '/v1/pets/1', { auth: key })).status === 401;
   await waitFor(refused, 3000, 'the revocation reaches new requests');
   store.open(); // both first pages, read before the revocation, come back empty

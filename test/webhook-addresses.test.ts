@@ -8,7 +8,7 @@ import { guardedLookup, isForbiddenAddress } from '#dist/webhooks/address-policy
 import { tempDir, tempDirFor, waitFor } from './support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 import { startReceiver } from './webhook-receiver.js';
-import { addWebhook, createPets, webhookServer } from './webhook-support.js';
+import { createPets, subscribe, webhookServer } from './webhook-support.js';
 
 const FORBIDDEN = [
   '127.0.0.1',
@@ -104,9 +104,9 @@ test('the connect-time lookup refuses a name that resolves to a private address,
 test('without --webhooks-allow-private nothing is sent to a loopback address, given as a literal or as a name', async (t) => {
   const receiver = await startReceiver(t);
   const dataDir = await tempDir();
-  await addWebhook(dataDir, receiver.url);
-  await addWebhook(dataDir, `http://localhost:${receiver.port}/by-name`);
-  await addWebhook(dataDir, `http://[::ffff:127.0.0.1]:${receiver.port}/mapped`);
+  await subscribe(dataDir, receiver.url);
+  await subscribe(dataDir, `http://localhost:${receiver.port}/by-name`);
+  await subscribe(dataDir, `http://[::ffff:127.0.0.1]:${receiver.port}/mapped`);
   const server = await webhookServer(t, {
     dataDir,
     webhooksAllowPrivate: false,
@@ -133,7 +133,7 @@ test('without --webhooks-allow-private nothing is sent to a loopback address, gi
 test('an http URL is refused at delivery without --webhooks-allow-http, even when the file says it', async (t) => {
   const receiver = await startReceiver(t);
   const dataDir = await tempDir();
-  await addWebhook(dataDir, receiver.url);
+  await subscribe(dataDir, receiver.url);
   const server = await webhookServer(t, { dataDir, webhooksAllowHttp: false, webhooksRetryMax: 0.05, metrics: true });
   await createPets(server, 1);
   let metrics = '';
@@ -162,7 +162,7 @@ test(
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     t.after(() => new Promise((r) => receiver.close(r)));
     const dataDir = await tempDir();
-    await addWebhook(dataDir, `https://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`);
+    await subscribe(dataDir, `https://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`);
     const server = await webhookServer(t, { dataDir, webhooksAllowHttp: false, webhooksRetryMax: 0.05, metrics: true });
     await createPets(server, 1);
     let metrics = '';

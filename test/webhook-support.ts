@@ -1,8 +1,13 @@
-/** What the webhook tests share: subscriptions made with the command line, and a server that may deliver to 127.0.0.1. */
+/**
+ * What the webhook tests share: subscriptions made with the command line, or in this process as the
+ * command line makes them (for tests to which a subscription is only a setting: a process for each costs
+ * about 0.3 s of CPU), and a server that may deliver to 127.0.0.1.
+ */
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { runCli, startServer, type TestServer, tempDir } from './support.js';
 import type { ListenOptions } from './package.js';
+import { runWebhooksCommand, subscriptionFileStorage, type WebhookCommandOptions } from '#dist/cli/webhooks-command.js';
 
 /** `webhooks add url [args]` on `dataDir`: the new subscription's id and its secret, as printed once. */
 export async function addWebhook(
@@ -22,6 +27,31 @@ export async function webhooks(dataDir: string, ...args: string[]): Promise<stri
   const run = await runCli(['webhooks', ...args, '--data-dir', dataDir]);
   assert.equal(run.code, 0, run.stderr);
   return run.stdout;
+}
+
+/** `webhooks <args> --data-dir <dataDir> --webhooks-allow-http` run in this process: what it printed. */
+export async function webhooksHere(
+  dataDir: string,
+  args: string[],
+  options: Partial<WebhookCommandOptions> = {},
+): Promise<string> {
+  let printed = '';
+  const command = ['petstore', 'webhooks', ...args, '--data-dir', dataDir].join(' ');
+  const storage = subscriptionFileStorage(dataDir, command);
+  await runWebhooksCommand(storage, args, { allowHttp: true, ...options }, (line) => (printed += `${line}\n`));
+  return printed;
+}
+
+/** `webhooks add url` in this process, for the pets of `statuses` (every status without): as addWebhook. */
+export async function subscribe(
+  dataDir: string,
+  url: string,
+  statuses?: string[],
+): Promise<{ id: string; secret: string }> {
+  const printed = await webhooksHere(dataDir, ['add', url], { statuses });
+  const match = /^added webhook (wh_[0-9a-f]{8}) for .*\n(whsec_[A-Za-z0-9+/]{43}=)\n$/.exec(printed);
+  assert.ok(match !== null, printed);
+  return { id: match[1] as string, secret: match[2] as string };
 }
 
 /** A server on `dataDir` (or a new one) that may deliver to http://127.0.0.1; closed, its directory removed, when `t` ends. */

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { tempDir, waitFor, within } from './support.js';
 import type { Logger } from './package.js';
 import { startReceiver } from './webhook-receiver.js';
-import { addWebhook, createPets, webhookServer, webhooks } from './webhook-support.js';
+import { createPets, subscribe, webhookServer, webhooksHere } from './webhook-support.js';
 
 /** A logger that keeps the messages of its info and error lines. */
 function recordingLogger(): Logger & { lines: string[] } {
@@ -14,7 +14,7 @@ function recordingLogger(): Logger & { lines: string[] } {
 test('every new pet is delivered once, in id order, signed, with the pet exactly as GET returns it', async (t) => {
   const receiver = await startReceiver(t);
   const dataDir = await tempDir();
-  const { id, secret } = await addWebhook(dataDir, receiver.url);
+  const { id, secret } = await subscribe(dataDir, receiver.url);
   receiver.secrets = [secret];
   const server = await webhookServer(t, { dataDir });
   const ids = await createPets(server, 5);
@@ -39,7 +39,7 @@ test('a subscription added while the server runs is taken up within a second or 
   const receiver = await startReceiver(t);
   const server = await webhookServer(t);
   await createPets(server, 2);
-  const { secret } = await addWebhook(server.dataDir, receiver.url);
+  const { secret } = await subscribe(server.dataDir, receiver.url);
   receiver.secrets = [secret];
   const created: number[] = [];
   const deadline = Date.now() + 5000;
@@ -61,7 +61,7 @@ test('a subscription added while the server runs is taken up within a second or 
 test('a receiver that is down, then up, gets every pet, in order, from where it stopped', async (t) => {
   const receiver = await startReceiver(t);
   const dataDir = await tempDir();
-  const { secret } = await addWebhook(dataDir, receiver.url);
+  const { secret } = await subscribe(dataDir, receiver.url);
   receiver.secrets = [secret];
   const logger = recordingLogger();
   const server = await webhookServer(t, { dataDir, webhooksRetryMax: 0.05, logger, metrics: true });
@@ -117,7 +117,7 @@ test('answers other than 2xx are retried with the same webhook-id; a redirect is
     res.writeHead(204).end();
   });
   const dataDir = await tempDir();
-  receiver.secrets = [(await addWebhook(dataDir, receiver.url)).secret];
+  receiver.secrets = [(await subscribe(dataDir, receiver.url)).secret];
   const server = await webhookServer(t, { dataDir, webhooksRetryMax: 0.05 });
   const [pet] = await createPets(server, 1);
   await waitFor(() => receiver.accepted.length === 1, 5000, 'delivered on the third attempt');
@@ -137,8 +137,8 @@ test('a receiver that never answers, or answers without end, holds neither the d
   });
   const hanging = await startReceiver(t, 'hang');
   const dataDir = await tempDir();
-  endless.secrets = [(await addWebhook(dataDir, endless.url)).secret];
-  await addWebhook(dataDir, hanging.url);
+  endless.secrets = [(await subscribe(dataDir, endless.url)).secret];
+  await subscribe(dataDir, hanging.url);
   const server = await webhookServer(t, { dataDir, webhooksTimeout: 60, shutdownTimeout: 60_000 });
   await createPets(server, 3);
   // Judged on the status line: the endless body is never read, and the next pet follows.
@@ -152,7 +152,7 @@ test('a receiver that never answers, or answers without end, holds neither the d
 test('a delivery that takes longer than --webhooks-timeout is retried', async (t) => {
   const receiver = await startReceiver(t, 'hang');
   const dataDir = await tempDir();
-  await addWebhook(dataDir, receiver.url);
+  await subscribe(dataDir, receiver.url);
   const server = await webhookServer(t, { dataDir, webhooksTimeout: 0.2, webhooksRetryMax: 0.05, metrics: true });
   await createPets(server, 1);
   await waitFor(() => receiver.received.length >= 3, 5000, 'three attempts of one pet');
@@ -162,17 +162,17 @@ test('a delivery that takes longer than --webhooks-timeout is retried', async (t
 test('a rotated secret signs beside the new one; replay delivers again from the pet given, same webhook-ids', async (t) => {
   const receiver = await startReceiver(t);
   const dataDir = await tempDir();
-  const { id, secret } = await addWebhook(dataDir, receiver.url);
+  const { id, secret } = await subscribe(dataDir, receiver.url);
   receiver.secrets = [secret];
   const server = await webhookServer(t, { dataDir });
   await createPets(server, 3);
   await waitFor(() => receiver.accepted.length === 3, 5000, 'three deliveries');
-  const rotated = await webhooks(dataDir, 'rotate-secret', id);
+  const rotated = await webhooksHere(dataDir, ['rotate-secret', id]);
   const match = /also signs until (\S+); .*\n(whsec_[A-Za-z0-9+/]{43}=)\n$/.exec(rotated);
   assert.ok(match !== null, rotated);
   assert.ok(Math.abs(Date.parse(match[1] as string) - Date.now() - 86_400_000) < 60_000, 'a day of overlap');
   receiver.secrets = [secret, match[2] as string];
-  await webhooks(dataDir, 'replay', id, '--from', '2');
+  await webhooksHere(dataDir, ['replay', id], { from: '2' });
   await waitFor(() => receiver.accepted.length === 5, 5000, 'pets 2 and 3 again');
   const again = receiver.accepted.slice(3);
   assert.deepEqual(
@@ -187,7 +187,7 @@ test('a rotated secret signs beside the new one; replay delivers again from the 
   for (const d of again) assert.deepEqual([d.signatures, d.verifiedWith], [2, [0, 1]]);
   assert.equal(receiver.unverified, 0);
   // A replay from a pet after where it stands passes nothing over: the next pet still comes.
-  await webhooks(dataDir, 'replay', id, '--from', '9');
+  await webhooksHere(dataDir, ['replay', id], { from: '9' });
   const [fourth] = await createPets(server, 1);
   await waitFor(() => receiver.accepted.length === 6, 5000, 'the fourth pet');
   assert.equal(receiver.accepted.at(-1)?.petId, fourth);
@@ -196,7 +196,7 @@ test('a rotated secret signs beside the new one; replay delivers again from the 
 test('a subscription of some statuses gets only their pets; a removed one gets nothing more', async (t) => {
   const receiver = await startReceiver(t);
   const dataDir = await tempDir();
-  const { id } = await addWebhook(dataDir, receiver.url, '--status', 'sold,pending');
+  const { id } = await subscribe(dataDir, receiver.url, ['sold,pending']);
   const server = await webhookServer(t, { dataDir });
   const [sold] = await createPets(server, 1, 'sold');
   await createPets(server, 1, 'available');
@@ -206,9 +206,9 @@ test('a subscription of some statuses gets only their pets; a removed one gets n
     receiver.accepted.map((d) => d.petId),
     [sold, pending],
   );
-  await webhooks(dataDir, 'remove', id);
+  await webhooksHere(dataDir, ['remove', id]);
   const marker = await startReceiver(t);
-  await addWebhook(dataDir, marker.url);
+  await subscribe(dataDir, marker.url);
   // Once the later subscription is taken up, the removal (an earlier change of the same file) is too.
   const deadline = Date.now() + 5000;
   while (marker.accepted.length === 0 && Date.now() < deadline) {
