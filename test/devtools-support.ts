@@ -30,8 +30,11 @@ interface Message {
   error?: { message: string };
 }
 
-/** Opens `url` in headless Chromium and resolves once it has loaded; the browser is killed after `t`. */
-export async function openPage(t: TestContext, url: string): Promise<DevtoolsPage> {
+/**
+ * Opens `url` in headless Chromium and resolves once it has loaded; the browser is killed after `t`. With `width`,
+ * the page is laid out as a phone of that many CSS pixels shows it.
+ */
+export async function openPage(t: TestContext, url: string, width?: number): Promise<DevtoolsPage> {
   const profile = await tempDirFor(t, 'petstore-chromium-');
   const browser = spawn(
     CHROMIUM as string,
@@ -107,6 +110,10 @@ export async function openPage(t: TestContext, url: string): Promise<DevtoolsPag
   const { sessionId } = await send('Target.attachToTarget', { targetId, flatten: true });
   const session = sessionId as string;
   for (const domain of ['Runtime', 'Log', 'Network', 'Page']) await send(`${domain}.enable`, {}, session);
+  if (width !== undefined) {
+    const metrics = { width, height: 2 * width, deviceScaleFactor: 1, mobile: false };
+    await send('Emulation.setDeviceMetricsOverride', metrics, session);
+  }
   const loaded = new Promise<void>((resolve) =>
     listeners.push((message) => message.method === 'Page.loadEventFired' && resolve()),
   );

@@ -138,3 +138,17 @@ test('in Chromium the page loads with no error and no outside request, lists the
     [],
   );
 });
+
+test('on a phone 375 px wide the page needs no sideways scrolling: nothing, not a table, is cut off', {
+  skip: withoutChromium,
+  timeout: 120_000,
+}, async (t) => {
+  const server = await startServer();
+  t.after(() => server.close());
+  const page = await openPage(t, `${server.url}/v1/docs`, 375);
+  assert.equal(await page.evaluate('innerWidth'), 375);
+  const wide = (await page.evaluate(`[document.documentElement, ...document.querySelectorAll('table, pre, code')]
+    .filter((e) => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > innerWidth + 1)
+    .map((e) => e.tagName + ': ' + e.textContent.slice(0, 40))`)) as string[];
+  assert.deepEqual(wide, []);
+});

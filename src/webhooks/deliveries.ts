@@ -5,7 +5,7 @@ import { CommitTimes } from './commit-times.js';
 import { Pace } from './pace.js';
 import type { AttemptResult } from './sender.js';
 import { type DeliveryOptions, SubscriptionDelivery } from './subscription-delivery.js';
-import type { Subscription } from './subscription-file.js';
+import { type Subscription, SubscriptionFileError } from './subscription-file.js';
 import type { SubscriptionSource } from './subscription-source.js';
 
 // How often the subscriptions are read again (`webhooks add`, `rotate-secret`, `replay`; the leases of a database).
@@ -111,7 +111,8 @@ export class Deliveries {
       if (!this.#reloadFailing)
         this.logger.error(
           'cannot read the webhook subscriptions again; the previous ones stay in force',
-          withoutStack(error),
+          // A file that says what is wrong with it needs no stack: the operator fixes the file, not the code.
+          error instanceof SubscriptionFileError ? error.message : withoutStack(error),
         );
       this.#reloadFailing = true;
       return;

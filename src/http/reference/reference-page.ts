@@ -8,13 +8,15 @@ export interface ReferencePage {
   csp: string;
 }
 
+// overflow-wrap:anywhere: a schema, an example or a long word of a meaning breaks, so a phone's width holds each table.
 const STYLE = `
 body{font:16px/1.5 system-ui,sans-serif;margin:0 auto;max-width:60rem;padding:0 1rem;color:#1b1b1b;background:#fff}
 pre,code{font:14px/1.4 ui-monospace,monospace}pre{background:#f3f3f3;padding:.5rem;overflow-x:auto;white-space:pre-wrap}
 section.op{border-top:1px solid #ccc;margin-top:1.5rem}.method{font-weight:700;margin-right:.5rem}
 .deprecated{background:#fff3cd;border-left:4px solid #b58100;padding:.25rem .5rem}
-table{border-collapse:collapse;display:block;overflow-x:auto}
+table{border-collapse:collapse;width:100%}
 td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
+td:last-child,code,pre{overflow-wrap:anywhere}
 label{display:block;margin-top:.5rem;font-weight:600}
 input,select,textarea{font:inherit;width:100%;box-sizing:border-box}
 button{font:inherit;margin-top:.75rem;padding:.4rem 1.2rem}:focus-visible{outline:3px solid #1a5fb4;outline-offset:2px}
