@@ -153,7 +153,7 @@ test('a flood of pipelining connections from an address the server ended one of 
   assert.equal(metricValue(families, 'petstore_http_evicted_connections_total'), 0);
 });
 
-test('over TLS, what a flooding address waits for is the handshake: another client is answered before more than 5 of its 100 new connections shook hands', {
+test('over TLS, what a flooding address waits for is the handshake: another client is answered before half of its 100 new connections shook hands', {
   timeout: 30_000,
   ...needsOpenssl,
 }, async (t) => {
@@ -175,10 +175,11 @@ test('over TLS, what a flooding address waits for is the handshake: another clie
   );
 
   const order = await floodThenKeyed(t, port, FLOOD, true);
-  // Put off once secured, they shook hands in the order they came, the requests sent with the end of
-  // each handshake read with it: 100 handshakes before the keyed client's.
   const shaken = before(t, order, 'shaken');
-  assert.ok(shaken <= 5, `the keyed client was answered after ${shaken} flood handshakes, not after at most 5`);
+  // One flood handshake starts per 64 turns while the keyed client's own takes its round trips: 1 to 2
+  // on a quiet machine, 14 seen at load 5. Without the deferral (or paused only once secured, too late)
+  // all 100 shook hands first, in the order they came.
+  assert.ok(shaken < FLOODING / 2, `the keyed client was answered after ${shaken} flood handshakes, not before half`);
   assert.equal(order.filter((s) => s === 'shaken').length, FLOODING, 'each flood connection shook hands in the end');
   await waitFor(
     async () =>
