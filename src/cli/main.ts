@@ -2,9 +2,9 @@
  * The command line: `node dist/server.js [options]` serves the API; `keys …` manages API keys;
  * `backup <dest>` copies the data directory; `migrate` copies it into a database.
  * A thin wrapper over `listen()`: it reads flags and environment, prints, and handles signals.
+ * Each command's module is loaded when that command runs: `keys list` need not load the server.
  */
 import { commandWords, packageVersion, parseCommandLine, unknownCommand, type CommandLine } from './args.js';
-import { runBackupCommand } from './backup-command.js';
 import { helpText, resolveConfig, resolveSetting } from './config.js';
 import { UsageError } from './errors.js';
 import { failure } from './failure.js';
@@ -12,13 +12,9 @@ import { commandLine, invocation } from './invocation.js';
 import { UnsafeFileError } from '../lib/private-file.js';
 import { errorCode } from '../lib/system-error.js';
 import { nodeVersionProblem } from './node-version.js';
-import { runRepairCommand } from './repair-command.js';
-import { runReplicateKeyCommand } from './replicate-key-command.js';
-import { runReplicaVerify, runRestoreCommand } from './restore-command.js';
 import { databaseUrlWarning } from './secret-arguments.js';
-import { runVerifyCommand } from './verify-command.js';
-import { keyFileStorage, runKeysCommand, type NewKeyOptions } from './keys-command.js';
-import { FailedStart, serve } from './serve-command.js';
+import type { NewKeyOptions } from './keys-command.js';
+import { FailedStart } from './failed-start.js';
 
 type Values = CommandLine['values'];
 type Flags = Record<string, string | undefined>;
@@ -48,20 +44,24 @@ async function main(args: readonly string[]): Promise<void> {
     return;
   }
   if (positionals[0] === 'keys') {
+    const { keyFileStorage, runKeysCommand } = await import('./keys-command.js');
     const storage = keyFileStorage(resolveSetting('dataDir', flags, process.env), commandLine(args));
     await runKeysCommand(storage, positionals.slice(1), newKey, print);
     return;
   }
   if (positionals[0] === 'replicate-key') {
+    const { runReplicateKeyCommand } = await import('./replicate-key-command.js');
     await runReplicateKeyCommand(positionals.slice(1), print);
     return;
   }
   if (positionals[0] === 'backup') {
+    const { runBackupCommand } = await import('./backup-command.js');
     await runBackupCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
     return;
   }
   if (await restoreOrVerify(values, flags, positionals)) return;
   if (positionals[0] === 'repair') {
+    const { runRepairCommand } = await import('./repair-command.js');
     await runRepairCommand(resolveSetting('dataDir', flags, process.env), positionals.slice(1), print);
     return;
   }
@@ -73,6 +73,7 @@ async function main(args: readonly string[]): Promise<void> {
   }
   const config = resolveConfig(flags, process.env);
   if (positionals[0] !== undefined) throw unknownCommand(positionals[0], process.env);
+  const { serve } = await import('./serve-command.js');
   await serve(config, process.env, passwordWarning);
 }
 
@@ -131,15 +132,18 @@ async function restoreOrVerify(values: Values, flags: Flags, positionals: readon
     throw new UsageError('--lineage and --list apply only to "restore"');
   if (positionals[0] === 'restore') {
     const keyFile = resolveSetting('replicateKeyFile', flags, process.env);
+    const { runRestoreCommand } = await import('./restore-command.js');
     await runRestoreCommand(positionals.slice(1), { from, until, lineage, list, keyFile }, print);
     return true;
   }
   if (positionals[0] === 'verify' && from !== undefined) {
     const keyFile = resolveSetting('replicateKeyFile', flags, process.env);
+    const { runReplicaVerify } = await import('./restore-command.js');
     process.exitCode = await runReplicaVerify(positionals.slice(1), from, keyFile, print);
     return true;
   }
   if (positionals[0] === 'verify') {
+    const { runVerifyCommand } = await import('./verify-command.js');
     process.exitCode = await runVerifyCommand(
       resolveSetting('dataDir', flags, process.env),
       positionals.slice(1),

@@ -6,17 +6,7 @@ import { type ListenOptions, listen, type RunningServer } from '../service/liste
 import { activatedSocket } from '../service/socket-activation.js';
 import { envKeys, type Config } from './config.js';
 import { certificateDateProblems, isLoopback, readTlsFiles } from './tls.js';
-
-/** A start that failed, with what must still be said after the reason (a key generated before it failed). */
-export class FailedStart extends Error {
-  constructor(
-    readonly reason: unknown,
-    readonly epilogue: string,
-  ) {
-    super('the start failed', { cause: reason });
-    this.name = 'FailedStart';
-  }
-}
+import { FailedStart } from './failed-start.js';
 
 /**
  * Serves the API as configured until SIGTERM or SIGINT, then stops gracefully and exits; `warning`,
