@@ -3,11 +3,10 @@
  * browser reads commands on fd 3 and writes answers and events on fd 4, each message ending in NUL).
  * One page, attached to; what it logged and every request it made are kept for the test to read.
  */
-import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
-import { CHROMIUM } from './browser-support.js';
-import { tempDirFor, within } from './support.js';
+import { startChromium } from './browser-support.js';
+import { within } from './support.js';
 
 /** How long the browser may take over one call or a page's load, far beyond what any takes on a busy machine. */
 const ANSWER_MS = 30_000;
@@ -35,25 +34,7 @@ interface Message {
  * the page is laid out as a phone of that many CSS pixels shows it.
  */
 export async function openPage(t: TestContext, url: string, width?: number): Promise<DevtoolsPage> {
-  const profile = await tempDirFor(t, 'petstore-chromium-');
-  const browser = spawn(
-    CHROMIUM as string,
-    [
-      '--headless=new',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-dev-shm-usage',
-      '--no-first-run',
-      '--remote-debugging-pipe',
-      `--user-data-dir=${profile}`,
-    ],
-    { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] },
-  );
-  const exited = new Promise((resolve) => browser.once('exit', resolve));
-  t.after(async () => {
-    browser.kill('SIGKILL');
-    await exited;
-  });
+  const browser = await startChromium(t, ['--remote-debugging-pipe'], ['ignore', 'ignore', 'ignore', 'pipe', 'pipe']);
   const toBrowser = browser.stdio[3] as Writable;
   const fromBrowser = browser.stdio[4] as Readable;
   const waiting = new Map<
