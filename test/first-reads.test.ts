@@ -15,8 +15,8 @@ import { connect as tlsConnect } from 'node:tls';
 import { Worker } from 'node:worker_threads';
 import { metricValue } from './exposition-parser.js';
 import { metricsServer, scrape } from './metrics-support.js';
-import { FileStore } from './package.js';
 import { TEST_KEY, tempDirFor, waitFor, within } from './support.js';
+import { bigPages } from './pages-support.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
 /** More than the 64 unanswered a connection may have: each such connection is ended once read. */
@@ -118,14 +118,13 @@ function before(t: TestContext, order: string[], what: 'flood' | 'shaken'): numb
   return count;
 }
 
-/** A data directory of 100 pets whose names are 256 characters of four UTF-8 bytes each (pages of ~160 kB). */
-async function bigPages(t: TestContext): Promise<string> {
-  const dir = await tempDirFor(t);
-  const store = await FileStore.open(dir);
-  const name = (i: number): string => `${i}`.padEnd(256, 'x').replace(/x/g, '\u{1D4B3}').slice(0, 512);
-  await Promise.all(Array.from({ length: 100 }, (_, i) => store.create({ name: name(i), categoryId: BigInt(i) })));
-  await store.close();
-  return dir;
+/** Waits until the first flooding connection and the FLOODING after it were each read and ended for their requests. */
+async function everyFloodEnded(metricsUrl: string): Promise<void> {
+  const ended = async (): Promise<number | undefined> =>
+    metricValue((await scrape(metricsUrl)).families, 'petstore_http_ended_connections_total', {
+      reason: 'pipelining_limit',
+    });
+  await waitFor(async () => (await ended()) === FLOODING + 1, 10_000, 'every flood connection read and ended');
 }
 
 test('a flood of pipelining connections from an address the server ended one of waits behind another client: its connections are read one in many turns, and each is read', {
@@ -140,15 +139,7 @@ test('a flood of pipelining connections from an address the server ended one of 
   // Without turns, the server read them in the order they came: all 100 closed first.
   assert.ok(keyedAt <= 2, `the keyed client was answered after ${keyedAt} flood connections, not after at most 2`);
   // Each was read in the end, and ended for its requests; none was closed unread.
-  await waitFor(
-    async () =>
-      metricValue((await scrape(server.metricsUrl)).families, 'petstore_http_ended_connections_total', {
-        reason: 'pipelining_limit',
-      }) ===
-      FLOODING + 1,
-    10_000,
-    'every flood connection read and ended',
-  );
+  await everyFloodEnded(server.metricsUrl);
   const { families } = await scrape(server.metricsUrl);
   assert.equal(metricValue(families, 'petstore_http_evicted_connections_total'), 0);
 });
@@ -181,15 +172,7 @@ test('over TLS, what a flooding address waits for is the handshake: another clie
   // all 100 shook hands first, in the order they came.
   assert.ok(shaken < FLOODING / 2, `the keyed client was answered after ${shaken} flood handshakes, not before half`);
   assert.equal(order.filter((s) => s === 'shaken').length, FLOODING, 'each flood connection shook hands in the end');
-  await waitFor(
-    async () =>
-      metricValue((await scrape(server.metricsUrl)).families, 'petstore_http_ended_connections_total', {
-        reason: 'pipelining_limit',
-      }) ===
-      FLOODING + 1,
-    10_000,
-    'every flood connection read and ended',
-  );
+  await everyFloodEnded(server.metricsUrl);
 });
 
 test('an address whose answers stall with requests pipelined behind them floods too: its new connections wait behind another client', {

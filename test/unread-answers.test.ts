@@ -15,24 +15,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connect as tlsConnect } from 'node:tls';
 import { metricValue } from './exposition-parser.js';
 import { tempDirFor, TEST_KEY, waitFor, type TestServer } from './support.js';
+import { bigPages } from './pages-support.js';
 import { metricsServer, requestCounts, scrape } from './metrics-support.js';
-import { FileStore, type ListenOptions } from './package.js';
+import type { ListenOptions } from './package.js';
 import { certificate, needsOpenssl } from './tls-support.js';
 
 const PAGE = `GET /v1/pets?limit=100 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`;
 /** Answers a connection may have made and not yet sent; requests it may have unanswered in all (operations.md). */
 const ANSWERING = 8;
 const OUTSTANDING = 64;
-
-/** A data directory of 100 pets whose names are 256 characters of four UTF-8 bytes each. */
-async function bigPages(t: TestContext): Promise<string> {
-  const dir = await tempDirFor(t);
-  const store = await FileStore.open(dir);
-  const name = (i: number): string => `${i}`.padEnd(256, 'x').replace(/x/g, '\u{1D4B3}').slice(0, 512);
-  await Promise.all(Array.from({ length: 100 }, (_, i) => store.create({ name: name(i), categoryId: BigInt(i) })));
-  await store.close();
-  return dir;
-}
 
 interface Served {
   server: TestServer;
