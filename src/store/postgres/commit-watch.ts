@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
 import { CommitListeners } from '../commit-listeners.js';
-import type { CommitListener } from '../store.js';
+import { type CommitListener, StoreUnavailableError } from '../store.js';
 import { COMMIT_CHANNEL } from './batch.js';
 import { isUnavailable, openListener } from './driver.js';
 
@@ -135,16 +135,30 @@ export class CommitWatch {
     this.#timer.unref();
   }
 
+  /**
+   * Given up after twice the statement timeout, like every statement of the store: a read left hanging on a connection
+   * a restart cut would otherwise hold the hints, or the polls while down, for good.
+   */
   async #poll(): Promise<void> {
+    const limit = 2 * this.#options.statementTimeout;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new StoreUnavailableError(`the database did not answer within ${limit} ms`)),
+        limit,
+      );
+    });
     try {
-      this.#listeners.committed(await this.#options.highestId());
+      this.#listeners.committed(await Promise.race([this.#options.highestId(), late]));
     } catch (error) {
       this.#failed(error);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
   #failed(error: unknown): void {
-    if (this.#closed || this.#reported || isUnavailable(error)) return;
+    if (this.#closed || this.#reported || isUnavailable(error) || error instanceof StoreUnavailableError) return;
     this.#reported = true;
     this.#options.onError(error);
   }
