@@ -34,7 +34,10 @@ export interface RewindOptions {
   sql: Sql;
   /** How the store runs a statement: bounded in time, the database away a StoreUnavailableError. */
   guard: Guard;
-  /** Reads the copy again from the database; the pets it held that the database no longer holds as they were. */
+  /**
+   * Reads the copy again from the database, trying its reads again until done or closed; the pets it held that the
+   * database no longer holds as they were.
+   */
   refill: (() => Promise<Buffer[]>) | undefined;
   /** A pet's JSON text as the database holds it now. */
   readText(id: number): Promise<string | undefined>;
@@ -71,6 +74,8 @@ export class Rewind {
   #marks: Mark[] = [];
   #recovering: Promise<void> | undefined;
   #checking: Promise<void> | undefined;
+  /** A check was asked for since the running one began: what it came for (new marks, say) is looked at after it. */
+  #checkAgain = false;
   #closed = false;
 
   constructor(options: RewindOptions) {
@@ -124,20 +129,44 @@ export class Rewind {
    */
   check(): Promise<void> {
     // One at a time: two reads of the WAL position finishing out of order would look like a step back.
-    this.#checking ??= this.#check().finally(() => (this.#checking = undefined));
+    this.#checkAgain = true;
+    this.#checking ??= this.#checkUntilDone().finally(() => (this.#checking = undefined));
     return this.#checking;
+  }
+
+  /**
+   * Checks until a check asked for has run to its end. One cut short by the database being away (or by a connection
+   * its restart left hanging) is tried again every RETRY_MS: nothing else may ask again, and its marks are still to be
+   * looked for.
+   */
+  async #checkUntilDone(): Promise<void> {
+    while (this.#checkAgain && !this.#closed) {
+      this.#checkAgain = false;
+      try {
+        await this.#check();
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError)) throw error;
+        this.#checkAgain = true;
+        await new Promise((r) => setTimeout(r, RETRY_MS));
+      }
+    }
   }
 
   async #check(): Promise<void> {
     const now = await this.#options.guard(() => readLineage(this.#options.sql));
     const before = this.#lineage;
-    this.#lineage = now;
+    const diverged = before === undefined ? undefined : divergence(before, now);
+    if (diverged !== undefined) {
+      this.wentBack(diverged);
+      return;
+    }
     const marks = this.#marks;
     const changed = await this.#changedMark(marks);
+    // Compared with from now on only once the check ran to its end: one cut short compares with the old one again.
+    if (this.#recovering === undefined) this.#lineage = now;
     // Looked for once (kept when a read failed); marks taken meanwhile wait for the next check.
     this.#marks = this.#marks.filter((mark) => !marks.includes(mark));
-    const reason = (before === undefined ? undefined : divergence(before, now)) ?? changed;
-    if (reason !== undefined) this.wentBack(reason);
+    if (changed !== undefined) this.wentBack(changed);
   }
 
   /** Why the first mark not held by the database as it was is not, or undefined when all are. */
@@ -179,8 +208,9 @@ export class Rewind {
     const { sql } = this.#options;
     // Past every id this instance saw: none of them is handed out again, by any instance.
     await this.#retried(() => sql`UPDATE petstore.pet_ids SET last_id = greatest(last_id, ${highWater})`.execute());
-    const refill = this.#options.refill;
-    const lost = refill === undefined ? [] : await this.#retried(refill);
+    // Not under a deadline as a whole: its reads are, and it retries them itself. It may wait behind the copy's other
+    // reads; given up and begun again, the second would compare with the first's new copy and find nothing lost.
+    const lost = (await this.#options.refill?.()) ?? [];
     if (this.#closed) return;
     let file: string | undefined;
     let unwritten: string[] | undefined;
@@ -193,7 +223,8 @@ export class Rewind {
         unwritten = lost.map(String);
       }
     }
-    this.#options.onRecovered({ highWater, lost: lost.length, file, lostUnknown: refill === undefined, unwritten });
+    const lostUnknown = this.#options.refill === undefined;
+    this.#options.onRecovered({ highWater, lost: lost.length, file, lostUnknown, unwritten });
   }
 
   /** `step` until it succeeds; while the database is away it is tried again every RETRY_MS. */
