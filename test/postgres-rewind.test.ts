@@ -154,3 +154,33 @@ test('a database gone back is noticed by its WAL position even when the check th
   await rewind.check();
   assert.deepEqual(reasons, ['its WAL position went back from 1000 to 500 bytes']);
 });
+
+test('a WAL position read behind one seen before means the database went back', () => {
+  const { rewind, reasons } = rewindOver(pets(1));
+  rewind.position(1000n, rewind.positionFloor());
+  rewind.position(1200n, rewind.positionFloor());
+  assert.deepEqual(reasons, []);
+  rewind.position(500n, rewind.positionFloor());
+  assert.deepEqual(reasons, ['its WAL position went back from 1200 to 500 bytes']);
+});
+
+test('reads of the WAL position that end out of order are not a step back', () => {
+  const { rewind, reasons } = rewindOver(pets(1));
+  const first = rewind.positionFloor();
+  const second = rewind.positionFloor();
+  rewind.position(1200n, second);
+  rewind.position(1000n, first); // began before the other ended: compared with what was seen then
+  assert.deepEqual(reasons, []);
+});
+
+test('a read of the WAL position begun before a went back is not compared after it', async () => {
+  const { rewind, reasons } = rewindOver(pets(1));
+  rewind.position(1000n, rewind.positionFloor());
+  const before = rewind.positionFloor();
+  rewind.wentBack('the test says so');
+  await rewind.settled();
+  rewind.position(500n, before); // saw the database before it went back
+  rewind.position(500n, rewind.positionFloor());
+  rewind.position(520n, rewind.positionFloor());
+  assert.deepEqual(reasons, ['the test says so']);
+});

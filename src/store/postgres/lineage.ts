@@ -10,6 +10,13 @@ export interface Lineage {
   position: bigint;
 }
 
+/** The highest id handed out and the WAL position, in one statement: what the commit watch reads every second. */
+export async function readHighestIdAndPosition(sql: Sql): Promise<{ id: number; position: bigint }> {
+  const [row] = await sql<[{ id: string; position: string }]>`
+    SELECT last_id::text AS id, (pg_current_wal_lsn() - '0/0'::pg_lsn)::text AS position FROM petstore.pet_ids`;
+  return { id: Number(row?.id ?? 0), position: BigInt(row?.position ?? 0) };
+}
+
 export async function readLineage(sql: Sql): Promise<Lineage> {
   const [row] = await sql<[{ system: string; timeline: string; position: string }]>`
     SELECT system_identifier::text AS system, substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) AS timeline,

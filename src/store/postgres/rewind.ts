@@ -49,6 +49,12 @@ export interface RewindOptions {
   onError(error: unknown): void;
 }
 
+/** What a read of the WAL position is compared with when it ends: the highest seen when it began, and since when. */
+export interface PositionFloor {
+  seen: bigint;
+  wentBack: number;
+}
+
 /** A step of the recovery that failed with the database away is tried again this often. */
 const RETRY_MS = 1000;
 
@@ -74,6 +80,9 @@ export class Rewind {
   #marks: Mark[] = [];
   #recovering: Promise<void> | undefined;
   #checking: Promise<void> | undefined;
+  /** The highest WAL position the commit watch's reads saw, since the last went back (`#wentBacks` of them). */
+  #positionSeen = 0n;
+  #wentBacks = 0;
   /** A check was asked for since the running one began: what it came for (new marks, say) is looked at after it. */
   #checkAgain = false;
   #closed = false;
@@ -106,6 +115,26 @@ export class Rewind {
       return;
     }
     this.wentBack(`its id counter is at ${highest}, below id ${floor}, which this instance saw committed`);
+  }
+
+  /** Taken when a read of the WAL position begins, for `position` when it ends. */
+  positionFloor(): PositionFloor {
+    return { seen: this.#positionSeen, wentBack: this.#wentBacks };
+  }
+
+  /**
+   * The WAL position as read by a statement that began at `floor`: below it, the database went back. A failover to an
+   * asynchronous standby keeps the system and, until promoted again, may show no other sign to an instance that saw
+   * the database away the whole time (no mark taken) after another instance moved the counter on. A read that began
+   * before the last went back is not compared: it saw the database before it.
+   */
+  position(now: bigint, floor: PositionFloor): void {
+    if (floor.wentBack !== this.#wentBacks) return;
+    if (now < floor.seen) {
+      this.wentBack(`its WAL position went back from ${floor.seen} to ${now} bytes`);
+      return;
+    }
+    if (now > this.#positionSeen) this.#positionSeen = now;
   }
 
   /**
@@ -182,9 +211,11 @@ export class Rewind {
 
   wentBack(reason: string): void {
     if (this.#recovering !== undefined || this.#closed) return;
-    // The copy is read again, compared as a whole; the lineage read next is the one to compare with.
+    // The copy is read again, compared as a whole; the lineage and positions read next are the ones to compare with.
     this.#marks = [];
     this.#lineage = undefined;
+    this.#positionSeen = 0n;
+    this.#wentBacks++;
     this.#options.onWentBack({ reason, highWater: this.#highWater });
     // A step that failed for another reason ends this recovery: the next create's batch, refused
     // below the seen id (batch.ts), starts another.

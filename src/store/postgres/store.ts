@@ -10,6 +10,7 @@ import { keyedPet, replayOf } from './idempotency.js';
 import { addFirstKey, readKeys, type KeyRecord } from './keys.js';
 import { PetCopy } from './pet-copy.js';
 import { Rewind } from './rewind.js';
+import { readHighestIdAndPosition } from './lineage.js';
 import { pageText, readHighestId, readPage, readPet } from './pet-reads.js';
 import { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
 import { migrate } from './schema.js';
@@ -141,11 +142,16 @@ export class PostgresStore implements PetStore {
     });
   }
 
-  /** The id counter, as the commit watch reads it: below an id seen committed, the database went back. */
+  /**
+   * The id counter, as the commit watch reads it, with the WAL position: below an id seen committed, or behind a
+   * position seen, the database went back.
+   */
   async #highestId(): Promise<number> {
     const floor = this.#rewind.highWater;
-    const id = await readHighestId(this.#sql);
+    const positionFloor = this.#rewind.positionFloor();
+    const { id, position } = await readHighestIdAndPosition(this.#sql);
     this.#rewind.counter(id, floor);
+    this.#rewind.position(position, positionFloor);
     return id;
   }
 
