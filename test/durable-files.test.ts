@@ -10,8 +10,9 @@ import { test } from 'node:test';
 import { nodeFileSystem } from '#dist/lib/file-system.js';
 import { ReplicationError, type Destination } from '#dist/store/file/replication/destinations/destination.js';
 import { durableFiles, readRange, type DurableJournal } from '#dist/store/file/replication/durable-files.js';
-import { shipRound, type ShippedState } from '#dist/store/file/replication/round.js';
+import { shipRound } from '#dist/store/file/replication/round.js';
 import { dataDir, journalText, snapshotText, TestFileSystem } from './store-support.js';
+import { unshipped } from './replication-support.js';
 
 test('the open journal counts up to its durable length, not its size on disk', async (t) => {
   const dir = await dataDir(t);
@@ -53,15 +54,7 @@ test('during an outage a replaced file read and hashed once is not read again wh
       throw new ReplicationError('unreachable', 'down');
     },
   };
-  const state: ShippedState = {
-    store: 's',
-    lineage: '20261127T000000Z-000000000000',
-    generation: 1,
-    parent: null,
-    seq: 0,
-    previous: null,
-    files: new Map(),
-  };
+  const state = unshipped('s');
   const journal = (): DurableJournal => ({ generation: 1, length: 0, idsHandedOut: 1 });
   // Nothing compacts this directory: a hold that holds nothing.
   const source = { fs: nodeFileSystem, journal, holdFiles: async () => () => {} };
@@ -91,15 +84,7 @@ test("replication reads the store's files through its FileSystem: an EIO there f
     delete: async () => {},
     put: async (key) => void put.push(key),
   };
-  const state: ShippedState = {
-    store: 's',
-    lineage: '20261127T000000Z-000000000000',
-    generation: 1,
-    parent: null,
-    seq: 0,
-    previous: null,
-    files: new Map(),
-  };
+  const state = unshipped('s');
   const source = {
     fs,
     journal: (): DurableJournal => ({ generation: 1, length: 0, idsHandedOut: 1 }),

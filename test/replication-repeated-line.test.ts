@@ -12,10 +12,11 @@ import { DirectoryDestination } from '#dist/store/file/replication/destinations/
 import type { DurableJournal } from '#dist/store/file/replication/durable-files.js';
 import { STORE_KEY, positionKey } from '#dist/store/file/replication/layout.js';
 import { restoreReplica } from '#dist/store/file/replication/restore.js';
-import { shipRound, type ShippedState } from '#dist/store/file/replication/round.js';
+import { shipRound } from '#dist/store/file/replication/round.js';
 import { storeIdDocument } from '#dist/store/file/replication/store-id.js';
 import { verifyReplicas } from '#dist/store/file/replication/verification.js';
 import { dataDir, journalText, snapshotText } from './store-support.js';
+import { unshipped } from './replication-support.js';
 
 const STORE = '0123456789abcdef0123456789abcdef';
 const LINEAGE = '20261127T000000Z-000000000000';
@@ -27,15 +28,7 @@ test('a repeated journal line of the same length as its pet in pets.json but oth
   await nodeFileSystem.mkdir(dir);
   const destination = new DirectoryDestination(join(root, 'replica'));
   await destination.put(STORE_KEY, storeIdDocument(STORE));
-  const state: ShippedState = {
-    store: STORE,
-    lineage: LINEAGE,
-    generation: 1,
-    parent: null,
-    seq: 0,
-    previous: null,
-    files: new Map(),
-  };
+  const state = unshipped(STORE, LINEAGE);
   const journal = journalText([pet(2, 'Rex')], 3);
   // Nothing compacts this directory: a hold that holds nothing.
   const source = {

@@ -12,10 +12,11 @@ import { DirectoryDestination } from '#dist/store/file/replication/destinations/
 import type { DurableJournal } from '#dist/store/file/replication/durable-files.js';
 import { STORE_KEY, positionKey } from '#dist/store/file/replication/layout.js';
 import { restoreReplica } from '#dist/store/file/replication/restore.js';
-import { shipRound, type ShippedState } from '#dist/store/file/replication/round.js';
+import { shipRound } from '#dist/store/file/replication/round.js';
 import { storeIdDocument } from '#dist/store/file/replication/store-id.js';
 import { verifyReplicas } from '#dist/store/file/replication/verification.js';
 import { dataDir, journalText, snapshotText } from './store-support.js';
+import { unshipped } from './replication-support.js';
 
 const pet = (id: number, name = `pet ${id}`) => ({ id, name, categoryId: 1n }) as never;
 const LINEAGE = '20261127T000000Z-000000000000';
@@ -26,15 +27,7 @@ test('verify passes what restore takes and names what it refuses: a pet repeated
   await nodeFileSystem.mkdir(dir);
   const destination = new DirectoryDestination(join(root, 'replica'));
   await destination.put(STORE_KEY, storeIdDocument('0123456789abcdef0123456789abcdef'));
-  const state: ShippedState = {
-    store: '0123456789abcdef0123456789abcdef',
-    lineage: LINEAGE,
-    generation: 1,
-    parent: null,
-    seq: 0,
-    previous: null,
-    files: new Map(),
-  };
+  const state = unshipped('0123456789abcdef0123456789abcdef', LINEAGE);
   // Nothing compacts this directory: a hold that holds nothing.
   const source = (length: number) => ({
     fs: nodeFileSystem,

@@ -1,10 +1,12 @@
 /**
  * What the replication tests share: a create, waiting until a server has shipped everything, a
- * preload that shifts the wall clock of a server process, and servers stopped before their directory goes.
+ * preload that shifts the wall clock of a server process, servers stopped before their directory goes,
+ * and the state of a lineage before its first round, for tests that ship rounds themselves.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import type { ShippedState } from '#dist/store/file/replication/round.js';
 import { request, waitFor, type Response, type ServerProcess } from './support.js';
 import { scrape } from './metrics-support.js';
 
@@ -64,4 +66,9 @@ globalThis.Date = Shifted;
 `,
   );
   return { NODE_OPTIONS: `--require ${preload}` };
+}
+
+/** A lineage of `store` before its first round: nothing shipped, generation 1, continuing nothing. */
+export function unshipped(store: string, lineage = '20261127T000000Z-000000000000'): ShippedState {
+  return { store, lineage, generation: 1, parent: null, seq: 0, previous: null, files: new Map() };
 }
